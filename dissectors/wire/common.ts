@@ -1,0 +1,214 @@
+// Shared vocabulary of every wire codec: issues, decode results, the optional field tree
+// used by `smcdump -V`, and small byte helpers. Codecs are pure: bytes in, value + issues out
+// (decode never throws), value in, bytes out (encode).
+
+export type Severity = 'error' | 'warn' | 'note';
+
+/** Something wrong or noteworthy in the input, with the byte range it concerns
+ *  (offset relative to the start of the buffer handed to the codec). */
+export interface Issue {
+  severity: Severity;
+  /** Stable machine-readable code, e.g. 'clc.trailer', 'llc.length', 'ib.icrc'. */
+  code: string;
+  message: string;
+  offset: number;
+  length: number;
+}
+
+export interface Decoded<T> {
+  value: T;
+  issues: Issue[];
+}
+
+/** One node of the `-V` field tree. Offsets are absolute within the frame once rendered. */
+export interface FieldNode {
+  name: string;
+  offset: number;
+  length: number;
+  value?: string;
+  children?: FieldNode[];
+}
+
+/**
+ * Collector for the detailed field tree. Codecs take an optional `Tree` and call
+ * `t?.add(...)`: on the one-line hot path no tree is passed and nothing is allocated.
+ * `base` is added to every offset so a codec can use offsets relative to its own buffer.
+ */
+export class Tree {
+  readonly nodes: FieldNode[] = [];
+  constructor(readonly base = 0) {}
+
+  add(name: string, offset: number, length: number, value?: string | number | bigint): FieldNode {
+    const node: FieldNode = { name, offset: this.base + offset, length };
+    if (value !== undefined) node.value = String(value);
+    this.nodes.push(node);
+    return node;
+  }
+
+  /** A child tree whose nodes hang below a new node; `base` of the child = absolute offset. */
+  sub(name: string, offset: number, length: number, value?: string): Tree {
+    const node = this.add(name, offset, length, value);
+    const child = new Tree(this.base + offset);
+    node.children = child.nodes;
+    return child;
+  }
+}
+
+export function issue(issues: Issue[], severity: Severity, code: string, message: string, offset: number, length: number): void {
+  issues.push({ severity, code, message, offset, length });
+}
+
+/** Shift issues of a sub-decoder to the caller's coordinates. */
+export function shiftIssues(into: Issue[], from: Issue[], by: number): void {
+  for (const i of from) into.push({ ...i, offset: i.offset + by });
+}
+
+// ---- byte helpers (big-endian unless named otherwise) ----
+
+export function u8(b: Uint8Array, o: number): number { return b[o] ?? 0; }
+export function u16(b: Uint8Array, o: number): number { return ((b[o] ?? 0) << 8) | (b[o + 1] ?? 0); }
+export function u16le(b: Uint8Array, o: number): number { return (b[o] ?? 0) | ((b[o + 1] ?? 0) << 8); }
+export function u24(b: Uint8Array, o: number): number { return ((b[o] ?? 0) << 16) | ((b[o + 1] ?? 0) << 8) | (b[o + 2] ?? 0); }
+export function u32(b: Uint8Array, o: number): number {
+  return (((b[o] ?? 0) << 24) >>> 0) + (((b[o + 1] ?? 0) << 16) | ((b[o + 2] ?? 0) << 8) | (b[o + 3] ?? 0));
+}
+export function u64(b: Uint8Array, o: number): bigint { return (BigInt(u32(b, o)) << 32n) | BigInt(u32(b, o + 4)); }
+
+export function put8(b: Uint8Array, o: number, v: number): void { b[o] = v & 0xff; }
+export function put16(b: Uint8Array, o: number, v: number): void { b[o] = (v >>> 8) & 0xff; b[o + 1] = v & 0xff; }
+export function put16le(b: Uint8Array, o: number, v: number): void { b[o] = v & 0xff; b[o + 1] = (v >>> 8) & 0xff; }
+export function put24(b: Uint8Array, o: number, v: number): void { b[o] = (v >>> 16) & 0xff; b[o + 1] = (v >>> 8) & 0xff; b[o + 2] = v & 0xff; }
+export function put32(b: Uint8Array, o: number, v: number): void {
+  b[o] = (v >>> 24) & 0xff; b[o + 1] = (v >>> 16) & 0xff; b[o + 2] = (v >>> 8) & 0xff; b[o + 3] = v & 0xff;
+}
+export function put64(b: Uint8Array, o: number, v: bigint): void {
+  put32(b, o, Number((v >> 32n) & 0xffffffffn));
+  put32(b, o + 4, Number(v & 0xffffffffn));
+}
+
+const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+export function hex(b: Uint8Array, o = 0, n = b.length - o): string {
+  let s = '';
+  const end = Math.min(b.length, o + n);
+  for (let i = o; i < end; i++) s += HEX[b[i]!];
+  return s;
+}
+
+export function fromHex(s: string): Uint8Array {
+  const clean = s.replace(/[^0-9a-fA-F]/g, '');
+  const out = new Uint8Array(clean.length >> 1);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(clean.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+export function hex32(v: number): string { return '0x' + (v >>> 0).toString(16).padStart(8, '0'); }
+
+/** MAC as aa:bb:cc:dd:ee:ff. */
+export function macStr(b: Uint8Array, o: number): string {
+  let s = '';
+  for (let i = 0; i < 6; i++) s += (i ? ':' : '') + HEX[b[o + i] ?? 0];
+  return s;
+}
+
+export function parseMac(s: string): Uint8Array {
+  const out = new Uint8Array(6);
+  const parts = s.split(':');
+  for (let i = 0; i < 6; i++) out[i] = parseInt(parts[i] ?? '0', 16) & 0xff;
+  return out;
+}
+
+export function ipv4Str(b: Uint8Array, o: number): string {
+  return `${b[o] ?? 0}.${b[o + 1] ?? 0}.${b[o + 2] ?? 0}.${b[o + 3] ?? 0}`;
+}
+
+export function parseIpv4(s: string): Uint8Array {
+  const out = new Uint8Array(4);
+  const parts = s.split('.');
+  for (let i = 0; i < 4; i++) out[i] = Number(parts[i] ?? 0) & 0xff;
+  return out;
+}
+
+/** IPv6 text (RFC 5952: lowercase, longest zero run compressed, IPv4-mapped as ::ffff:a.b.c.d). */
+export function ipv6Str(b: Uint8Array, o: number): string {
+  const w: number[] = [];
+  for (let i = 0; i < 8; i++) w.push(u16(b, o + i * 2));
+  if (w[0] === 0 && w[1] === 0 && w[2] === 0 && w[3] === 0 && w[4] === 0 && w[5] === 0xffff) {
+    return '::ffff:' + ipv4Str(b, o + 12);
+  }
+  let bestStart = -1, bestLen = 0;
+  for (let i = 0; i < 8;) {
+    if (w[i] !== 0) { i++; continue; }
+    let j = i;
+    while (j < 8 && w[j] === 0) j++;
+    if (j - i > bestLen && j - i >= 2) { bestStart = i; bestLen = j - i; }
+    i = j;
+  }
+  const part = (a: number[]): string => a.map((x) => x.toString(16)).join(':');
+  if (bestStart < 0) return part(w);
+  return part(w.slice(0, bestStart)) + '::' + part(w.slice(bestStart + bestLen));
+}
+
+export function parseIpv6(s: string): Uint8Array {
+  const out = new Uint8Array(16);
+  let text = s;
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  const tail: number[] = [];
+  if (v4) {
+    const p = parseIpv4(v4[1]!);
+    tail.push((p[0]! << 8) | p[1]!, (p[2]! << 8) | p[3]!);
+    text = text.slice(0, text.length - v4[1]!.length);
+    if (text.endsWith(':') && !text.endsWith('::')) text = text.slice(0, -1);
+  }
+  const [head, rest] = text.includes('::') ? text.split('::') as [string, string] : [text, undefined];
+  const hw = head ? head.split(':').filter((x) => x !== '').map((x) => parseInt(x, 16)) : [];
+  const rw = rest !== undefined ? rest.split(':').filter((x) => x !== '').map((x) => parseInt(x, 16)) : [];
+  const words = [...hw, ...new Array(8 - hw.length - rw.length - tail.length).fill(0), ...rw, ...tail];
+  for (let i = 0; i < 8; i++) put16(out, i * 2, words[i] ?? 0);
+  return out;
+}
+
+/** Blank/NUL-padded ASCII field as text, trailing padding removed. */
+export function asciiField(b: Uint8Array, o: number, n: number): string {
+  let s = '';
+  for (let i = 0; i < n; i++) {
+    const c = b[o + i] ?? 0;
+    s += c >= 0x20 && c < 0x7f ? String.fromCharCode(c) : c === 0 ? '\0' : '.';
+  }
+  return s.replace(/[ \0]+$/, '');
+}
+
+/** Write text blank-padded to n bytes. */
+export function putAscii(b: Uint8Array, o: number, n: number, s: string, pad = 0x20): void {
+  for (let i = 0; i < n; i++) b[o + i] = i < s.length ? s.charCodeAt(i) & 0xff : pad;
+}
+
+export function isZero(b: Uint8Array, o: number, n: number): boolean {
+  for (let i = o; i < o + n && i < b.length; i++) if (b[i] !== 0) return false;
+  return true;
+}
+
+/** Size code → bytes for RMBE/DMBE (2^(code+14)). */
+export function bufSizeFromCode(code: number): number { return 2 ** (code + 14); }
+/** IB MTU code → bytes (1 = 256 … 5 = 4096); 0 for invalid codes. */
+export function mtuFromCode(code: number): number { return code >= 1 && code <= 5 ? 128 << code : 0; }
+
+export function fmtSize(n: number): string {
+  if (n >= 1 << 20 && n % (1 << 20) === 0) return `${n >> 20}MiB`;
+  if (n >= 1024 && n % 1024 === 0) return `${n >> 10}KiB`;
+  return `${n}B`;
+}
+
+/** Checks that `need` bytes are available from `o`; records a truncation issue otherwise. */
+export function need(b: Uint8Array, o: number, n: number, issues: Issue[], code: string, what: string): boolean {
+  if (o + n <= b.length) return true;
+  issue(issues, 'error', code, `truncated ${what}: need ${n} bytes at ${o}, have ${Math.max(0, b.length - o)}`, o, Math.max(0, b.length - o));
+  return false;
+}
+
+/** JSON.stringify replacer: bigint → hex string, byte arrays → hex. */
+export function jsonReplacer(_k: string, v: unknown): unknown {
+  if (typeof v === 'bigint') return '0x' + v.toString(16);
+  if (v instanceof Uint8Array) return hex(v);
+  return v;
+}
