@@ -1,0 +1,175 @@
+// Per-direction TCP reassembly that finds CLC messages by their eyecatcher on ANY port.
+//
+// CLC messages open the TCP stream of an SMC connection (Proposal, Accept, Confirm, Decline)
+// and are cut by their Length field, not by segments: a message may span segments, a segment
+// may hold several messages, segments may be retransmitted or arrive out of order. Once a
+// direction carries bytes that are not a CLC message at a message boundary, it is application
+// data (plain TCP or fallback) and we stop buffering it, so memory stays bounded by the small
+// CLC phase, not by the stream.
+
+import { clcMessageLength } from './wire/clc.js';
+
+/** A CLC message completed by a segment: bytes copied out of the stream (it may span segments). */
+export interface ClcChunk {
+  bytes: Uint8Array;
+  /** Frame indexes (1-based capture numbers) that carried bytes of this message, in stream order. */
+  frames: number[];
+  /** Offset of the message's first byte within this frame's TCP payload, or -1 when it began in an earlier frame. */
+  offsetInFrame: number;
+}
+
+export type SegmentRole =
+  | 'clc'            // this segment completed (or wholly carries) one or more CLC messages
+  | 'clc-part'       // bytes of a CLC message that completes in a later segment
+  | 'retransmission' // every byte was already seen
+  | 'out-of-order'   // held until the gap before it is filled
+  | 'data'           // application payload (not CLC)
+  | 'none';          // no payload
+
+export interface SegmentResult {
+  role: SegmentRole;
+  messages: ClcChunk[];
+  /** Messages completed by this segment that include bytes of out-of-order segments delivered now. */
+}
+
+const MAX_HELD_SEGMENTS = 64;
+/** CLC lengths are u16; a direction holding more than this without completing a message is not CLC. */
+const MAX_PENDING = 65536 + 8;
+
+interface Held { seq: number; data: Uint8Array; frame: number }
+
+interface Direction {
+  next: number | undefined;     // next expected sequence number (32-bit, wraps)
+  mode: 'clc' | 'data';
+  pending: Uint8Array | undefined; // bytes of an incomplete message
+  pendingFrames: number[];
+  held: Held[];
+}
+
+function seqLt(a: number, b: number): boolean { return ((a - b) | 0) < 0; }
+function seqDiff(a: number, b: number): number { return (a - b) | 0; }
+
+export class ClcStreams {
+  private readonly dirs = new Map<string, Direction>();
+
+  /** Number of directions tracked (for tests / memory checks). */
+  get size(): number { return this.dirs.size; }
+
+  /**
+   * Feed one TCP segment in capture order.
+   * @param key direction key (src ip/port → dst ip/port)
+   * @param frame capture frame number, to record where message bytes came from
+   */
+  segment(key: string, seq: number, syn: boolean, fin: boolean, rst: boolean, payload: Uint8Array, frame: number): SegmentResult {
+    let d = this.dirs.get(key);
+    if (syn) {
+      // A (new) connection: stream starts at ISN + 1 and is CLC-capable until proven otherwise.
+      d = { next: (seq + 1) >>> 0, mode: 'clc', pending: undefined, pendingFrames: [], held: [] };
+      this.dirs.set(key, d);
+      if (payload.length === 0) return { role: 'none', messages: [] };
+      seq = (seq + 1) >>> 0; // data on a SYN (TFO) follows the ISN
+    }
+    if (rst) { this.dirs.delete(key); return { role: payload.length ? 'data' : 'none', messages: [] }; }
+    if (payload.length === 0) {
+      if (fin) this.dirs.delete(key);
+      return { role: 'none', messages: [] };
+    }
+    if (!d) {
+      // Capture began mid-connection: a segment starting with a CLC header starts tracking.
+      if (clcMessageLength(payload) === undefined) return { role: 'data', messages: [] };
+      d = { next: seq, mode: 'clc', pending: undefined, pendingFrames: [], held: [] };
+      this.dirs.set(key, d);
+    }
+    if (d.mode === 'data') return { role: 'data', messages: [] };
+    const next = d.next ?? seq;
+    const end = (seq + payload.length) >>> 0;
+    if (!seqLt(next, end)) return { role: 'retransmission', messages: [] };
+    if (seqLt(next, seq)) {
+      // Gap: hold until the missing bytes arrive (bounded).
+      if (d.held.length < MAX_HELD_SEGMENTS) d.held.push({ seq, data: payload.slice(), frame });
+      else d.mode = 'data';
+      return { role: 'out-of-order', messages: [] };
+    }
+    // Trim bytes already seen (partial retransmission).
+    const fresh = seqDiff(next, seq) > 0 ? payload.subarray(seqDiff(next, seq)) : payload;
+    const startOffset = payload.length - fresh.length;
+    const out: ClcChunk[] = [];
+    let role: SegmentRole = this.consume(d, fresh, frame, startOffset, out);
+    d.next = end;
+    // Deliver held segments that are now in order.
+    let progressed = true;
+    while (progressed && d.held.length > 0 && d.mode === 'clc') {
+      progressed = false;
+      for (let i = 0; i < d.held.length; i++) {
+        const h = d.held[i]!;
+        const hEnd = (h.seq + h.data.length) >>> 0;
+        if (!seqLt(d.next, hEnd)) { d.held.splice(i, 1); i--; continue; }
+        if (seqLt(d.next, h.seq)) continue;
+        d.held.splice(i, 1);
+        this.consume(d, h.data.subarray(seqDiff(d.next, h.seq)), h.frame, -1, out);
+        d.next = hEnd;
+        progressed = true;
+        break;
+      }
+    }
+    if (out.length > 0) role = 'clc';
+    if (fin && !d.pending) this.dirs.delete(key);
+    return { role, messages: out };
+  }
+
+  private consume(d: Direction, bytes: Uint8Array, frame: number, startOffset: number, out: ClcChunk[]): SegmentRole {
+    let pos = 0;
+    let role: SegmentRole = 'data';
+    while (pos < bytes.length && d.mode === 'clc') {
+      if (d.pending) {
+        // Append to the incomplete message, then see whether it is complete.
+        const merged = new Uint8Array(d.pending.length + (bytes.length - pos));
+        merged.set(d.pending, 0);
+        merged.set(bytes.subarray(pos), d.pending.length);
+        if (!d.pendingFrames.includes(frame)) d.pendingFrames.push(frame);
+        const len = clcMessageLength(merged);
+        if (merged.length < 8) { d.pending = merged; return 'clc-part'; }
+        if (len === undefined) { d.mode = 'data'; d.pending = undefined; return 'data'; }
+        if (merged.length < len) {
+          if (merged.length > MAX_PENDING) { d.mode = 'data'; d.pending = undefined; return 'data'; }
+          d.pending = merged;
+          return 'clc-part';
+        }
+        const used = len - d.pending.length;
+        out.push({ bytes: merged.slice(0, len), frames: d.pendingFrames, offsetInFrame: -1 });
+        d.pending = undefined;
+        d.pendingFrames = [];
+        pos += used;
+        role = 'clc';
+        continue;
+      }
+      const rest = bytes.subarray(pos);
+      if (rest.length < 8) {
+        // Too short to judge: could be the start of a header split across segments.
+        if (looksLikeClcStart(rest)) { d.pending = rest.slice(); d.pendingFrames = [frame]; return role === 'clc' ? 'clc' : 'clc-part'; }
+        d.mode = 'data';
+        return role;
+      }
+      const len = clcMessageLength(rest);
+      if (len === undefined) { d.mode = 'data'; return role; }
+      if (rest.length < len) {
+        d.pending = rest.slice();
+        d.pendingFrames = [frame];
+        return role === 'clc' ? 'clc' : 'clc-part';
+      }
+      out.push({ bytes: rest.subarray(0, len), frames: [frame], offsetInFrame: startOffset >= 0 ? startOffset + pos : -1 });
+      pos += len;
+      role = 'clc';
+    }
+    return role;
+  }
+}
+
+const EYE = [0xe2, 0xd4, 0xc3];
+function looksLikeClcStart(b: Uint8Array): boolean {
+  for (let i = 0; i < b.length && i < 4; i++) {
+    if (i < 3 ? b[i] !== EYE[i] : b[i] !== 0xd9 && b[i] !== 0xc4) return false;
+  }
+  if (b.length > 4 && (b[4]! < 1 || b[4]! > 4)) return false;
+  return true;
+}

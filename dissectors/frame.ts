@@ -1,0 +1,298 @@
+// Frame decoding: link layer → IP → TCP/UDP → (TCP option 254, CLC by eyecatcher) or RoCE
+// (v2 on UDP 4791 and configured ports, v1 on EtherType 0x8915) → BTH … → LLC / CDC / RDMA WRITE.
+//
+// One FrameDecoder per capture: it owns the cross-frame reassembly state (CLC per TCP direction,
+// multi-packet SENDs per QP) and nothing else; correlation lives in the tracker. The decoded
+// frame is a plain record that renderers print and the tracker annotates.
+
+import type { CapturedFrame } from '../capture/types.js';
+import { LINKTYPE } from '../capture/types.js';
+import { type Issue, Tree, type FieldNode, u16, u8 } from './wire/common.js';
+import { decodeEthernet, type EthernetHeader } from './net/ethernet.js';
+import { decodeSll, decodeSll2 } from './net/sll.js';
+import { decodeIpv4, type Ipv4Header } from './net/ipv4.js';
+import { decodeIpv6, type Ipv6Header } from './net/ipv6.js';
+import { decodeTcp, type TcpHeader } from './net/tcp.js';
+import { decodeUdp, type UdpHeader } from './net/udp.js';
+import { decodeTcpOpt, summarizeTcpOpt, type TcpOpt } from './wire/tcpopt.js';
+import { decodeClc, summarizeClc, type ClcMessage } from './wire/clc.js';
+import { decodeLlc, summarizeLlc, type LlcMessage } from './wire/llc.js';
+import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
+import { decodeIbPacket, decodeGrh, checkIcrcV2, checkIcrcV1, summarizeIb, opcodeInfo, type IbPacket, type Grh } from './wire/ib.js';
+import { ClcStreams, type SegmentRole } from './clcstream.js';
+import { SendStreams, type SendPart } from './sendstream.js';
+
+export const ROCEV2_PORT = 4791;
+export const ETHERTYPE_ROCEV1 = 0x8915;
+
+export type SmcProto = 'tcpopt' | 'clc' | 'llc' | 'cdc' | 'rdma' | 'roce';
+
+/** One SMC-level item found in a frame (a frame may carry several: e.g. two CLC messages). */
+export type SmcItem =
+  | { proto: 'tcpopt'; value: TcpOpt; summary: string }
+  | { proto: 'clc'; value: ClcMessage; summary: string; frames: number[] }
+  | { proto: 'llc'; value: LlcMessage; summary: string; frames?: number[] }
+  | { proto: 'cdc'; value: CdcMessage; summary: string };
+
+export interface IpInfo { version: 4 | 6; src: string; dst: string; header: Ipv4Header | Ipv6Header }
+
+export interface RoceInfo {
+  version: 1 | 2;
+  grh?: Grh;
+  ib: IbPacket;
+  /** ICRC verdict: 'ok', 'bad', or 'unchecked' (truncated frame). */
+  icrc: 'ok' | 'bad' | 'unchecked';
+  summary: string;
+}
+
+export interface DecodedFrame {
+  n: number;
+  tsNs: bigint;
+  caplen: number;
+  origlen: number;
+  linktype: number;
+  ifIndex: number;
+  eth?: EthernetHeader;
+  /** Cooked-capture packet type etc. (SLL/SLL2), kept raw for the tree and JSON. */
+  link?: { kind: 'sll' | 'sll2' | 'raw'; protocol: number };
+  ip?: IpInfo;
+  tcp?: TcpHeader;
+  udp?: UdpHeader;
+  /** Role of this TCP segment in CLC reassembly. */
+  tcpRole?: SegmentRole;
+  payloadLength: number;
+  roce?: RoceInfo;
+  smc: SmcItem[];
+  issues: Issue[];
+  /** Field tree, only when the decoder was asked for it (-V). */
+  tree?: FieldNode[];
+  /** The frame bytes, only kept when a tree was asked for (for the hex dump). */
+  bytes?: Uint8Array;
+}
+
+export interface FrameDecoderOptions {
+  /** Extra UDP destination ports to decode as RoCEv2 (4791 is always on). */
+  rocePorts?: Iterable<number>;
+  /** Build the -V field tree and keep the frame bytes. */
+  tree?: boolean;
+  /** Verify ICRC (default true). */
+  icrc?: boolean;
+}
+
+export class FrameDecoder {
+  private readonly rocePorts: Set<number>;
+  private readonly wantTree: boolean;
+  private readonly checkIcrc: boolean;
+  private readonly clc = new ClcStreams();
+  private readonly sends = new SendStreams();
+  private n = 0;
+
+  constructor(opts: FrameDecoderOptions = {}) {
+    this.rocePorts = new Set([ROCEV2_PORT, ...(opts.rocePorts ?? [])]);
+    this.wantTree = opts.tree === true;
+    this.checkIcrc = opts.icrc !== false;
+  }
+
+  decode(f: CapturedFrame): DecodedFrame {
+    const n = ++this.n;
+    const b = f.data;
+    const out: DecodedFrame = {
+      n, tsNs: f.tsNs, caplen: f.caplen, origlen: f.origlen, linktype: f.linktype, ifIndex: f.ifIndex,
+      payloadLength: 0, smc: [], issues: [],
+    };
+    const t = this.wantTree ? new Tree(0) : undefined;
+    if (t) { out.tree = t.nodes; out.bytes = b.slice(); }
+    try {
+      this.link(out, b, t);
+    } catch (e) {
+      // Decoders never throw by contract; this is the last line of defence so one bad
+      // frame can never stop a replay. Reported as an issue, with the decoder's message.
+      out.issues.push({ severity: 'error', code: 'internal', message: `decoder error: ${(e as Error).message}`, offset: 0, length: b.length });
+    }
+    if (f.caplen < f.origlen) {
+      out.issues.push({ severity: 'note', code: 'frame.snaplen', message: `frame cut to ${f.caplen} of ${f.origlen} bytes by the capture's snaplen`, offset: f.caplen, length: 0 });
+    }
+    return out;
+  }
+
+  private link(out: DecodedFrame, b: Uint8Array, t: Tree | undefined): void {
+    switch (out.linktype) {
+      case LINKTYPE.ETHERNET: {
+        const r = decodeEthernet(b, t?.sub('Ethernet', 0, 14));
+        push(out.issues, r.issues, 0);
+        out.eth = r.value;
+        if (r.issues.some((i) => i.severity === 'error' && i.code.endsWith('truncated'))) return;
+        return this.ethertype(out, b, r.value.ethertype, r.value.headerLength, t);
+      }
+      case LINKTYPE.LINUX_SLL: {
+        const r = decodeSll(b, t?.sub('Linux cooked capture v1', 0, 16));
+        push(out.issues, r.issues, 0);
+        out.link = { kind: 'sll', protocol: r.value.protocol };
+        return this.ethertype(out, b, r.value.protocol, r.value.headerLength, t);
+      }
+      case LINKTYPE.LINUX_SLL2: {
+        const r = decodeSll2(b, t?.sub('Linux cooked capture v2', 0, 20));
+        push(out.issues, r.issues, 0);
+        out.link = { kind: 'sll2', protocol: r.value.protocol };
+        return this.ethertype(out, b, r.value.protocol, r.value.headerLength, t);
+      }
+      case LINKTYPE.RAW:
+      case LINKTYPE.IPV4:
+      case LINKTYPE.IPV6: {
+        const v = (u8(b, 0) >> 4);
+        out.link = { kind: 'raw', protocol: v === 6 ? 0x86dd : 0x0800 };
+        return this.ethertype(out, b, v === 6 ? 0x86dd : 0x0800, 0, t);
+      }
+      default:
+        out.issues.push({ severity: 'note', code: 'frame.linktype', message: `link type ${out.linktype} not decoded`, offset: 0, length: b.length });
+    }
+  }
+
+  private ethertype(out: DecodedFrame, b: Uint8Array, type: number, off: number, t: Tree | undefined): void {
+    if (type === 0x0800 || type === 0x86dd) return this.ip(out, b, off, type === 0x86dd ? 6 : 4, t);
+    if (type === ETHERTYPE_ROCEV1) return this.roceV1(out, b, off, t);
+  }
+
+  private ip(out: DecodedFrame, b: Uint8Array, off: number, version: 4 | 6, t: Tree | undefined): void {
+    const view = b.subarray(off);
+    let proto: number;
+    let hlen: number;
+    let plen: number; // upper-layer length according to the IP header
+    if (version === 4) {
+      const r = decodeIpv4(view, t?.sub('IPv4', off, 20));
+      push(out.issues, r.issues, off);
+      const h = r.value;
+      out.ip = { version: 4, src: h.src, dst: h.dst, header: h };
+      proto = h.protocol; hlen = h.headerLength; plen = h.totalLength - h.headerLength;
+      if (h.fragmentOffset !== 0 || h.moreFragments) return; // fragments: header only
+    } else {
+      const r = decodeIpv6(view, t?.sub('IPv6', off, 40));
+      push(out.issues, r.issues, off);
+      const h = r.value;
+      out.ip = { version: 6, src: h.src, dst: h.dst, header: h };
+      proto = h.upperProtocol; hlen = h.upperOffset; plen = 40 + h.payloadLength - h.upperOffset;
+      if (h.fragment) return;
+    }
+    const l4 = off + hlen;
+    if (l4 > b.length) return;
+    // Trust the IP length over the capture (Ethernet padding), bounded by what was captured.
+    const l4end = Math.min(b.length, l4 + Math.max(0, plen));
+    if (proto === 6) this.tcp(out, b.subarray(0, l4end), l4, t);
+    else if (proto === 17) this.udp(out, b.subarray(0, l4end), l4, off, t);
+  }
+
+  private tcp(out: DecodedFrame, b: Uint8Array, off: number, t: Tree | undefined): void {
+    const r = decodeTcp(b.subarray(off), t?.sub('TCP', off, 20));
+    push(out.issues, r.issues, off);
+    const h = r.value;
+    out.tcp = h;
+    for (const o of h.options) {
+      if (o.kind === 254) {
+        const d = decodeTcpOpt(o.bytes);
+        push(out.issues, d.issues, off + o.offset);
+        out.smc.push({ proto: 'tcpopt', value: d.value, summary: summarizeTcpOpt(d.value) });
+      }
+    }
+    const poff = off + h.headerLength;
+    const payload = poff <= b.length ? b.subarray(poff) : new Uint8Array(0);
+    out.payloadLength = payload.length;
+    const ip = out.ip!;
+    const key = `${ip.src}.${h.srcPort}>${ip.dst}.${h.dstPort}`;
+    const seg = this.clc.segment(key, h.seq, h.flags.syn, h.flags.fin, h.flags.rst, payload, out.n);
+    out.tcpRole = seg.role;
+    for (const m of seg.messages) {
+      const msgOff = m.offsetInFrame >= 0 ? poff + m.offsetInFrame : poff;
+      const d = decodeClc(m.bytes, t && m.offsetInFrame >= 0 ? t.sub('SMC CLC', msgOff, m.bytes.length) : t?.sub('SMC CLC (reassembled)', poff, payload.length));
+      // Issues of a reassembled message refer to the message; anchor them at the payload start.
+      push(out.issues, d.issues, msgOff);
+      out.smc.push({ proto: 'clc', value: d.value, summary: summarizeClc(d.value), frames: m.frames });
+    }
+  }
+
+  private udp(out: DecodedFrame, b: Uint8Array, off: number, ipOff: number, t: Tree | undefined): void {
+    const r = decodeUdp(b.subarray(off), t?.sub('UDP', off, 8));
+    push(out.issues, r.issues, off);
+    const h = r.value;
+    out.udp = h;
+    const poff = off + 8;
+    out.payloadLength = Math.max(0, b.length - poff);
+    if (!this.rocePorts.has(h.dstPort)) return;
+    const ib = b.subarray(poff);
+    const ibTree = t?.sub('InfiniBand (RoCEv2)', poff, ib.length);
+    const d = decodeIbPacket(ib, ibTree);
+    push(out.issues, d.issues, poff);
+    let icrc: RoceInfo['icrc'] = 'unchecked';
+    if (this.checkIcrc && out.caplen >= out.origlen && d.value.icrc !== undefined) {
+      const c = checkIcrcV2(b.subarray(ipOff), out.ip!.version);
+      icrc = c.ok ? 'ok' : 'bad';
+      if (!c.ok) out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: b.length - 4, length: 4 });
+    }
+    this.roce(out, 2, undefined, d.value, icrc, poff, t);
+  }
+
+  private roceV1(out: DecodedFrame, b: Uint8Array, off: number, t: Tree | undefined): void {
+    const g = decodeGrh(b.subarray(off), t?.sub('GRH', off, 40));
+    push(out.issues, g.issues, off);
+    const poff = off + 40;
+    if (poff > b.length) return;
+    const d = decodeIbPacket(b.subarray(poff), t?.sub('InfiniBand (RoCE v1)', poff, b.length - poff));
+    push(out.issues, d.issues, poff);
+    out.payloadLength = b.length - poff;
+    let icrc: RoceInfo['icrc'] = 'unchecked';
+    if (this.checkIcrc && out.caplen >= out.origlen && d.value.icrc !== undefined) {
+      const c = checkIcrcV1(b.subarray(off));
+      icrc = c.ok ? 'ok' : 'bad';
+      if (!c.ok) out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: b.length - 4, length: 4 });
+    }
+    this.roce(out, 1, g.value, d.value, icrc, poff, t);
+  }
+
+  /** SMC-R payload of a RoCE packet: LLC/CDC in SENDs (reassembled when multi-packet). */
+  private roce(out: DecodedFrame, version: 1 | 2, grh: Grh | undefined, ib: IbPacket, icrc: RoceInfo['icrc'], ibOff: number, t: Tree | undefined): void {
+    const info = opcodeInfo(ib.bth.opcode);
+    out.roce = { version, ib, icrc, summary: summarizeIb(ib) };
+    if (grh) out.roce.grh = grh;
+    if (!info.isSend) return;
+    const part: SendPart = info.isOnly ? 'only' : info.isFirst ? 'first' : info.isMiddle ? 'middle' : 'last';
+    const dst = out.ip ? out.ip.dst : grh ? grh.dgid : '?';
+    const s = this.sends.packet(`${dst}/${ib.bth.destQp}`, part, ib.bth.psn, ib.payload, out.n);
+    if (s.problem === 'missing-first' || s.problem === 'psn-gap') {
+      out.issues.push({ severity: 'warn', code: 'roce.send-reassembly', message: s.problem === 'psn-gap' ? 'multi-packet SEND abandoned: PSN gap' : 'SEND continuation without its FIRST packet', offset: ibOff, length: 12 });
+    }
+    const msg = s.message;
+    if (!msg || msg.length === 0) return;
+    const payloadOff = ibOff + (ib.payloadOffset ?? 12);
+    const sub = t && !s.frames ? t.sub(msg[0] === 0xfe ? 'SMC-R CDC' : 'SMC-R LLC', payloadOff, msg.length) : t?.sub('SMC-R LLC (reassembled)', payloadOff, ib.payload.length);
+    if (msg[0] === 0xfe) {
+      const d = decodeCdc(msg, sub);
+      push(out.issues, d.issues, payloadOff);
+      out.smc.push({ proto: 'cdc', value: d.value, summary: summarizeCdc(d.value) });
+    } else {
+      const d = decodeLlc(msg, sub);
+      push(out.issues, d.issues, payloadOff);
+      const item: SmcItem = { proto: 'llc', value: d.value, summary: summarizeLlc(d.value) };
+      if (s.frames) item.frames = s.frames;
+      out.smc.push(item);
+    }
+  }
+}
+
+function push(into: Issue[], from: Issue[], by: number): void {
+  for (let i = 0; i < from.length; i++) {
+    const x = from[i]!;
+    into.push(by === 0 ? x : { severity: x.severity, code: x.code, message: x.message, offset: x.offset + by, length: x.length });
+  }
+}
+
+/** Which SMC protocols a frame shows, for `--only`. */
+export function frameProtos(d: DecodedFrame): Set<SmcProto> {
+  const s = new Set<SmcProto>();
+  for (const i of d.smc) s.add(i.proto);
+  if (d.roce) {
+    s.add('roce');
+    if (opcodeInfo(d.roce.ib.bth.opcode).isWrite) s.add('rdma');
+  }
+  return s;
+}
+
+export { u16 };

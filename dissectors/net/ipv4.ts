@@ -1,0 +1,404 @@
+// IPv4 header (RFC 791) with options, DSCP/ECN (RFC 2474/3168), fragmentation fields and a
+// verified header checksum.
+//
+//   0 ver(4)|IHL(4) · 1 DSCP(6)|ECN(2) · 2 total length · 4 id · 6 flags(3: RF DF MF)|frag off(13)
+//   8 TTL · 9 protocol · 10 header checksum · 12 src · 16 dst · 20 options (IHL*4 - 20 bytes)
+//
+// Checksum policy (decode only reports, it never rejects):
+//   * sum correct                → checksumStatus 'ok'
+//   * field is 0 and sum wrong    → 'zero' + note `ipv4.checksum-zero`: typical of captures taken on a
+//     sender whose NIC fills the checksum in later (tx offload; common on Windows/BSD, rare for the IPv4
+//     header on Linux), so it is not treated as a wire error
+//   * any other mismatch          → 'bad' + error `ipv4.checksum` (a receiver would drop the packet)
+//   * header not fully captured   → 'unverified'
+//
+// Lengths: `wireLength` (3rd argument, default b.length) is how many bytes of this packet were on
+// the wire, i.e. b.length + (frame original length - captured length). A total length larger than
+// what was on the wire is a wrong length field (error `ipv4.length`); a packet that was on the wire
+// in full but cut by the capture snaplen only gets a note (`ipv4.snaplen`).
+// Bytes after `totalLength` are link-layer padding (Ethernet pads to 46 payload bytes); a trailer
+// after a packet of 46+ bytes gets a note (`ipv4.trailer`).
+
+import type { Decoded, Issue, Tree } from '../wire/common.js';
+import { hex, issue, parseIpv4, put16, u16, u8 } from '../wire/common.js';
+import { ipv4At } from './addr.js';
+import { finish, sumWords, fold } from './checksum.js';
+
+export const IPPROTO_HOPOPTS = 0;
+export const IPPROTO_ICMP = 1;
+export const IPPROTO_TCP = 6;
+export const IPPROTO_UDP = 17;
+export const IPPROTO_IPV6 = 41;
+export const IPPROTO_ROUTING = 43;
+export const IPPROTO_FRAGMENT = 44;
+export const IPPROTO_GRE = 47;
+export const IPPROTO_ESP = 50;
+export const IPPROTO_AH = 51;
+export const IPPROTO_ICMPV6 = 58;
+export const IPPROTO_NONE = 59;
+export const IPPROTO_DSTOPTS = 60;
+
+const PROTO_NAMES: ReadonlyMap<number, string> = new Map([
+  [0, 'HOPOPT'], [1, 'ICMP'], [2, 'IGMP'], [4, 'IPIP'], [6, 'TCP'], [17, 'UDP'], [41, 'IPv6'],
+  [43, 'Routing'], [44, 'Fragment'], [46, 'RSVP'], [47, 'GRE'], [50, 'ESP'], [51, 'AH'], [58, 'ICMPv6'],
+  [59, 'NoNext'], [60, 'DstOpts'], [88, 'EIGRP'], [89, 'OSPF'], [103, 'PIM'], [112, 'VRRP'],
+  [115, 'L2TP'], [132, 'SCTP'], [135, 'Mobility'], [136, 'UDPLite'], [137, 'MPLS-in-IP'],
+  [139, 'HIP'], [140, 'Shim6'], [143, 'Ethernet'], [253, 'Experimental'], [254, 'Experimental'],
+]);
+
+/** 'TCP', 'UDP', 'ICMPv6', … or the number as text. */
+export function ipProtoName(p: number): string {
+  return PROTO_NAMES.get(p) ?? String(p);
+}
+
+export interface Ipv4Option {
+  /** Option type octet (copied flag 0x80 · class 0x60 · number 0x1f). */
+  type: number;
+  /** Short name ('EOL', 'NOP', 'RR', 'TS', 'LSRR', 'SSRR', 'RA', 'SEC', 'CIPSO', … or 'opt-N'). */
+  name: string;
+  /** Length octet as on the wire (1 for EOL/NOP, which have none). */
+  length: number;
+  /** Bytes after type and length (empty for EOL/NOP). Authoritative for encoding. */
+  data: Uint8Array;
+  /** RR/LSRR/SSRR/TS: pointer octet. */
+  pointer?: number;
+  /** RR/LSRR/SSRR: route addresses. */
+  route?: string[];
+  /** TS: overflow count and flag (0 ts only, 1 addr+ts, 3 prespecified). */
+  overflow?: number;
+  flag?: number;
+  timestamps?: { addr?: string; ts: number }[];
+  /** RA (router alert, RFC 2113): value. */
+  routerAlert?: number;
+  /** EOL only: the padding after it when it is not all zero. */
+  pad?: Uint8Array;
+}
+
+export type ChecksumStatus = 'ok' | 'bad' | 'zero' | 'unverified';
+
+export interface Ipv4Header {
+  version: number;
+  /** Header length in 32-bit words, as on the wire. */
+  ihl: number;
+  dscp: number;
+  /** 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE. */
+  ecn: number;
+  totalLength: number;
+  id: number;
+  /** Reserved ("evil") flag bit. */
+  reservedFlag: boolean;
+  dontFragment: boolean;
+  moreFragments: boolean;
+  /** Fragment offset in 8-byte units, as on the wire. */
+  fragmentOffset: number;
+  ttl: number;
+  protocol: number;
+  checksum: number;
+  src: string;
+  dst: string;
+  /** Shared frozen empty array when there are none (do not push). */
+  options: readonly Ipv4Option[];
+  /** ihl * 4: offset of the payload. */
+  headerLength: number;
+  checksumStatus: ChecksumStatus;
+}
+
+const NO_OPTIONS: readonly Ipv4Option[] = Object.freeze([]);
+const EMPTY = new Uint8Array(0);
+
+const OPT_NAMES: ReadonlyMap<number, string> = new Map([
+  [0, 'EOL'], [1, 'NOP'], [7, 'RR'], [11, 'MTUP'], [12, 'MTUR'], [25, 'QS'], [68, 'TS'], [82, 'TR'],
+  [130, 'SEC'], [131, 'LSRR'], [133, 'ESEC'], [134, 'CIPSO'], [136, 'SID'], [137, 'SSRR'], [148, 'RA'],
+  [30, 'EXP'], [94, 'EXP'], [158, 'EXP'], [222, 'EXP'],
+]);
+
+export function ipv4OptionName(type: number): string {
+  return OPT_NAMES.get(type) ?? `opt-${type}`;
+}
+
+const ECN_NAMES = ['Not-ECT', 'ECT(1)', 'ECT(0)', 'CE'];
+
+/** Decodes an IPv4 option area (`b` = the option bytes only). Never throws. */
+export function decodeIpv4Options(b: Uint8Array, issues: Issue[], base = 0, t?: Tree): Ipv4Option[] {
+  const list: Ipv4Option[] = [];
+  let o = 0;
+  const end = b.length;
+  while (o < end) {
+    const type = b[o]!;
+    if (type === 0) {
+      const opt: Ipv4Option = { type, name: 'EOL', length: 1, data: EMPTY };
+      let nz = false;
+      for (let i = o + 1; i < end; i++) if (b[i] !== 0) { nz = true; break; }
+      if (nz) {
+        opt.pad = b.subarray(o + 1, end);
+        issue(issues, 'note', 'ipv4.opt-pad', 'non-zero bytes after End of Options List', base + o + 1, end - o - 1);
+      }
+      list.push(opt);
+      t?.add('End of Options List (EOL)', o, end - o);
+      break;
+    }
+    if (type === 1) {
+      list.push({ type, name: 'NOP', length: 1, data: EMPTY });
+      t?.add('No-Operation (NOP)', o, 1);
+      o++;
+      continue;
+    }
+    const name = ipv4OptionName(type);
+    if (o + 1 >= end) {
+      issue(issues, 'error', 'ipv4.opt-truncated', `option ${name} (${type}) has no length octet`, base + o, 1);
+      list.push({ type, name, length: 0, data: EMPTY });
+      break;
+    }
+    const len = b[o + 1]!;
+    if (len < 2) {
+      issue(issues, 'error', 'ipv4.opt-length', `option ${name} (${type}) length ${len} < 2`, base + o, 2);
+      list.push({ type, name, length: len, data: b.subarray(o + 2, end) });
+      break;
+    }
+    let dend = o + len;
+    if (dend > end) {
+      issue(issues, 'error', 'ipv4.opt-truncated', `option ${name} (${type}) length ${len} runs past the header (${end - o} bytes left)`, base + o, end - o);
+      dend = end;
+    }
+    const data = b.subarray(o + 2, dend);
+    const opt: Ipv4Option = { type, name, length: len, data };
+    let desc = `len ${len}`;
+    if (type === 7 || type === 131 || type === 137) {
+      opt.pointer = data[0] ?? 0;
+      const route: string[] = [];
+      for (let i = 1; i + 4 <= data.length; i += 4) route.push(ipv4At(data, i));
+      opt.route = route;
+      if ((len - 3) % 4 !== 0) issue(issues, 'warn', 'ipv4.opt-length', `${name} length ${len} is not 3 + 4n`, base + o + 1, 1);
+      if (opt.pointer < 4 || (opt.pointer & 3) !== 0) issue(issues, 'warn', 'ipv4.opt-pointer', `${name} pointer ${opt.pointer} invalid (must be 4, 8, …)`, base + o + 2, 1);
+      desc = `ptr ${opt.pointer} ${route.join(' ')}`;
+    } else if (type === 68) {
+      opt.pointer = data[0] ?? 0;
+      const of = data[1] ?? 0;
+      opt.overflow = of >>> 4;
+      opt.flag = of & 0x0f;
+      const ts: { addr?: string; ts: number }[] = [];
+      const step = opt.flag === 0 ? 4 : 8;
+      for (let i = 2; i + step <= data.length; i += step) {
+        if (step === 4) ts.push({ ts: u32at(data, i) });
+        else ts.push({ addr: ipv4At(data, i), ts: u32at(data, i + 4) });
+      }
+      opt.timestamps = ts;
+      if (opt.flag !== 0 && opt.flag !== 1 && opt.flag !== 3) issue(issues, 'warn', 'ipv4.opt-ts-flag', `TS flag ${opt.flag} unknown`, base + o + 3, 1);
+      desc = `ptr ${opt.pointer} oflw ${opt.overflow} flg ${opt.flag} [${ts.map((x) => (x.addr ? x.addr + ' ' : '') + x.ts).join(', ')}]`;
+    } else if (type === 148) {
+      if (len !== 4) issue(issues, 'warn', 'ipv4.opt-length', `RA length ${len}, expected 4`, base + o + 1, 1);
+      opt.routerAlert = u16(data, 0);
+      desc = `value ${opt.routerAlert}`;
+    } else if (!OPT_NAMES.has(type)) {
+      issue(issues, 'note', 'ipv4.opt-unknown', `unknown IPv4 option type ${type}`, base + o, dend - o);
+    }
+    if (t) t.add(`Option ${name} (${type})`, o, dend - o, desc + (data.length ? ` ${hex(data)}` : ''));
+    list.push(opt);
+    o = dend;
+  }
+  return list;
+}
+
+function u32at(b: Uint8Array, o: number): number {
+  return ((b[o] ?? 0) * 0x1000000) + (((b[o + 1] ?? 0) << 16) | ((b[o + 2] ?? 0) << 8) | (b[o + 3] ?? 0));
+}
+
+export function decodeIpv4(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<Ipv4Header> {
+  const issues: Issue[] = [];
+  const vb = u8(b, 0);
+  const ihl = vb & 0x0f;
+  const tos = u8(b, 1);
+  const fo = u16(b, 6);
+  const value: Ipv4Header = {
+    version: vb >>> 4, ihl, dscp: tos >>> 2, ecn: tos & 3, totalLength: u16(b, 2), id: u16(b, 4),
+    reservedFlag: (fo & 0x8000) !== 0, dontFragment: (fo & 0x4000) !== 0, moreFragments: (fo & 0x2000) !== 0, fragmentOffset: fo & 0x1fff,
+    ttl: u8(b, 8), protocol: u8(b, 9), checksum: u16(b, 10), src: ipv4At(b, 12), dst: ipv4At(b, 16),
+    options: NO_OPTIONS, headerLength: ihl * 4, checksumStatus: 'unverified',
+  };
+  if (b.length < 20) {
+    if (wireLength > b.length && wireLength >= 20) {
+      issue(issues, 'note', 'ipv4.snaplen', `IPv4 header cut by the capture: ${b.length} of 20+ bytes captured`, 0, b.length);
+    } else {
+      issue(issues, 'error', 'ipv4.truncated', `truncated IPv4 header: need 20 bytes, have ${b.length}`, 0, b.length);
+    }
+  }
+  if (value.version !== 4 && b.length > 0) issue(issues, 'error', 'ipv4.version', `IP version ${value.version} in an IPv4 header`, 0, 1);
+  const hl = ihl * 4;
+  if (ihl < 5 && b.length > 0) issue(issues, 'error', 'ipv4.ihl', `header length ${hl} < 20 (IHL ${ihl})`, 0, 1);
+  else if (hl > b.length && b.length >= 20) {
+    if (wireLength >= hl) issue(issues, 'note', 'ipv4.snaplen', `IPv4 options cut by the capture: ${b.length} of ${hl} header bytes captured`, 20, b.length - 20);
+    else issue(issues, 'error', 'ipv4.truncated', `truncated IPv4 options: header length ${hl}, have ${b.length}`, 20, b.length - 20);
+  }
+
+  // checksum over the full header when it is all here
+  if (ihl >= 5 && hl <= b.length) {
+    const s = fold(sumWords(b, 0, hl));
+    if (s === 0xffff) value.checksumStatus = 'ok';
+    else {
+      const expected = finish(sumWords(b, 0, hl) - value.checksum);
+      if (value.checksum === 0) {
+        value.checksumStatus = 'zero';
+        issue(issues, 'note', 'ipv4.checksum-zero', `header checksum 0 (expected ${hex16(expected)}): checksum offload on the capturing sender?`, 10, 2);
+      } else {
+        value.checksumStatus = 'bad';
+        issue(issues, 'error', 'ipv4.checksum', `bad header checksum ${hex16(value.checksum)}, expected ${hex16(expected)}`, 10, 2);
+      }
+    }
+  }
+
+  if (b.length >= 4) {
+    const tl = value.totalLength;
+    if (ihl >= 5 && tl < hl) {
+      issue(issues, 'error', 'ipv4.length', `total length ${tl} < header length ${hl}`, 2, 2);
+    } else if (tl > wireLength) {
+      issue(issues, 'error', 'ipv4.length', `total length ${tl} exceeds the ${wireLength} bytes on the wire`, 2, 2);
+    } else if (tl > b.length) {
+      issue(issues, 'note', 'ipv4.snaplen', `packet cut by the capture: ${b.length} of ${tl} bytes captured`, 0, b.length);
+    } else if (tl < b.length && tl >= 46) {
+      issue(issues, 'note', 'ipv4.trailer', `${b.length - tl} bytes after the IPv4 packet (total length ${tl})`, tl, b.length - tl);
+    }
+  }
+  if (b.length >= 8) {
+    if (value.reservedFlag) issue(issues, 'warn', 'ipv4.reserved-flag', 'reserved flag bit set', 6, 1);
+    if (value.dontFragment && (value.moreFragments || value.fragmentOffset !== 0)) issue(issues, 'warn', 'ipv4.frag-df', 'fragment with DF set', 6, 2);
+    else if (value.moreFragments || value.fragmentOffset !== 0) {
+      issue(issues, 'note', 'ipv4.fragment', `fragment offset ${value.fragmentOffset * 8}${value.moreFragments ? ' MF' : ''}`, 6, 2);
+    }
+  }
+  if (b.length >= 9 && value.ttl === 0) issue(issues, 'warn', 'ipv4.ttl', 'TTL 0', 8, 1);
+
+  if (t) {
+    t.add('Version', 0, 1, value.version);
+    t.add('Header length', 0, 1, `${hl} bytes (${ihl})`);
+    t.add('Differentiated services', 1, 1, `DSCP ${value.dscp}, ECN ${ECN_NAMES[value.ecn]}`);
+    t.add('Total length', 2, 2, value.totalLength);
+    t.add('Identification', 4, 2, `${hex16(value.id)} (${value.id})`);
+    t.add('Flags', 6, 1, flagText(value) || 'none');
+    t.add('Fragment offset', 6, 2, `${value.fragmentOffset * 8}`);
+    t.add('Time to live', 8, 1, value.ttl);
+    t.add('Protocol', 9, 1, `${ipProtoName(value.protocol)} (${value.protocol})`);
+    t.add('Header checksum', 10, 2, `${hex16(value.checksum)} [${value.checksumStatus}]`);
+    t.add('Source', 12, 4, value.src);
+    t.add('Destination', 16, 4, value.dst);
+  }
+  if (ihl > 5 && b.length > 20) {
+    const ob = b.subarray(20, Math.min(hl, b.length));
+    value.options = decodeIpv4Options(ob, issues, 20, t ? t.sub('Options', 20, ob.length, `${hl - 20} bytes`) : undefined);
+  }
+  return { value, issues };
+}
+
+function hex16(v: number): string { return '0x' + v.toString(16).padStart(4, '0'); }
+
+function flagText(v: Ipv4Header, sep = '+'): string {
+  let s = '';
+  if (v.reservedFlag) s += 'RF';
+  if (v.dontFragment) s += (s ? sep : '') + 'DF';
+  if (v.moreFragments) s += (s ? sep : '') + 'MF';
+  return s;
+}
+
+/** Serialised option area, padded with zeros to a multiple of 4. */
+export function encodeIpv4Options(opts: readonly Ipv4Option[]): Uint8Array {
+  let n = 0;
+  for (const o of opts) n += o.type === 0 || o.type === 1 ? 1 + (o.pad ? o.pad.length : 0) : 2 + o.data.length;
+  const out = new Uint8Array((n + 3) & ~3);
+  let p = 0;
+  for (const o of opts) {
+    out[p++] = o.type;
+    if (o.type === 0) { if (o.pad) { out.set(o.pad, p); p += o.pad.length; } continue; }
+    if (o.type === 1) continue;
+    out[p++] = o.length;
+    out.set(o.data, p);
+    p += o.data.length;
+  }
+  return out;
+}
+
+/** One option value from type + data (name, length and decoded fields filled in). */
+export function ipv4Option(type: number, data: Uint8Array = EMPTY): Ipv4Option {
+  const raw = type === 0 || type === 1 ? Uint8Array.of(type) : Uint8Array.of(type, data.length + 2, ...data);
+  const list = decodeIpv4Options(raw, []);
+  return list[0]!;
+}
+
+export interface Ipv4EncodeOptions {
+  /** Compute the header checksum instead of writing `v.checksum`. */
+  checksum?: boolean;
+}
+
+/**
+ * Header (+ payload). Header length = max(ihl*4, 20 + padded options); IHL written accordingly.
+ * `totalLength` is written as given (see `ipv4Header` to compute it); checksum as given unless asked.
+ */
+export function encodeIpv4(v: Ipv4Header, payload?: Uint8Array, o?: Ipv4EncodeOptions): Uint8Array {
+  const ob = v.options.length ? encodeIpv4Options(v.options) : EMPTY;
+  const hl = Math.max(20 + ob.length, Math.min(60, (v.ihl & 0xf) * 4));
+  const out = new Uint8Array(hl + (payload ? payload.length : 0));
+  out[0] = ((v.version & 0xf) << 4) | (hl >>> 2);
+  out[1] = ((v.dscp & 0x3f) << 2) | (v.ecn & 3);
+  put16(out, 2, v.totalLength);
+  put16(out, 4, v.id);
+  put16(out, 6, (v.reservedFlag ? 0x8000 : 0) | (v.dontFragment ? 0x4000 : 0) | (v.moreFragments ? 0x2000 : 0) | (v.fragmentOffset & 0x1fff));
+  out[8] = v.ttl & 0xff;
+  out[9] = v.protocol & 0xff;
+  out.set(parseIpv4(v.src), 12);
+  out.set(parseIpv4(v.dst), 16);
+  out.set(ob, 20);
+  put16(out, 10, o?.checksum ? finish(sumWords(out, 0, hl)) : v.checksum);
+  if (payload) out.set(payload, hl);
+  return out;
+}
+
+export interface Ipv4Init {
+  src: string;
+  dst: string;
+  protocol: number;
+  /** Bytes after the IPv4 header (total length = header + this). */
+  payloadLength: number;
+  ttl?: number;
+  id?: number;
+  /** Default true (Linux sets DF on TCP and on RoCEv2). */
+  df?: boolean;
+  dscp?: number;
+  ecn?: number;
+  options?: Ipv4Option[];
+}
+
+/** Complete value from the essentials: IHL, total length and a correct checksum filled in. */
+export function ipv4Header(init: Ipv4Init): Ipv4Header {
+  const opts = init.options && init.options.length ? init.options : NO_OPTIONS;
+  const olen = opts.length ? encodeIpv4Options(opts).length : 0;
+  const v: Ipv4Header = {
+    version: 4, ihl: 5 + (olen >>> 2), dscp: init.dscp ?? 0, ecn: init.ecn ?? 0,
+    totalLength: 20 + olen + init.payloadLength, id: init.id ?? 0, reservedFlag: false, dontFragment: init.df ?? true, moreFragments: false,
+    fragmentOffset: 0, ttl: init.ttl ?? 64, protocol: init.protocol, checksum: 0, src: init.src, dst: init.dst,
+    options: opts, headerLength: 20 + olen, checksumStatus: 'ok',
+  };
+  v.checksum = u16(encodeIpv4(v, undefined, { checksum: true }), 10);
+  return v;
+}
+
+function optSummary(o: Ipv4Option): string {
+  switch (o.type) {
+    case 0: return 'EOL';
+    case 1: return 'NOP';
+    case 7: case 131: case 137: return `${o.name} ${o.route?.join(' ') ?? ''}`.trimEnd();
+    case 68: return `TS{${o.timestamps?.map((x) => (x.addr ? x.addr + '@' : '') + x.ts).join(' ') ?? ''}}`;
+    case 148: return `RA value ${o.routerAlert}`;
+    default: return `${o.name} len ${o.length}`;
+  }
+}
+
+/**
+ * tcpdump -v style: `10.55.0.1 > 10.55.0.2: tos 0x0, ttl 64, id 20817, offset 0, flags [DF], proto TCP (6), length 68`
+ * (plus `, options (…)` and `, bad cksum …!` when relevant).
+ */
+export function summarizeIpv4(v: Ipv4Header): string {
+  let s = `${v.src} > ${v.dst}: tos 0x${((v.dscp << 2) | v.ecn).toString(16)}`;
+  if (v.ecn) s += ` (${ECN_NAMES[v.ecn]})`;
+  s += `, ttl ${v.ttl}, id ${v.id}, offset ${v.fragmentOffset * 8}, flags [${flagText(v, ',') || 'none'}], proto ${ipProtoName(v.protocol)} (${v.protocol}), length ${v.totalLength}`;
+  if (v.options.length) s += `, options (${v.options.map(optSummary).join(',')})`;
+  if (v.checksumStatus === 'bad') s += `, bad cksum ${v.checksum.toString(16)}!`;
+  return s;
+}

@@ -1,0 +1,496 @@
+// TCP header (RFC 9293) with every option decoded.
+//
+//   0 src port · 2 dst port · 4 seq · 8 ack · 12 data offset(4)|reserved(3)|AE(1) ·
+//   13 CWR ECE URG ACK PSH RST SYN FIN · 14 window · 16 checksum · 18 urgent pointer · 20 options
+//
+// Options: EOL (0), NOP (1), MSS (2), window scale (3), SACK permitted (4), SACK (5),
+// timestamps (8), MD5 signature (19, RFC 2385), TCP-AO (29, RFC 5925), MPTCP (30, RFC 8684:
+// subtype only), Fast Open (34, RFC 7413), experimental 253/254 (RFC 6994: decoded by
+// wire/tcpopt.ts — the SMC option FE 06 E2D4C3D9 lives there), anything else kept raw.
+// The checksum is NOT verified here: captures taken on the sender usually hold a partial
+// (offloaded) checksum; the pipeline may call `tcpUdpChecksum` and decide (see checksum.ts).
+// Decoding never throws.
+
+import type { Decoded, Issue } from '../wire/common.js';
+import { Tree, hex, issue, put16, put32, u16, u32, u8 } from '../wire/common.js';
+import { decodeTcpOpt, encodeTcpOpt, type TcpOpt } from '../wire/tcpopt.js';
+import { transportChecksum } from './checksum.js';
+
+export { tcpUdpChecksum, pseudoHeaderSum, transportChecksum, type TransportChecksum, type TransportChecksumStatus } from './checksum.js';
+
+export interface TcpFlags {
+  fin: boolean;
+  syn: boolean;
+  rst: boolean;
+  psh: boolean;
+  ack: boolean;
+  urg: boolean;
+  ece: boolean;
+  cwr: boolean;
+  /** AccECN (RFC 9768; formerly NS, RFC 3540): bit 0 of byte 12. */
+  ae: boolean;
+}
+
+export interface TcpSackBlock { left: number; right: number }
+
+/**
+ * One option. Decoded fields depend on `kind`; `bytes` (the whole option: kind, length, data)
+ * is present for MD5, TCP-AO, MPTCP, Fast Open, 253/254, unknown kinds and any malformed option,
+ * and for EOL followed by non-zero padding. Encoding writes `bytes` verbatim when present,
+ * otherwise rebuilds the option from the decoded fields.
+ */
+export interface TcpOption {
+  kind: number;
+  /** Offset of the option within the TCP header (the first option is at 20). */
+  offset: number;
+  /** Bytes the option occupies: 1 for NOP, 1 + padding for EOL, else the length octet (clipped to
+   *  the header when it runs past it). */
+  length: number;
+  /** 2: maximum segment size. */
+  mss?: number;
+  /** 3: window scale shift count. */
+  wscale?: number;
+  /** 5: SACK blocks. */
+  sack?: TcpSackBlock[];
+  /** 8: timestamps. */
+  tsVal?: number;
+  tsEcr?: number;
+  /** 29: TCP-AO key ids. */
+  keyId?: number;
+  rnextKeyId?: number;
+  /** 30: MPTCP subtype (high nibble of the third byte). */
+  subtype?: number;
+  /** 253/254: RFC 6994 experiment, decoded by wire/tcpopt.ts (SMC-R: name 'smc-r'). */
+  exp?: TcpOpt;
+  bytes?: Uint8Array;
+}
+
+export interface TcpHeader {
+  srcPort: number;
+  dstPort: number;
+  seq: number;
+  ack: number;
+  /** Data offset in 32-bit words, as on the wire. */
+  dataOffset: number;
+  /** Offset of the payload: dataOffset * 4, but at least 20 (an invalid offset < 5 is flagged). */
+  headerLength: number;
+  /** The 3 reserved bits (must be zero). */
+  reserved: number;
+  flags: TcpFlags;
+  window: number;
+  checksum: number;
+  urgentPointer: number;
+  /** Shared frozen empty array when there are none (do not push). */
+  options: readonly TcpOption[];
+}
+
+const NO_OPTIONS: readonly TcpOption[] = Object.freeze([]);
+const EMPTY = new Uint8Array(0);
+
+export const TCPOPT_EOL = 0;
+export const TCPOPT_NOP = 1;
+export const TCPOPT_MSS = 2;
+export const TCPOPT_WSCALE = 3;
+export const TCPOPT_SACK_PERM = 4;
+export const TCPOPT_SACK = 5;
+export const TCPOPT_TIMESTAMP = 8;
+export const TCPOPT_MD5 = 19;
+export const TCPOPT_AO = 29;
+export const TCPOPT_MPTCP = 30;
+export const TCPOPT_FASTOPEN = 34;
+
+const OPT_NAMES: ReadonlyMap<number, string> = new Map([
+  [0, 'eol'], [1, 'nop'], [2, 'mss'], [3, 'wscale'], [4, 'sackOK'], [5, 'sack'], [6, 'echo'], [7, 'echoreply'],
+  [8, 'TS'], [19, 'md5'], [27, 'qs'], [28, 'uto'], [29, 'tcp-ao'], [30, 'mptcp'], [34, 'tfo'],
+  [172, 'accecn0'], [174, 'accecn1'], [253, 'exp'], [254, 'exp'],
+]);
+
+/** tcpdump-like option name ('mss', 'sackOK', 'TS', 'tcp-ao', …; 'opt-N' when unknown). */
+export function tcpOptionName(kind: number): string {
+  return OPT_NAMES.get(kind) ?? `opt-${kind}`;
+}
+
+const MPTCP_SUBTYPES = ['capable', 'join', 'dss', 'add-addr', 'rem-addr', 'prio', 'fail', 'fast-close', 'tcprst'];
+
+/** Fixed option lengths (0 = variable). */
+function fixedLength(kind: number): number {
+  switch (kind) {
+    case 2: return 4;
+    case 3: return 3;
+    case 4: return 2;
+    case 8: return 10;
+    case 19: return 18;
+    default: return 0;
+  }
+}
+
+function raw(kind: number, offset: number, length: number, bytes: Uint8Array): TcpOption {
+  return { kind, offset, length, bytes };
+}
+
+/**
+ * Decodes the option area (`b` = the whole TCP header; options from 20 to `end`).
+ * `syn` enables the SYN-only checks. Issues use offsets within the header.
+ */
+function decodeOptions(b: Uint8Array, end: number, syn: boolean, issues: Issue[], t: Tree | undefined): TcpOption[] {
+  const list: TcpOption[] = [];
+  let o = 20;
+  while (o < end) {
+    const kind = b[o]!;
+    if (kind === 0) {
+      let nz = false;
+      for (let i = o + 1; i < end; i++) if (b[i] !== 0) { nz = true; break; }
+      const opt: TcpOption = { kind, offset: o, length: end - o };
+      if (nz) {
+        opt.bytes = b.subarray(o, end);
+        issue(issues, 'note', 'tcp.opt-pad', 'non-zero bytes after End of Option List', o + 1, end - o - 1);
+      }
+      list.push(opt);
+      t?.add('End of Option List (EOL)', o, end - o);
+      break;
+    }
+    if (kind === 1) {
+      list.push({ kind, offset: o, length: 1 });
+      t?.add('No-Operation (NOP)', o, 1);
+      o++;
+      continue;
+    }
+    if (o + 1 >= end) {
+      issue(issues, 'error', 'tcp.opt-truncated', `option ${tcpOptionName(kind)} (${kind}) has no length octet`, o, 1);
+      list.push(raw(kind, o, 1, b.subarray(o, end)));
+      break;
+    }
+    const len = b[o + 1]!;
+    if (len < 2) {
+      issue(issues, 'error', 'tcp.opt-length', `option ${tcpOptionName(kind)} (${kind}) length ${len} < 2: rest of the options unreadable`, o, 2);
+      list.push(raw(kind, o, end - o, b.subarray(o, end)));
+      t?.add(`Option ${tcpOptionName(kind)} (${kind}), bad length ${len}`, o, end - o, hex(b, o, end - o));
+      break;
+    }
+    let oend = o + len;
+    let whole = true;
+    if (oend > end) {
+      issue(issues, 'error', 'tcp.opt-truncated', `option ${tcpOptionName(kind)} (${kind}) length ${len} runs past the header (${end - o} bytes left)`, o, end - o);
+      oend = end;
+      whole = false;
+    }
+    const fixed = fixedLength(kind);
+    let opt: TcpOption;
+    let expTree: Tree | undefined;
+    if (!whole || (fixed !== 0 && len !== fixed)) {
+      if (whole) issue(issues, 'warn', 'tcp.opt-length', `option ${tcpOptionName(kind)} length ${len}, expected ${fixed}`, o + 1, 1);
+      opt = raw(kind, o, oend - o, b.subarray(o, oend));
+    } else {
+      opt = { kind, offset: o, length: len };
+      switch (kind) {
+        case 2: opt.mss = u16(b, o + 2); break;
+        case 3:
+          opt.wscale = b[o + 2]!;
+          if (opt.wscale > 14) issue(issues, 'warn', 'tcp.wscale', `window scale shift ${opt.wscale} > 14 (RFC 7323 caps it at 14)`, o + 2, 1);
+          break;
+        case 4: break;
+        case 5: {
+          const sack: TcpSackBlock[] = [];
+          for (let i = o + 2; i + 8 <= oend; i += 8) sack.push({ left: u32(b, i), right: u32(b, i + 4) });
+          opt.sack = sack;
+          if ((len - 2) % 8 !== 0 || len < 10) issue(issues, 'warn', 'tcp.opt-length', `SACK length ${len} is not 2 + 8n (n ≥ 1)`, o + 1, 1);
+          break;
+        }
+        case 8: opt.tsVal = u32(b, o + 2); opt.tsEcr = u32(b, o + 6); break;
+        case 29:
+          opt.bytes = b.subarray(o, oend);
+          opt.keyId = u8(b, o + 2);
+          opt.rnextKeyId = u8(b, o + 3);
+          if (len < 4) issue(issues, 'warn', 'tcp.opt-length', `TCP-AO length ${len} < 4`, o + 1, 1);
+          break;
+        case 30:
+          opt.bytes = b.subarray(o, oend);
+          if (len >= 3) opt.subtype = b[o + 2]! >>> 4;
+          else issue(issues, 'warn', 'tcp.opt-length', `MPTCP length ${len} < 3`, o + 1, 1);
+          break;
+        case 253: case 254: {
+          opt.bytes = b.subarray(o, oend);
+          if (t) expTree = new Tree(t.base + o);
+          const d = decodeTcpOpt(opt.bytes, expTree);
+          opt.exp = d.value;
+          for (const i of d.issues) issues.push({ severity: i.severity, code: i.code, message: i.message, offset: i.offset + o, length: i.length });
+          break;
+        }
+        default:
+          opt.bytes = b.subarray(o, oend);
+          if (kind !== 19 && kind !== 34 && !OPT_NAMES.has(kind)) issue(issues, 'note', 'tcp.opt-unknown', `unknown TCP option kind ${kind}`, o, oend - o);
+      }
+    }
+    if (!syn && (kind === 2 || kind === 3 || kind === 4)) {
+      issue(issues, 'note', 'tcp.opt-syn-only', `${tcpOptionName(kind)} option outside a SYN`, o, oend - o);
+    }
+    if (t) {
+      const node = t.add(`Option ${tcpOptionName(kind)} (${kind})`, o, oend - o, optionText(opt));
+      if (expTree) node.children = expTree.nodes;
+    }
+    list.push(opt);
+    o = oend;
+  }
+  return list;
+}
+
+export function decodeTcp(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<TcpHeader> {
+  const issues: Issue[] = [];
+  const b12 = u8(b, 12), b13 = u8(b, 13);
+  const doff = b12 >>> 4;
+  const flags: TcpFlags = {
+    fin: (b13 & 0x01) !== 0, syn: (b13 & 0x02) !== 0, rst: (b13 & 0x04) !== 0, psh: (b13 & 0x08) !== 0,
+    ack: (b13 & 0x10) !== 0, urg: (b13 & 0x20) !== 0, ece: (b13 & 0x40) !== 0, cwr: (b13 & 0x80) !== 0,
+    ae: (b12 & 0x01) !== 0,
+  };
+  const value: TcpHeader = {
+    srcPort: u16(b, 0), dstPort: u16(b, 2), seq: u32(b, 4), ack: u32(b, 8), dataOffset: doff,
+    headerLength: doff < 5 ? 20 : doff * 4, reserved: (b12 >>> 1) & 7, flags, window: u16(b, 14),
+    checksum: u16(b, 16), urgentPointer: u16(b, 18), options: NO_OPTIONS,
+  };
+  const hl = value.headerLength;
+  if (b.length < 20) {
+    if (wireLength > b.length && wireLength >= 20) issue(issues, 'note', 'tcp.snaplen', `TCP header cut by the capture: ${b.length} of 20+ bytes captured`, 0, b.length);
+    else issue(issues, 'error', 'tcp.truncated', `truncated TCP header: need 20 bytes, have ${b.length}`, 0, b.length);
+  } else if (hl > b.length) {
+    if (wireLength >= hl) issue(issues, 'note', 'tcp.snaplen', `TCP options cut by the capture: ${b.length} of ${hl} header bytes captured`, 20, b.length - 20);
+    else issue(issues, 'error', 'tcp.truncated', `data offset ${doff} (${hl} bytes) exceeds the ${b.length}-byte segment`, 12, 1);
+  }
+  if (b.length > 12 && doff < 5) issue(issues, 'error', 'tcp.doff', `data offset ${doff} < 5 (header length ${doff * 4} bytes)`, 12, 1);
+  if (b.length > 12 && value.reserved !== 0) issue(issues, 'warn', 'tcp.reserved', `reserved header bits set (${value.reserved})`, 12, 1);
+  if (b.length > 13) {
+    if (flags.syn && (flags.fin || flags.rst)) issue(issues, 'warn', 'tcp.flags', `invalid flag combination: SYN with ${flags.fin ? 'FIN' : 'RST'}`, 13, 1);
+    else if (b13 === 0 && !flags.ae) issue(issues, 'warn', 'tcp.flags', 'no flags set', 13, 1);
+  }
+  if (b.length >= 12 && !flags.ack && value.ack !== 0 && !flags.rst) issue(issues, 'note', 'tcp.ack-nonzero', `ACK flag clear but acknowledgment number is ${value.ack}`, 8, 4);
+  if (b.length >= 20 && !flags.urg && value.urgentPointer !== 0) issue(issues, 'note', 'tcp.urg', `urgent pointer ${value.urgentPointer} without URG`, 18, 2);
+  if (b.length >= 4 && (value.srcPort === 0 || value.dstPort === 0)) issue(issues, 'warn', 'tcp.port0', 'port 0', value.srcPort === 0 ? 0 : 2, 2);
+
+  if (t) {
+    t.add('Source port', 0, 2, value.srcPort);
+    t.add('Destination port', 2, 2, value.dstPort);
+    t.add('Sequence number', 4, 4, value.seq);
+    t.add('Acknowledgment number', 8, 4, value.ack);
+    t.add('Header length', 12, 1, `${doff * 4} bytes (${doff})`);
+    t.add('Flags', 12, 2, `0x${(((b12 & 0x0f) << 8) | b13).toString(16).padStart(3, '0')} (${tcpFlagNames(flags) || 'none'})${value.reserved ? ` reserved ${value.reserved}` : ''}`);
+    t.add('Window', 14, 2, value.window);
+    t.add('Checksum', 16, 2, `0x${value.checksum.toString(16).padStart(4, '0')} [unverified]`);
+    t.add('Urgent pointer', 18, 2, value.urgentPointer);
+  }
+  const oend = Math.min(hl, b.length);
+  if (oend > 20) {
+    value.options = decodeOptions(b, oend, flags.syn, issues, t ? t.sub('Options', 20, oend - 20, `${hl - 20} bytes`) : undefined);
+  }
+  return { value, issues };
+}
+
+// ---------- encoding ----------
+
+function optionSize(o: TcpOption): number {
+  if (o.bytes) return o.bytes.length;
+  switch (o.kind) {
+    case 0: return Math.max(1, o.length);
+    case 1: return 1;
+    case 5: return 2 + 8 * (o.sack?.length ?? 0);
+    case 253: case 254: return o.exp ? encodeTcpOpt(o.exp).length : Math.max(2, o.length);
+    default: return fixedLength(o.kind) || Math.max(2, o.length);
+  }
+}
+
+function writeOption(out: Uint8Array, p: number, o: TcpOption): number {
+  if (o.bytes) { out.set(o.bytes, p); return p + o.bytes.length; }
+  const n = optionSize(o);
+  out[p] = o.kind;
+  if (o.kind === 0 || o.kind === 1) return p + n; // EOL padding stays zero
+  out[p + 1] = n;
+  switch (o.kind) {
+    case 2: put16(out, p + 2, o.mss ?? 0); break;
+    case 3: out[p + 2] = o.wscale ?? 0; break;
+    case 5: (o.sack ?? []).forEach((s, i) => { put32(out, p + 2 + 8 * i, s.left); put32(out, p + 6 + 8 * i, s.right); }); break;
+    case 8: put32(out, p + 2, o.tsVal ?? 0); put32(out, p + 6, o.tsEcr ?? 0); break;
+    case 253: case 254: if (o.exp) out.set(encodeTcpOpt(o.exp), p); break;
+  }
+  return p + n;
+}
+
+/** Option area bytes (not padded). */
+export function encodeTcpOptions(opts: readonly TcpOption[]): Uint8Array {
+  let n = 0;
+  for (const o of opts) n += optionSize(o);
+  const out = new Uint8Array(n);
+  let p = 0;
+  for (const o of opts) p = writeOption(out, p, o);
+  return out;
+}
+
+function flagByte(f: TcpFlags): number {
+  return (f.fin ? 1 : 0) | (f.syn ? 2 : 0) | (f.rst ? 4 : 0) | (f.psh ? 8 : 0) | (f.ack ? 0x10 : 0) |
+    (f.urg ? 0x20 : 0) | (f.ece ? 0x40 : 0) | (f.cwr ? 0x80 : 0);
+}
+
+export interface TcpChecksumInput {
+  /** IP source / destination (dotted quad or IPv6 text, or 4/16 bytes). */
+  src: Uint8Array | string;
+  dst: Uint8Array | string;
+}
+
+/**
+ * Header (+ payload). Header length = max(dataOffset*4, 20 + options rounded up to 4; zero fill
+ * = EOL). The checksum field is `v.checksum` unless `ck` is given: then it is computed over the
+ * IPv4/IPv6 pseudo-header, header and payload.
+ */
+export function encodeTcp(v: TcpHeader, payload?: Uint8Array, ck?: TcpChecksumInput): Uint8Array {
+  const ob = v.options.length ? encodeTcpOptions(v.options) : EMPTY;
+  const hl = Math.max((20 + ob.length + 3) & ~3, Math.min(60, (v.dataOffset & 0xf) * 4));
+  const out = new Uint8Array(hl + (payload ? payload.length : 0));
+  put16(out, 0, v.srcPort);
+  put16(out, 2, v.dstPort);
+  put32(out, 4, v.seq >>> 0);
+  put32(out, 8, v.ack >>> 0);
+  out[12] = ((hl >>> 2) << 4) | ((v.reserved & 7) << 1) | (v.flags.ae ? 1 : 0);
+  out[13] = flagByte(v.flags);
+  put16(out, 14, v.window);
+  put16(out, 18, v.urgentPointer);
+  out.set(ob, 20);
+  if (payload) out.set(payload, hl);
+  put16(out, 16, ck ? transportChecksum(ck.src, ck.dst, 6, out) : v.checksum);
+  return out;
+}
+
+/** Flags from tcpdump letters or names: 'S', 'S.', 'P.', 'F.', 'R', or 'SYN,ACK' style. */
+export function tcpFlags(spec: string): TcpFlags {
+  const f: TcpFlags = { fin: false, syn: false, rst: false, psh: false, ack: false, urg: false, ece: false, cwr: false, ae: false };
+  const up = spec.toUpperCase();
+  if (up.includes('SYN') || up.includes('FIN') || up.includes('ACK') || up.includes('RST') || up.includes('PSH')) {
+    for (const n of up.split(/[ ,|+]+/)) {
+      const k = n.toLowerCase();
+      if (k in f) (f as unknown as Record<string, boolean>)[k] = true;
+    }
+    return f;
+  }
+  for (const c of spec) {
+    switch (c) {
+      case 'F': f.fin = true; break;
+      case 'S': f.syn = true; break;
+      case 'R': f.rst = true; break;
+      case 'P': f.psh = true; break;
+      case '.': f.ack = true; break;
+      case 'U': f.urg = true; break;
+      case 'E': f.ece = true; break;
+      case 'W': f.cwr = true; break;
+      case 'e': f.ae = true; break;
+    }
+  }
+  return f;
+}
+
+export interface TcpInit {
+  srcPort: number;
+  dstPort: number;
+  seq?: number;
+  ack?: number;
+  /** TcpFlags, or tcpdump letters ('S', 'S.', 'P.') / names ('SYN,ACK'). */
+  flags: TcpFlags | string;
+  window?: number;
+  urgentPointer?: number;
+  /** Options without offsets/lengths (filled in); padded to 4 bytes with EOL. */
+  options?: readonly Omit<TcpOption, 'offset' | 'length'>[];
+}
+
+/** Complete value (offsets, lengths, data offset filled in; checksum 0 — pass `ck` to encodeTcp). */
+export function tcpHeader(init: TcpInit): TcpHeader {
+  const flags = typeof init.flags === 'string' ? tcpFlags(init.flags) : init.flags;
+  const opts: TcpOption[] = (init.options ?? []).map((o) => ({ offset: 0, length: 0, ...o }) as TcpOption);
+  for (const o of opts) if (o.length === 0) o.length = o.kind === 1 || o.kind === 0 ? 1 : optionSize({ ...o, length: 0 });
+  const skeleton: TcpHeader = {
+    srcPort: init.srcPort, dstPort: init.dstPort, seq: init.seq ?? 0, ack: init.ack ?? 0, dataOffset: 0, headerLength: 20,
+    reserved: 0, flags, window: init.window ?? 65535, checksum: 0, urgentPointer: init.urgentPointer ?? 0, options: opts,
+  };
+  return decodeTcp(encodeTcp(skeleton)).value;
+}
+
+// ---------- summaries ----------
+
+const FLAG_LETTERS: readonly [keyof TcpFlags, string][] = [
+  ['fin', 'F'], ['syn', 'S'], ['rst', 'R'], ['psh', 'P'], ['ack', '.'], ['urg', 'U'], ['ece', 'E'], ['cwr', 'W'], ['ae', 'e'],
+];
+const FLAG_NAMES: readonly [keyof TcpFlags, string][] = [
+  ['syn', 'SYN'], ['fin', 'FIN'], ['rst', 'RST'], ['psh', 'PSH'], ['ack', 'ACK'], ['urg', 'URG'], ['ece', 'ECE'], ['cwr', 'CWR'], ['ae', 'AE'],
+];
+
+/** tcpdump letters: `S`, `S.`, `P.`, `F.`, `R.`, `SEW`; 'none' when no flag is set. */
+export function summarizeTcpFlags(f: TcpFlags): string {
+  let s = '';
+  for (const [k, c] of FLAG_LETTERS) if (f[k]) s += c;
+  return s || 'none';
+}
+
+/** Names: `SYN, ACK` ('' when none). */
+export function tcpFlagNames(f: TcpFlags): string {
+  let s = '';
+  for (const [k, n] of FLAG_NAMES) if (f[k]) s += (s ? ', ' : '') + n;
+  return s;
+}
+
+function optionText(o: TcpOption): string {
+  switch (o.kind) {
+    case 0: return 'eol';
+    case 1: return 'nop';
+    case 2: if (o.mss !== undefined) return `mss ${o.mss}`; break;
+    case 3: if (o.wscale !== undefined) return `wscale ${o.wscale}`; break;
+    case 4: if (!o.bytes) return 'sackOK'; break;
+    case 5: if (o.sack) return `sack ${o.sack.length} ${o.sack.map((x) => `{${x.left}:${x.right}}`).join('')}`; break;
+    case 8: if (o.tsVal !== undefined) return `TS val ${o.tsVal} ecr ${o.tsEcr}`; break;
+    case 19: if (o.bytes && o.bytes.length === 18) return `md5 ${hex(o.bytes, 2)}`; break;
+    case 29: if (o.keyId !== undefined) return `tcp-ao keyid ${o.keyId} rnextkeyid ${o.rnextKeyId}`; break;
+    case 30: if (o.subtype !== undefined) return `mptcp ${MPTCP_SUBTYPES[o.subtype] ?? `subtype ${o.subtype}`}`; break;
+    case 34: if (o.bytes) return o.bytes.length > 2 ? `tfo cookie ${hex(o.bytes, 2)}` : 'tfo cookiereq'; break;
+    case 253: case 254: {
+      const e = o.exp;
+      if (e) {
+        if (e.name === 'smc-r' || e.name === 'smc-d') return e.name + (e.length !== 6 ? ` len ${e.length}` : '');
+        if (e.exidBits) return `exp-${e.exid.toString(16).padStart(e.exidBits / 4, '0')}${e.data.length ? ':' + hex(e.data) : ''}`;
+      }
+      break;
+    }
+  }
+  const b = o.bytes;
+  return `${OPT_NAMES.has(o.kind) ? tcpOptionName(o.kind) : 'unknown-' + o.kind}${b && b.length > 2 ? ' 0x' + hex(b, 2) : ''}${b && b.length >= 2 && b[1] !== b.length ? ` [bad opt len ${b[1]}]` : ''}`;
+}
+
+/** tcpdump style list content: `mss 1460,sackOK,TS val 1 ecr 0,nop,wscale 7,nop,nop,smc-r`. */
+export function summarizeTcpOptions(opts: readonly TcpOption[]): string {
+  let s = '';
+  for (let i = 0; i < opts.length; i++) s += (i ? ',' : '') + optionText(opts[i]!);
+  return s;
+}
+
+export interface TcpSummaryContext {
+  /** IP addresses: when given, the line starts `src.port > dst.port: `. */
+  src?: string;
+  dst?: string;
+  /** Initial sequence numbers (ISN) of this direction / of the peer: seq and ack print relative. */
+  seqBase?: number;
+  ackBase?: number;
+}
+
+/**
+ * tcpdump style: `Flags [S], seq 0, win 64240, options [mss 1460,sackOK,TS val 1 ecr 0,nop,wscale 7,smc-r], length 0`,
+ * prefixed with `10.55.0.1.34608 > 10.55.0.2.12345: ` when addresses are given.
+ */
+export function summarizeTcp(v: TcpHeader, payloadLength = 0, c?: TcpSummaryContext): string {
+  let s = c?.src !== undefined && c.dst !== undefined ? `${c.src}.${v.srcPort} > ${c.dst}.${v.dstPort}: ` : '';
+  s += `Flags [${summarizeTcpFlags(v.flags)}]`;
+  const f = v.flags;
+  if (payloadLength > 0 || f.syn || f.fin || f.rst) {
+    const seq = c?.seqBase !== undefined ? (v.seq - c.seqBase) >>> 0 : v.seq;
+    s += `, seq ${seq}`;
+    if (payloadLength > 0) s += `:${(seq + payloadLength) >>> 0}`;
+  }
+  if (f.ack) s += `, ack ${c?.ackBase !== undefined ? (v.ack - c.ackBase) >>> 0 : v.ack}`;
+  s += `, win ${v.window}`;
+  if (f.urg) s += `, urg ${v.urgentPointer}`;
+  if (v.options.length) s += `, options [${summarizeTcpOptions(v.options)}]`;
+  s += `, length ${payloadLength}`;
+  return s;
+}

@@ -1,0 +1,78 @@
+// UDP header (RFC 768): 0 src port · 2 dst port · 4 length (header + data) · 6 checksum.
+//
+// `wireLength` (3rd argument, default b.length) = bytes of this datagram on the wire (pass the
+// IP payload length bounded by the frame's original length); a length field beyond it is an
+// error (`udp.length`), a datagram merely cut by the capture snaplen a note (`udp.snaplen`),
+// bytes after the datagram inside the IP payload a warning. The checksum is not verified here
+// (RoCEv2 sends 0; offload leaves partial sums): see `tcpUdpChecksum`. Never throws.
+
+import type { Decoded, Issue, Tree } from '../wire/common.js';
+import { issue, put16, u16 } from '../wire/common.js';
+import { transportChecksum } from './checksum.js';
+
+export { tcpUdpChecksum, pseudoHeaderSum, transportChecksum, type TransportChecksum, type TransportChecksumStatus } from './checksum.js';
+
+export const UDP_PORT_ROCEV2 = 4791;
+
+export interface UdpHeader {
+  srcPort: number;
+  dstPort: number;
+  /** Length field: header + data. */
+  length: number;
+  checksum: number;
+}
+
+export function decodeUdp(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<UdpHeader> {
+  const issues: Issue[] = [];
+  const value: UdpHeader = { srcPort: u16(b, 0), dstPort: u16(b, 2), length: u16(b, 4), checksum: u16(b, 6) };
+  if (b.length < 8) {
+    if (wireLength > b.length && wireLength >= 8) issue(issues, 'note', 'udp.snaplen', `UDP header cut by the capture: ${b.length} of 8 bytes captured`, 0, b.length);
+    else issue(issues, 'error', 'udp.truncated', `truncated UDP header: need 8 bytes, have ${b.length}`, 0, b.length);
+  }
+  if (b.length >= 6) {
+    const len = value.length;
+    if (len < 8) {
+      // 0 is legal only for IPv6 jumbograms (RFC 2675)
+      issue(issues, len === 0 ? 'warn' : 'error', 'udp.length', `length ${len} < 8${len === 0 ? ' (jumbogram?)' : ''}`, 4, 2);
+    } else if (len > wireLength) {
+      issue(issues, 'error', 'udp.length', `length ${len} exceeds the ${wireLength} bytes on the wire`, 4, 2);
+    } else if (len > b.length) {
+      issue(issues, 'note', 'udp.snaplen', `datagram cut by the capture: ${b.length} of ${len} bytes captured`, 0, b.length);
+    } else if (len < wireLength) {
+      issue(issues, 'warn', 'udp.length', `length ${len} < ${wireLength} bytes of IP payload (${wireLength - len} bytes after the datagram)`, 4, 2);
+    }
+  }
+  if (b.length >= 4 && value.dstPort === 0) issue(issues, 'warn', 'udp.port0', 'destination port 0', 2, 2);
+  if (t) {
+    t.add('Source port', 0, 2, value.srcPort);
+    t.add('Destination port', 2, 2, value.dstPort);
+    t.add('Length', 4, 2, value.length);
+    t.add('Checksum', 6, 2, `0x${value.checksum.toString(16).padStart(4, '0')}${value.checksum === 0 ? ' (none)' : ' [unverified]'}`);
+  }
+  return { value, issues };
+}
+
+/**
+ * Header (+ payload). Fields are written as given unless `ck` is passed: then the checksum is
+ * computed over the pseudo-header (0 result sent as 0xffff). `udpHeader` fills in the length.
+ */
+export function encodeUdp(v: UdpHeader, payload?: Uint8Array, ck?: { src: Uint8Array | string; dst: Uint8Array | string }): Uint8Array {
+  const out = new Uint8Array(8 + (payload ? payload.length : 0));
+  put16(out, 0, v.srcPort);
+  put16(out, 2, v.dstPort);
+  put16(out, 4, v.length);
+  if (payload) out.set(payload, 8);
+  put16(out, 6, ck ? transportChecksum(ck.src, ck.dst, 17, out) : v.checksum);
+  return out;
+}
+
+/** Value with length = 8 + payloadLength and checksum 0 (RoCEv2 style; pass `ck` to encodeUdp to compute one). */
+export function udpHeader(init: { srcPort: number; dstPort: number; payloadLength: number; checksum?: number }): UdpHeader {
+  return { srcPort: init.srcPort, dstPort: init.dstPort, length: 8 + init.payloadLength, checksum: init.checksum ?? 0 };
+}
+
+/** `UDP, length 44` (payload bytes = length − 8), prefixed `a.p > b.q: ` when addresses are given. */
+export function summarizeUdp(v: UdpHeader, c?: { src?: string; dst?: string }): string {
+  const pre = c?.src !== undefined && c.dst !== undefined ? `${c.src}.${v.srcPort} > ${c.dst}.${v.dstPort}: ` : '';
+  return `${pre}UDP, length ${Math.max(0, v.length - 8)}`;
+}

@@ -1,0 +1,35 @@
+// `--json`: one JSON object per frame (JSON Lines), stable keys, bigint and bytes as hex.
+
+import type { DecodedFrame } from '../frame.js';
+import { jsonReplacer } from '../wire/common.js';
+
+export function renderJson(d: DecodedFrame): string {
+  const o: Record<string, unknown> = {
+    frame: d.n,
+    time: formatIsoNs(d.tsNs),
+    caplen: d.caplen,
+    len: d.origlen,
+  };
+  if (d.eth) o.eth = d.eth;
+  if (d.link) o.link = d.link;
+  if (d.ip) o.ip = d.ip;
+  if (d.tcp) { o.tcp = d.tcp; if (d.tcpRole && d.tcpRole !== 'none') o.tcpRole = d.tcpRole; }
+  if (d.udp) o.udp = d.udp;
+  if (d.roce) {
+    const { ib, ...rest } = d.roce;
+    const { payload, ...ibRest } = ib;
+    o.roce = { ...rest, ib: { ...ibRest, payloadLength: payload.length } };
+  }
+  if (d.smc.length > 0) o.smc = d.smc;
+  if (d.issues.length > 0) o.issues = d.issues;
+  if (d.tree) o.tree = d.tree;
+  return JSON.stringify(o, jsonReplacer);
+}
+
+/** ISO 8601 UTC with nanoseconds. */
+export function formatIsoNs(tsNs: bigint): string {
+  const ms = Number(tsNs / 1_000_000n);
+  const iso = new Date(ms).toISOString(); // 2026-11-22T09:35:57.123Z
+  const ns = (tsNs % 1_000_000_000n).toString().padStart(9, '0');
+  return `${iso.slice(0, 19)}.${ns}Z`;
+}

@@ -1,0 +1,92 @@
+// CRC-32 (IEEE 802.3 / zlib polynomial 0xEDB88320 reflected, init 0xFFFFFFFF, final
+// complement) — the CRC the InfiniBand ICRC uses (formats.md §11.4).
+//
+// Table-driven, slicing-by-8 for the bulk path. The API is zlib-style: a CRC "value" is the
+// finished CRC of everything fed so far (0 for nothing), so updates compose:
+//   crc32(a ++ b) === crc32Update(crc32(a), b)
+// which lets the ICRC be computed over a frame with masked fields without copying it:
+// feed the unchanged ranges with crc32Update and the masked bytes with crc32UpdateFill.
+// Pure functions. Ranges of NATIVE_MIN bytes or more go to Node's native zlib.crc32 when the
+// runtime has it (Node >= 20.15: about twice the speed of the JS loop on 1 KiB; costs one
+// subarray view per call); crc32UpdateJs() is the pure table-driven path.
+
+import * as zlib from 'node:zlib';
+
+type NativeCrc = (data: Uint8Array, value?: number) => number;
+const nativeCrc32: NativeCrc | undefined = (zlib as unknown as { crc32?: NativeCrc }).crc32;
+/** Range length from which the native CRC is used (below it the call overhead dominates). */
+export const NATIVE_MIN = 256;
+
+/** 8 × 256 entries: T[k*256 + n] = CRC of byte n followed by k zero bytes (slicing tables). */
+const T = new Int32Array(8 * 256);
+(function init(): void {
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    T[n] = c;
+  }
+  for (let n = 0; n < 256; n++) {
+    let c = T[n]!;
+    for (let k = 1; k < 8; k++) {
+      c = T[c & 0xff]! ^ (c >>> 8);
+      T[k * 256 + n] = c;
+    }
+  }
+})();
+
+/** Advance the raw (non-inverted) CRC register over b[start, end). */
+function rawUpdate(r: number, b: Uint8Array, start: number, end: number): number {
+  let i = start;
+  const t = T;
+  // Slicing-by-8: two little-endian words per iteration.
+  while (i + 8 <= end) {
+    r ^= b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24);
+    const h = b[i + 4]! | (b[i + 5]! << 8) | (b[i + 6]! << 16) | (b[i + 7]! << 24);
+    r = t[1792 + (r & 0xff)]! ^ t[1536 + ((r >>> 8) & 0xff)]! ^ t[1280 + ((r >>> 16) & 0xff)]! ^ t[1024 + (r >>> 24)]! ^
+      t[768 + (h & 0xff)]! ^ t[512 + ((h >>> 8) & 0xff)]! ^ t[256 + ((h >>> 16) & 0xff)]! ^ t[h >>> 24]!;
+    i += 8;
+  }
+  while (i < end) r = t[(r ^ b[i++]!) & 0xff]! ^ (r >>> 8);
+  return r;
+}
+
+/**
+ * Continue a CRC-32 over b[start, end) (clamped to the buffer). `crc` is the CRC of the data
+ * before (0 to start). Returns the CRC of everything so far (unsigned 32-bit).
+ */
+export function crc32Update(crc: number, b: Uint8Array, start = 0, end = b.length): number {
+  if (end > b.length) end = b.length;
+  if (start < 0) start = 0;
+  if (start >= end) return crc >>> 0;
+  if (nativeCrc32 !== undefined && end - start >= NATIVE_MIN) {
+    return nativeCrc32(start === 0 && end === b.length ? b : b.subarray(start, end), crc >>> 0) >>> 0;
+  }
+  return ~rawUpdate(~crc, b, start, end) >>> 0;
+}
+
+/** crc32Update without the native fast path (always the JS slicing-by-8 loop). */
+export function crc32UpdateJs(crc: number, b: Uint8Array, start = 0, end = b.length): number {
+  if (end > b.length) end = b.length;
+  if (start < 0) start = 0;
+  if (start >= end) return crc >>> 0;
+  return ~rawUpdate(~crc, b, start, end) >>> 0;
+}
+
+/** CRC-32 of b[start, end) — same result as zlib's crc32(). */
+export function crc32(b: Uint8Array, start = 0, end = b.length): number {
+  return crc32Update(0, b, start, end);
+}
+
+/** Continue a CRC-32 with one byte. */
+export function crc32UpdateByte(crc: number, byte: number): number {
+  const r = ~crc;
+  return ~(T[(r ^ byte) & 0xff]! ^ (r >>> 8)) >>> 0;
+}
+
+/** Continue a CRC-32 with `count` copies of `byte` (e.g. the masked 0xFF runs of the ICRC). */
+export function crc32UpdateFill(crc: number, byte: number, count: number): number {
+  let r = ~crc;
+  const v = byte & 0xff;
+  for (let i = 0; i < count; i++) r = T[(r ^ v) & 0xff]! ^ (r >>> 8);
+  return ~r >>> 0;
+}

@@ -1,0 +1,924 @@
+// InfiniBand transport layer as carried by RoCE v1 (EtherType 0x8915, after a 40-byte GRH)
+// and RoCE v2 (UDP 4791): BTH, the extension headers, payload/pad, and the ICRC
+// (formats.md §11; IBA vol.1 ch.9 + Annex A16/A17, cross-checked with Wireshark/libtins
+// opcode tables and Linux rxe).
+//
+// decodeIbPacket() takes everything from the BTH to the end of the packet INCLUDING the
+// 4-byte ICRC. The ICRC covers the outer headers too, so it is computed separately:
+// icrcRoceV2()/icrcRoceV1() on a contiguous frame, icrcFromParts() on separately built
+// pieces (the endpoint), checkIcrc() for {ok, expected, actual}.
+
+import type { Decoded, Issue } from './common.js';
+import { Tree, issue, u8, u16, u24, u32, u64, put8, put16, put24, put32, put64, ipv6Str, parseIpv6 } from './common.js';
+import { crc32Update, crc32UpdateByte, crc32UpdateFill } from './crc32.js';
+
+// ---------------------------------------------------------------------------------------
+// Opcode table
+// ---------------------------------------------------------------------------------------
+
+export type IbTransport = 'RC' | 'UC' | 'RD' | 'UD' | 'CNP' | 'XRC' | 'reserved';
+
+/** Extension headers, in the order they appear on the wire after the BTH. */
+export type IbExtHeader =
+  | 'RDETH' | 'DETH' | 'XRCETH' | 'FETH' | 'RETH' | 'AtomicETH' | 'AETH' | 'AtomicAckETH' | 'ImmDt' | 'IETH';
+
+/** Size in bytes of each extension header. */
+export const IB_EXT_SIZE: Readonly<Record<IbExtHeader, number>> = {
+  RDETH: 4, DETH: 8, XRCETH: 4, FETH: 4, RETH: 16, AtomicETH: 28, AETH: 4, AtomicAckETH: 8, ImmDt: 4, IETH: 4,
+};
+
+export const BTH_LEN = 12;
+export const GRH_LEN = 40;
+export const ICRC_LEN = 4;
+/** UDP destination port of RoCE v2. */
+export const ROCE_V2_PORT = 4791;
+/** EtherType of RoCE v1. */
+export const ROCE_V1_ETHERTYPE = 0x8915;
+
+export interface IbOpcodeInfo {
+  opcode: number;
+  /** Operation name, e.g. 'SEND ONLY', 'RDMA WRITE FIRST', 'ACKNOWLEDGE'; 'reserved 0xNN' if unassigned. */
+  name: string;
+  transport: IbTransport;
+  /** false for unassigned opcodes (their headers are unknown: everything after the BTH is payload). */
+  known: boolean;
+  /** Extension headers that follow the BTH, in wire order. */
+  headers: readonly IbExtHeader[];
+  /** Total size of those extension headers. */
+  headerLength: number;
+  /** Whether the opcode carries a payload (possibly empty). */
+  payload: boolean;
+  isSend: boolean;
+  isWrite: boolean;
+  isReadRequest: boolean;
+  isReadResponse: boolean;
+  /** ACKNOWLEDGE or ATOMIC ACKNOWLEDGE. */
+  isAck: boolean;
+  /** COMPARE SWAP / FETCH ADD (not ATOMIC WRITE, which is a write). */
+  isAtomic: boolean;
+  withImmediate: boolean;
+  withInvalidate: boolean;
+  /** Position of the packet in its message; single-packet operations (READ REQUEST, ACK, atomics …) are "only". */
+  isFirst: boolean;
+  isMiddle: boolean;
+  isLast: boolean;
+  isOnly: boolean;
+}
+
+type Pos = 'F' | 'M' | 'L' | 'O';
+type Kind = 'send' | 'write' | 'readreq' | 'readresp' | 'ack' | 'atomic' | 'resync' | 'flush' | 'atomicwrite';
+/** [op, name, RC headers (without transport prefix headers), payload, kind, position, request?] */
+type BaseOp = readonly [number, string, readonly IbExtHeader[], boolean, Kind, Pos, boolean];
+
+const BASE_OPS: readonly BaseOp[] = [
+  [0x00, 'SEND FIRST', [], true, 'send', 'F', true],
+  [0x01, 'SEND MIDDLE', [], true, 'send', 'M', true],
+  [0x02, 'SEND LAST', [], true, 'send', 'L', true],
+  [0x03, 'SEND LAST WITH IMMEDIATE', ['ImmDt'], true, 'send', 'L', true],
+  [0x04, 'SEND ONLY', [], true, 'send', 'O', true],
+  [0x05, 'SEND ONLY WITH IMMEDIATE', ['ImmDt'], true, 'send', 'O', true],
+  [0x06, 'RDMA WRITE FIRST', ['RETH'], true, 'write', 'F', true],
+  [0x07, 'RDMA WRITE MIDDLE', [], true, 'write', 'M', true],
+  [0x08, 'RDMA WRITE LAST', [], true, 'write', 'L', true],
+  [0x09, 'RDMA WRITE LAST WITH IMMEDIATE', ['ImmDt'], true, 'write', 'L', true],
+  [0x0a, 'RDMA WRITE ONLY', ['RETH'], true, 'write', 'O', true],
+  [0x0b, 'RDMA WRITE ONLY WITH IMMEDIATE', ['RETH', 'ImmDt'], true, 'write', 'O', true],
+  [0x0c, 'RDMA READ REQUEST', ['RETH'], false, 'readreq', 'O', true],
+  [0x0d, 'RDMA READ RESPONSE FIRST', ['AETH'], true, 'readresp', 'F', false],
+  [0x0e, 'RDMA READ RESPONSE MIDDLE', [], true, 'readresp', 'M', false],
+  [0x0f, 'RDMA READ RESPONSE LAST', ['AETH'], true, 'readresp', 'L', false],
+  [0x10, 'RDMA READ RESPONSE ONLY', ['AETH'], true, 'readresp', 'O', false],
+  [0x11, 'ACKNOWLEDGE', ['AETH'], false, 'ack', 'O', false],
+  [0x12, 'ATOMIC ACKNOWLEDGE', ['AETH', 'AtomicAckETH'], false, 'ack', 'O', false],
+  [0x13, 'COMPARE SWAP', ['AtomicETH'], false, 'atomic', 'O', true],
+  [0x14, 'FETCH ADD', ['AtomicETH'], false, 'atomic', 'O', true],
+  [0x15, 'RESYNC', [], false, 'resync', 'O', true],
+  [0x16, 'SEND LAST WITH INVALIDATE', ['IETH'], true, 'send', 'L', true],
+  [0x17, 'SEND ONLY WITH INVALIDATE', ['IETH'], true, 'send', 'O', true],
+  [0x1c, 'FLUSH', ['FETH', 'RETH'], false, 'flush', 'O', true],
+  [0x1d, 'ATOMIC WRITE', ['RETH'], true, 'atomicwrite', 'O', true],
+];
+
+/** Which base operations each transport defines (IBA tables; FLUSH/ATOMIC WRITE per IBA 1.5 for RC). */
+function allowed(tr: IbTransport, op: number): boolean {
+  switch (tr) {
+    case 'RC': return op <= 0x14 || op === 0x16 || op === 0x17 || op === 0x1c || op === 0x1d;
+    case 'UC': return op <= 0x0b;
+    case 'RD': return op <= 0x15;
+    case 'UD': return op === 0x04 || op === 0x05;
+    case 'XRC': return op <= 0x14 || op === 0x16 || op === 0x17;
+    default: return false;
+  }
+}
+
+const TRANSPORTS: readonly IbTransport[] = ['RC', 'UC', 'RD', 'UD', 'CNP', 'XRC', 'reserved', 'reserved'];
+
+function sumHeaders(h: readonly IbExtHeader[]): number {
+  let n = 0;
+  for (const x of h) n += IB_EXT_SIZE[x];
+  return n;
+}
+
+function makeInfo(opcode: number, name: string, transport: IbTransport, known: boolean, headers: readonly IbExtHeader[],
+  payload: boolean, kind: Kind | undefined, pos: Pos | undefined, withImm = false, withInv = false): IbOpcodeInfo {
+  return Object.freeze({
+    opcode, name, transport, known, headers: Object.freeze(headers.slice()), headerLength: sumHeaders(headers), payload,
+    isSend: kind === 'send', isWrite: kind === 'write' || kind === 'atomicwrite', isReadRequest: kind === 'readreq',
+    isReadResponse: kind === 'readresp', isAck: kind === 'ack', isAtomic: kind === 'atomic',
+    withImmediate: withImm, withInvalidate: withInv,
+    isFirst: pos === 'F', isMiddle: pos === 'M', isLast: pos === 'L', isOnly: pos === 'O',
+  });
+}
+
+const OPCODES: readonly IbOpcodeInfo[] = (() => {
+  const out: IbOpcodeInfo[] = [];
+  for (let op = 0; op < 256; op++) {
+    const tr = TRANSPORTS[op >> 5]!;
+    const base = op & 0x1f;
+    if (op === 0x81) { // RoCEv2 CNP: BTH + 16 reserved bytes (treated as the payload)
+      out.push(makeInfo(op, 'CNP', 'CNP', true, [], true, undefined, 'O'));
+      continue;
+    }
+    const def = BASE_OPS.find((d) => d[0] === base);
+    if (!def || !allowed(tr, base)) {
+      out.push(makeInfo(op, `reserved 0x${op.toString(16).padStart(2, '0')}`, tr, false, [], true, undefined, undefined));
+      continue;
+    }
+    const [, name, rcHeaders, payload, kind, pos, request] = def;
+    let headers: IbExtHeader[] = rcHeaders.slice();
+    if (tr === 'RD') headers = request ? ['RDETH', 'DETH', ...rcHeaders] : ['RDETH', ...rcHeaders];
+    else if (tr === 'UD') headers = ['DETH', ...rcHeaders];
+    else if (tr === 'XRC' && request) headers = ['XRCETH', ...rcHeaders];
+    out.push(makeInfo(op, name, tr, true, headers, payload, kind, pos, rcHeaders.includes('ImmDt'), rcHeaders.includes('IETH')));
+  }
+  return out;
+})();
+
+/** Everything known about an opcode (any value 0–255; unassigned codes have known = false). */
+export function opcodeInfo(op: number): IbOpcodeInfo {
+  return OPCODES[op & 0xff]!;
+}
+
+/** RC opcodes SMC-R uses (formats.md §11.3). */
+export const IB_OP = {
+  SEND_FIRST: 0x00, SEND_MIDDLE: 0x01, SEND_LAST: 0x02, SEND_ONLY: 0x04,
+  RDMA_WRITE_FIRST: 0x06, RDMA_WRITE_MIDDLE: 0x07, RDMA_WRITE_LAST: 0x08, RDMA_WRITE_ONLY: 0x0a,
+  RDMA_WRITE_LAST_IMM: 0x09, RDMA_WRITE_ONLY_IMM: 0x0b,
+  ACKNOWLEDGE: 0x11, CNP: 0x81,
+} as const;
+
+// ---------------------------------------------------------------------------------------
+// Header value types
+// ---------------------------------------------------------------------------------------
+
+export interface Bth {
+  opcode: number;
+  /** Solicited event. */
+  se: boolean;
+  /** MigReq. */
+  migReq: boolean;
+  /** PadCnt field (0–3). */
+  padCount: number;
+  /** Transport header version (0). */
+  tver: number;
+  pkey: number;
+  /** RoCEv2: byte 4 bit 7. */
+  fecn: boolean;
+  /** RoCEv2: byte 4 bit 6. */
+  becn: boolean;
+  /** Byte 4 bits 5–0 (reserved). */
+  resv6: number;
+  destQp: number;
+  /** AckReq. */
+  ackReq: boolean;
+  /** Byte 8 bits 6–0 (reserved). */
+  resv7: number;
+  psn: number;
+}
+
+export interface Reth { va: bigint; rkey: number; dmaLen: number }
+
+export type AethKind = 'ACK' | 'RNR NAK' | 'NAK' | 'reserved';
+
+/**
+ * AETH. `syndrome` (the raw byte) is authoritative for encoding; `kind` and `code`
+ * (bits 4–0: credit count code / RNR timer code / NAK code) are derived from it by decode.
+ * Build one with makeAeth().
+ */
+export interface Aeth { syndrome: number; msn: number; kind: AethKind; code: number }
+
+export interface Deth { qkey: number; resv8: number; srcQp: number }
+export interface Rdeth { resv8: number; eeContext: number }
+export interface Xrceth { resv8: number; xrcSrq: number }
+/** FETH (IBA 1.5 FLUSH): placement type (bits 3–0), selectivity level (bits 5–4), rest reserved. */
+export interface Feth { resv: number; selectivity: number; placement: number }
+export interface AtomicEth { va: bigint; rkey: number; swapAdd: bigint; compare: bigint }
+export interface AtomicAckEth { origData: bigint }
+
+export interface IbPacket {
+  bth: Bth;
+  rdeth?: Rdeth;
+  deth?: Deth;
+  xrceth?: Xrceth;
+  feth?: Feth;
+  reth?: Reth;
+  atomicEth?: AtomicEth;
+  aeth?: Aeth;
+  atomicAckEth?: AtomicAckEth;
+  /** Immediate data (ImmDt), 32 bits as on the wire (big-endian). */
+  immDt?: number;
+  /** IETH: the R_Key to invalidate. */
+  ieth?: number;
+  /** Payload without pad and ICRC (a view into the decoded buffer). For CNP: the 16 reserved bytes. */
+  payload: Uint8Array;
+  /** Offset of the payload from the BTH start (set by decode; encode ignores it). */
+  payloadOffset?: number;
+  /** Pad bytes actually present/stripped (normally = bth.padCount; encode uses bth.padCount). */
+  padCount: number;
+  /** ICRC as a CRC-32 value (the wire carries it least-significant byte first); 0 if missing. */
+  icrc: number;
+}
+
+export interface Grh {
+  ipVer: number;
+  tclass: number;
+  flowLabel: number;
+  /** Bytes after the GRH, including the ICRC. */
+  payLen: number;
+  /** 0x1B = IBA transport. */
+  nextHdr: number;
+  hopLimit: number;
+  sgid: string;
+  dgid: string;
+}
+
+// ---------------------------------------------------------------------------------------
+// AETH helpers
+// ---------------------------------------------------------------------------------------
+
+const AETH_KINDS: readonly AethKind[] = ['ACK', 'RNR NAK', 'reserved', 'NAK'];
+
+/** NAK codes (AETH syndrome 011xxxxx). */
+export const NAK_NAMES: readonly string[] = [
+  'PSN sequence error', 'invalid request', 'remote access error', 'remote operational error', 'invalid RD request',
+];
+const NAK_TAGS: readonly string[] = [
+  'PSN-sequence-error', 'invalid-request', 'remote-access-error', 'remote-operational-error', 'invalid-RD-request',
+];
+
+/** RNR NAK timer code → minimum RNR delay in milliseconds (IBA table "Encoding for RNR NAK Timer"). */
+export const RNR_TIMER_MS: readonly number[] = [
+  655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92,
+  2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52,
+];
+
+/** ACK credit count code → number of credits (end-to-end flow control); code 31 = no credit information. */
+export const AETH_CREDITS: readonly number[] = [
+  0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+  256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768,
+];
+
+export function aethKind(syndrome: number): AethKind { return AETH_KINDS[(syndrome >> 5) & 3]!; }
+export function nakName(code: number): string { return NAK_NAMES[code] ?? `NAK code ${code}`; }
+export function rnrTimerMs(code: number): number { return RNR_TIMER_MS[code & 31]!; }
+/** Credits for an ACK credit code, or undefined for 31 (no credit information). */
+export function aethCredits(code: number): number | undefined { return AETH_CREDITS[code & 31]; }
+
+export function makeAeth(kind: Exclude<AethKind, 'reserved'>, code: number, msn: number): Aeth {
+  const k = kind === 'ACK' ? 0 : kind === 'RNR NAK' ? 1 : 3;
+  return { syndrome: (k << 5) | (code & 31), msn: msn & 0xffffff, kind, code: code & 31 };
+}
+
+// ---------------------------------------------------------------------------------------
+// Readers / writers (no allocation beyond the result objects)
+// ---------------------------------------------------------------------------------------
+
+function readBth(b: Uint8Array, o: number): Bth {
+  const b1 = u8(b, o + 1), b4 = u8(b, o + 4), b8 = u8(b, o + 8);
+  return {
+    opcode: u8(b, o), se: (b1 & 0x80) !== 0, migReq: (b1 & 0x40) !== 0, padCount: (b1 >> 4) & 3, tver: b1 & 15,
+    pkey: u16(b, o + 2), fecn: (b4 & 0x80) !== 0, becn: (b4 & 0x40) !== 0, resv6: b4 & 0x3f,
+    destQp: u24(b, o + 5), ackReq: (b8 & 0x80) !== 0, resv7: b8 & 0x7f, psn: u24(b, o + 9),
+  };
+}
+
+function writeBth(out: Uint8Array, o: number, v: Bth): void {
+  put8(out, o, v.opcode);
+  put8(out, o + 1, (v.se ? 0x80 : 0) | (v.migReq ? 0x40 : 0) | ((v.padCount & 3) << 4) | (v.tver & 15));
+  put16(out, o + 2, v.pkey);
+  put8(out, o + 4, (v.fecn ? 0x80 : 0) | (v.becn ? 0x40 : 0) | (v.resv6 & 0x3f));
+  put24(out, o + 5, v.destQp);
+  put8(out, o + 8, (v.ackReq ? 0x80 : 0) | (v.resv7 & 0x7f));
+  put24(out, o + 9, v.psn);
+}
+
+function readReth(b: Uint8Array, o: number): Reth { return { va: u64(b, o), rkey: u32(b, o + 8), dmaLen: u32(b, o + 12) }; }
+function writeReth(out: Uint8Array, o: number, v: Reth): void { put64(out, o, v.va); put32(out, o + 8, v.rkey); put32(out, o + 12, v.dmaLen); }
+
+function readAeth(b: Uint8Array, o: number): Aeth {
+  const s = u8(b, o);
+  return { syndrome: s, msn: u24(b, o + 1), kind: AETH_KINDS[(s >> 5) & 3]!, code: s & 31 };
+}
+function writeAeth(out: Uint8Array, o: number, v: Aeth): void { put8(out, o, v.syndrome); put24(out, o + 1, v.msn); }
+
+function readDeth(b: Uint8Array, o: number): Deth { return { qkey: u32(b, o), resv8: u8(b, o + 4), srcQp: u24(b, o + 5) }; }
+function writeDeth(out: Uint8Array, o: number, v: Deth): void { put32(out, o, v.qkey); put8(out, o + 4, v.resv8); put24(out, o + 5, v.srcQp); }
+
+function readRdeth(b: Uint8Array, o: number): Rdeth { return { resv8: u8(b, o), eeContext: u24(b, o + 1) }; }
+function writeRdeth(out: Uint8Array, o: number, v: Rdeth): void { put8(out, o, v.resv8); put24(out, o + 1, v.eeContext); }
+
+function readXrceth(b: Uint8Array, o: number): Xrceth { return { resv8: u8(b, o), xrcSrq: u24(b, o + 1) }; }
+function writeXrceth(out: Uint8Array, o: number, v: Xrceth): void { put8(out, o, v.resv8); put24(out, o + 1, v.xrcSrq); }
+
+function readFeth(b: Uint8Array, o: number): Feth {
+  const w = u32(b, o);
+  return { resv: w >>> 6, selectivity: (w >>> 4) & 3, placement: w & 15 };
+}
+function writeFeth(out: Uint8Array, o: number, v: Feth): void {
+  put32(out, o, (((v.resv << 6) | ((v.selectivity & 3) << 4) | (v.placement & 15)) >>> 0));
+}
+
+function readAtomicEth(b: Uint8Array, o: number): AtomicEth {
+  return { va: u64(b, o), rkey: u32(b, o + 8), swapAdd: u64(b, o + 12), compare: u64(b, o + 20) };
+}
+function writeAtomicEth(out: Uint8Array, o: number, v: AtomicEth): void {
+  put64(out, o, v.va); put32(out, o + 8, v.rkey); put64(out, o + 12, v.swapAdd); put64(out, o + 20, v.compare);
+}
+
+function readAtomicAckEth(b: Uint8Array, o: number): AtomicAckEth { return { origData: u64(b, o) }; }
+function writeAtomicAckEth(out: Uint8Array, o: number, v: AtomicAckEth): void { put64(out, o, v.origData); }
+
+function u32le(b: Uint8Array, o: number): number {
+  return ((b[o] ?? 0) | ((b[o + 1] ?? 0) << 8) | ((b[o + 2] ?? 0) << 16) | ((b[o + 3] ?? 0) << 24)) >>> 0;
+}
+function put32le(b: Uint8Array, o: number, v: number): void {
+  b[o] = v & 0xff; b[o + 1] = (v >>> 8) & 0xff; b[o + 2] = (v >>> 16) & 0xff; b[o + 3] = (v >>> 24) & 0xff;
+}
+
+function hx(v: number): string { return '0x' + (v >>> 0).toString(16); }
+function hxb(v: bigint): string { return '0x' + v.toString(16); }
+
+// ---------------------------------------------------------------------------------------
+// Tree helpers (only called when a Tree is given)
+// ---------------------------------------------------------------------------------------
+
+function treeBth(t: Tree, o: number, v: Bth): void {
+  const s = t.sub('BTH', o, BTH_LEN, `${opcodeInfo(v.opcode).name} QP ${hx(v.destQp)} PSN ${v.psn}`);
+  const info = opcodeInfo(v.opcode);
+  s.add('OpCode', 0, 1, `0x${v.opcode.toString(16).padStart(2, '0')} ${info.transport} ${info.name}`);
+  s.add('SE', 1, 1, v.se ? 1 : 0);
+  s.add('M', 1, 1, v.migReq ? 1 : 0);
+  s.add('PadCnt', 1, 1, v.padCount);
+  s.add('TVer', 1, 1, v.tver);
+  s.add('P_Key', 2, 2, hx(v.pkey));
+  s.add('FECN', 4, 1, v.fecn ? 1 : 0);
+  s.add('BECN', 4, 1, v.becn ? 1 : 0);
+  s.add('Reserved', 4, 1, v.resv6);
+  s.add('DestQP', 5, 3, hx(v.destQp));
+  s.add('AckReq', 8, 1, v.ackReq ? 1 : 0);
+  s.add('Reserved', 8, 1, v.resv7);
+  s.add('PSN', 9, 3, v.psn);
+}
+
+function treeAeth(t: Tree, o: number, v: Aeth): void {
+  const s = t.sub('AETH', o, 4, aethText(v));
+  s.add('Syndrome', 0, 1, `0x${v.syndrome.toString(16).padStart(2, '0')} ${v.kind}`);
+  if (v.kind === 'ACK') s.add('Credit count', 0, 1, v.code === 31 ? '31 (no credit information)' : `${v.code} (${AETH_CREDITS[v.code]} credits)`);
+  else if (v.kind === 'RNR NAK') s.add('RNR timer', 0, 1, `${v.code} (${RNR_TIMER_MS[v.code]} ms)`);
+  else if (v.kind === 'NAK') s.add('NAK code', 0, 1, `${v.code} (${nakName(v.code)})`);
+  s.add('MSN', 1, 3, v.msn);
+}
+
+function aethText(v: Aeth): string {
+  if (v.kind === 'ACK') return `ACK msn ${v.msn} credits ${v.code}`;
+  if (v.kind === 'RNR NAK') return `RNR NAK timer ${RNR_TIMER_MS[v.code]}ms msn ${v.msn}`;
+  if (v.kind === 'NAK') return `NAK ${NAK_TAGS[v.code] ?? `code-${v.code}`} msn ${v.msn}`;
+  return `reserved syndrome 0x${v.syndrome.toString(16)} msn ${v.msn}`;
+}
+
+// ---------------------------------------------------------------------------------------
+// Individual header codecs
+// ---------------------------------------------------------------------------------------
+
+function fixed<T>(b: Uint8Array, n: number, what: string, code: string, read: (b: Uint8Array, o: number) => T): Decoded<T> {
+  const issues: Issue[] = [];
+  if (b.length < n) issue(issues, 'error', code, `truncated ${what}: need ${n} bytes, have ${b.length}`, 0, b.length);
+  return { value: read(b, 0), issues };
+}
+
+export function decodeBth(b: Uint8Array, t?: Tree): Decoded<Bth> {
+  const r = fixed(b, BTH_LEN, 'BTH', 'ib.truncated', readBth);
+  checkBth(r.value, 0, r.issues);
+  if (t) treeBth(t, 0, r.value);
+  return r;
+}
+export function encodeBth(v: Bth): Uint8Array { const o = new Uint8Array(BTH_LEN); writeBth(o, 0, v); return o; }
+export function summarizeBth(v: Bth): string {
+  return `${opcodeInfo(v.opcode).name} QP ${hx(v.destQp)} psn ${v.psn}${flags(v)}`;
+}
+
+export function decodeReth(b: Uint8Array, t?: Tree): Decoded<Reth> {
+  const r = fixed(b, 16, 'RETH', 'ib.truncated', readReth);
+  if (t) treeReth(t, 0, r.value);
+  return r;
+}
+export function encodeReth(v: Reth): Uint8Array { const o = new Uint8Array(16); writeReth(o, 0, v); return o; }
+export function summarizeReth(v: Reth): string { return `va ${hxb(v.va)} rkey ${hx(v.rkey)} len ${v.dmaLen}`; }
+
+export function decodeAeth(b: Uint8Array, t?: Tree): Decoded<Aeth> {
+  const r = fixed(b, 4, 'AETH', 'ib.truncated', readAeth);
+  checkAeth(r.value, 0, r.issues);
+  if (t) treeAeth(t, 0, r.value);
+  return r;
+}
+export function encodeAeth(v: Aeth): Uint8Array { const o = new Uint8Array(4); writeAeth(o, 0, v); return o; }
+export function summarizeAeth(v: Aeth): string { return aethText(v); }
+
+export function decodeImmDt(b: Uint8Array, t?: Tree): Decoded<number> {
+  const r = fixed(b, 4, 'ImmDt', 'ib.truncated', u32);
+  t?.add('ImmDt', 0, 4, hx(r.value));
+  return r;
+}
+export function encodeImmDt(v: number): Uint8Array { const o = new Uint8Array(4); put32(o, 0, v); return o; }
+
+export function decodeIeth(b: Uint8Array, t?: Tree): Decoded<number> {
+  const r = fixed(b, 4, 'IETH', 'ib.truncated', u32);
+  t?.add('IETH R_Key', 0, 4, hx(r.value));
+  return r;
+}
+export function encodeIeth(v: number): Uint8Array { const o = new Uint8Array(4); put32(o, 0, v); return o; }
+
+export function decodeDeth(b: Uint8Array, t?: Tree): Decoded<Deth> {
+  const r = fixed(b, 8, 'DETH', 'ib.truncated', readDeth);
+  if (r.value.resv8 !== 0) issue(r.issues, 'note', 'ib.reserved', 'DETH reserved byte is not zero', 4, 1);
+  if (t) treeDeth(t, 0, r.value);
+  return r;
+}
+export function encodeDeth(v: Deth): Uint8Array { const o = new Uint8Array(8); writeDeth(o, 0, v); return o; }
+export function summarizeDeth(v: Deth): string { return `qkey ${hx(v.qkey)} srcqp ${hx(v.srcQp)}`; }
+
+export function decodeRdeth(b: Uint8Array, t?: Tree): Decoded<Rdeth> {
+  const r = fixed(b, 4, 'RDETH', 'ib.truncated', readRdeth);
+  if (r.value.resv8 !== 0) issue(r.issues, 'note', 'ib.reserved', 'RDETH reserved byte is not zero', 0, 1);
+  t?.add('RDETH EE context', 0, 4, hx(r.value.eeContext));
+  return r;
+}
+export function encodeRdeth(v: Rdeth): Uint8Array { const o = new Uint8Array(4); writeRdeth(o, 0, v); return o; }
+
+export function decodeXrceth(b: Uint8Array, t?: Tree): Decoded<Xrceth> {
+  const r = fixed(b, 4, 'XRCETH', 'ib.truncated', readXrceth);
+  if (r.value.resv8 !== 0) issue(r.issues, 'note', 'ib.reserved', 'XRCETH reserved byte is not zero', 0, 1);
+  t?.add('XRCETH XRC SRQ', 0, 4, hx(r.value.xrcSrq));
+  return r;
+}
+export function encodeXrceth(v: Xrceth): Uint8Array { const o = new Uint8Array(4); writeXrceth(o, 0, v); return o; }
+
+export function decodeFeth(b: Uint8Array, t?: Tree): Decoded<Feth> {
+  const r = fixed(b, 4, 'FETH', 'ib.truncated', readFeth);
+  t?.add('FETH', 0, 4, `selectivity ${r.value.selectivity} placement ${r.value.placement}`);
+  return r;
+}
+export function encodeFeth(v: Feth): Uint8Array { const o = new Uint8Array(4); writeFeth(o, 0, v); return o; }
+
+export function decodeAtomicEth(b: Uint8Array, t?: Tree): Decoded<AtomicEth> {
+  const r = fixed(b, 28, 'AtomicETH', 'ib.truncated', readAtomicEth);
+  if (t) treeAtomicEth(t, 0, r.value);
+  return r;
+}
+export function encodeAtomicEth(v: AtomicEth): Uint8Array { const o = new Uint8Array(28); writeAtomicEth(o, 0, v); return o; }
+
+export function decodeAtomicAckEth(b: Uint8Array, t?: Tree): Decoded<AtomicAckEth> {
+  const r = fixed(b, 8, 'AtomicAckETH', 'ib.truncated', readAtomicAckEth);
+  t?.add('AtomicAckETH original data', 0, 8, hxb(r.value.origData));
+  return r;
+}
+export function encodeAtomicAckEth(v: AtomicAckEth): Uint8Array { const o = new Uint8Array(8); writeAtomicAckEth(o, 0, v); return o; }
+
+function treeReth(t: Tree, o: number, v: Reth): void {
+  const s = t.sub('RETH', o, 16, summarizeReth(v));
+  s.add('Virtual address', 0, 8, hxb(v.va));
+  s.add('R_Key', 8, 4, hx(v.rkey));
+  s.add('DMA length', 12, 4, v.dmaLen);
+}
+function treeDeth(t: Tree, o: number, v: Deth): void {
+  const s = t.sub('DETH', o, 8, summarizeDeth(v));
+  s.add('Q_Key', 0, 4, hx(v.qkey));
+  s.add('Reserved', 4, 1, v.resv8);
+  s.add('Source QP', 5, 3, hx(v.srcQp));
+}
+function treeAtomicEth(t: Tree, o: number, v: AtomicEth): void {
+  const s = t.sub('AtomicETH', o, 28);
+  s.add('Virtual address', 0, 8, hxb(v.va));
+  s.add('R_Key', 8, 4, hx(v.rkey));
+  s.add('Swap/Add data', 12, 8, hxb(v.swapAdd));
+  s.add('Compare data', 20, 8, hxb(v.compare));
+}
+
+// ---------------------------------------------------------------------------------------
+// GRH (RoCE v1)
+// ---------------------------------------------------------------------------------------
+
+/** Decode a 40-byte GRH. If `b` extends past the GRH, PayLen is checked against the rest. */
+export function decodeGrh(b: Uint8Array, t?: Tree): Decoded<Grh> {
+  const issues: Issue[] = [];
+  if (b.length < GRH_LEN) issue(issues, 'error', 'ib.truncated', `truncated GRH: need 40 bytes, have ${b.length}`, 0, b.length);
+  const w = u32(b, 0);
+  const v: Grh = {
+    ipVer: w >>> 28, tclass: (w >>> 20) & 0xff, flowLabel: w & 0xfffff, payLen: u16(b, 4), nextHdr: u8(b, 6),
+    hopLimit: u8(b, 7), sgid: ipv6Str(b, 8), dgid: ipv6Str(b, 24),
+  };
+  if (v.ipVer !== 6) issue(issues, 'warn', 'ib.grh', `GRH IPVer ${v.ipVer} (expected 6)`, 0, 1);
+  if (v.nextHdr !== 0x1b) issue(issues, 'note', 'ib.grh', `GRH next header 0x${v.nextHdr.toString(16)} (IBA transport is 0x1b)`, 6, 1);
+  if (b.length > GRH_LEN) {
+    const rest = b.length - GRH_LEN;
+    if (v.payLen > rest) issue(issues, 'error', 'ib.truncated', `GRH PayLen ${v.payLen} > ${rest} bytes present`, 4, 2);
+    else if (v.payLen < rest) issue(issues, 'note', 'ib.trailing', `${rest - v.payLen} bytes after GRH PayLen`, GRH_LEN + v.payLen, rest - v.payLen);
+  }
+  if (t) {
+    const s = t.sub('GRH', 0, GRH_LEN, `${v.sgid} > ${v.dgid}`);
+    s.add('IPVer', 0, 1, v.ipVer);
+    s.add('Traffic class', 0, 2, v.tclass);
+    s.add('Flow label', 1, 3, v.flowLabel);
+    s.add('PayLen', 4, 2, v.payLen);
+    s.add('NxtHdr', 6, 1, `0x${v.nextHdr.toString(16)}`);
+    s.add('HopLmt', 7, 1, v.hopLimit);
+    s.add('SGID', 8, 16, v.sgid);
+    s.add('DGID', 24, 16, v.dgid);
+  }
+  return { value: v, issues };
+}
+
+export function encodeGrh(v: Grh): Uint8Array {
+  const o = new Uint8Array(GRH_LEN);
+  put32(o, 0, (((v.ipVer & 15) << 28) | ((v.tclass & 0xff) << 20) | (v.flowLabel & 0xfffff)) >>> 0);
+  put16(o, 4, v.payLen);
+  put8(o, 6, v.nextHdr);
+  put8(o, 7, v.hopLimit);
+  o.set(parseIpv6(v.sgid), 8);
+  o.set(parseIpv6(v.dgid), 24);
+  return o;
+}
+
+export function summarizeGrh(v: Grh): string { return `GRH ${v.sgid} > ${v.dgid} hop ${v.hopLimit}`; }
+
+// ---------------------------------------------------------------------------------------
+// Whole transport packet
+// ---------------------------------------------------------------------------------------
+
+function checkBth(v: Bth, o: number, issues: Issue[]): void {
+  if (v.tver !== 0) issue(issues, 'warn', 'ib.tver', `BTH TVer ${v.tver} (expected 0)`, o + 1, 1);
+  if (v.resv6 !== 0) issue(issues, 'note', 'ib.reserved', `BTH reserved bits (byte 4) = 0x${v.resv6.toString(16)}`, o + 4, 1);
+  if (v.resv7 !== 0) issue(issues, 'note', 'ib.reserved', `BTH reserved bits (byte 8) = 0x${v.resv7.toString(16)}`, o + 8, 1);
+  if (!OPCODES[v.opcode]!.known) issue(issues, 'warn', 'ib.opcode', `unknown/reserved opcode 0x${v.opcode.toString(16).padStart(2, '0')}`, o, 1);
+}
+
+function checkAeth(v: Aeth, o: number, issues: Issue[]): void {
+  if (v.syndrome & 0x80) issue(issues, 'note', 'ib.reserved', 'AETH syndrome bit 7 (reserved) set', o, 1);
+  if (v.kind === 'reserved') issue(issues, 'warn', 'ib.aeth', `AETH reserved syndrome 0x${v.syndrome.toString(16)}`, o, 1);
+  else if (v.kind === 'NAK' && v.code > 4) issue(issues, 'warn', 'ib.aeth', `AETH reserved NAK code ${v.code}`, o, 1);
+}
+
+/**
+ * Decode an IB transport packet: BTH · extension headers · payload · pad · ICRC.
+ * `b` runs from the BTH to the end of the ICRC (what follows UDP 4791, or the GRH).
+ * The ICRC is only read here; verify it with checkIcrc() on the frame.
+ */
+export function decodeIbPacket(b: Uint8Array, t?: Tree): Decoded<IbPacket> {
+  const issues: Issue[] = [];
+  const len = b.length;
+  const bth = readBth(b, 0);
+  const info = OPCODES[bth.opcode]!;
+  const v: IbPacket = { bth, payload: EMPTY, payloadOffset: BTH_LEN, padCount: 0, icrc: 0 };
+  if (len < BTH_LEN) {
+    issue(issues, 'error', 'ib.truncated', `truncated BTH: need 12 bytes, have ${len}`, 0, len);
+    if (t) treeBth(t, 0, bth);
+    return { value: v, issues };
+  }
+  checkBth(bth, 0, issues);
+  if (t) treeBth(t, 0, bth);
+
+  // Body = everything between the BTH and the ICRC.
+  let bodyEnd = len - ICRC_LEN;
+  if (bodyEnd < BTH_LEN) {
+    issue(issues, 'error', 'ib.truncated', `no room for the ICRC: ${len - BTH_LEN} bytes after the BTH`, BTH_LEN, len - BTH_LEN);
+    bodyEnd = len;
+  } else {
+    v.icrc = u32le(b, bodyEnd);
+  }
+
+  let o = BTH_LEN;
+  let rethOff = 0;
+  const hs = info.headers;
+  for (let i = 0; i < hs.length; i++) {
+    const h = hs[i]!;
+    const n = IB_EXT_SIZE[h];
+    if (o + n > bodyEnd) {
+      issue(issues, 'error', 'ib.truncated', `truncated ${h}: need ${n} bytes at ${o}, have ${Math.max(0, bodyEnd - o)}`, o, Math.max(0, bodyEnd - o));
+      o = bodyEnd;
+      break;
+    }
+    switch (h) {
+      case 'RETH': v.reth = readReth(b, o); rethOff = o; if (t) treeReth(t, o, v.reth); break;
+      case 'AETH': v.aeth = readAeth(b, o); checkAeth(v.aeth, o, issues); if (t) treeAeth(t, o, v.aeth); break;
+      case 'ImmDt': v.immDt = u32(b, o); t?.add('ImmDt', o, 4, hx(v.immDt)); break;
+      case 'IETH': v.ieth = u32(b, o); t?.add('IETH R_Key', o, 4, hx(v.ieth)); break;
+      case 'DETH':
+        v.deth = readDeth(b, o);
+        if (v.deth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'DETH reserved byte is not zero', o + 4, 1);
+        if (t) treeDeth(t, o, v.deth);
+        break;
+      case 'RDETH':
+        v.rdeth = readRdeth(b, o);
+        if (v.rdeth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'RDETH reserved byte is not zero', o, 1);
+        t?.add('RDETH EE context', o, 4, hx(v.rdeth.eeContext));
+        break;
+      case 'XRCETH':
+        v.xrceth = readXrceth(b, o);
+        if (v.xrceth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'XRCETH reserved byte is not zero', o, 1);
+        t?.add('XRCETH XRC SRQ', o, 4, hx(v.xrceth.xrcSrq));
+        break;
+      case 'FETH': v.feth = readFeth(b, o); t?.add('FETH', o, 4, `selectivity ${v.feth.selectivity} placement ${v.feth.placement}`); break;
+      case 'AtomicETH': v.atomicEth = readAtomicEth(b, o); if (t) treeAtomicEth(t, o, v.atomicEth); break;
+      case 'AtomicAckETH': v.atomicAckEth = readAtomicAckEth(b, o); t?.add('AtomicAckETH original data', o, 8, hxb(v.atomicAckEth.origData)); break;
+    }
+    o += n;
+  }
+
+  // Payload + pad.
+  const avail = bodyEnd - o;
+  let pad = bth.padCount;
+  if (pad > avail) {
+    if (info.payload) issue(issues, 'error', 'ib.padcnt', `PadCnt ${pad} > ${avail} bytes of payload`, 1, 1);
+    pad = avail;
+  }
+  v.padCount = pad;
+  v.payloadOffset = o;
+  const payEnd = bodyEnd - pad;
+  if (avail > 0) v.payload = b.subarray(o, payEnd);
+  if (!info.payload) {
+    if (avail > 0) issue(issues, 'error', 'ib.payload', `${info.name} must not carry a payload (${avail} bytes)`, o, avail);
+    else if (bth.padCount !== 0) issue(issues, 'warn', 'ib.padcnt', `PadCnt ${bth.padCount} on ${info.name} (no payload)`, 1, 1);
+  } else if (avail > 0 && (avail & 3) !== 0 && info.known) {
+    issue(issues, 'warn', 'ib.align', `payload+pad (${avail} bytes) is not a multiple of 4`, o, avail);
+  }
+  if (pad === bth.padCount) for (let i = payEnd; i < bodyEnd; i++) {
+    if (b[i] !== 0) { issue(issues, 'note', 'ib.pad', 'pad bytes are not zero', payEnd, pad); break; }
+  }
+  if (bth.opcode === 0x81 && avail !== 16) issue(issues, 'warn', 'ib.cnp', `CNP carries ${avail} bytes after the BTH (16 reserved expected)`, o, avail);
+  if (v.reth && (info.isOnly && info.isWrite) && v.reth.dmaLen !== v.payload.length && bodyEnd === len - ICRC_LEN) {
+    issue(issues, 'warn', 'ib.reth-len', `RETH DMA length ${v.reth.dmaLen} != payload ${v.payload.length}`, rethOff + 12, 4);
+  }
+  if (t) {
+    if (payEnd > o) t.add('Payload', o, payEnd - o, `${payEnd - o} bytes`);
+    if (pad > 0) t.add('Pad', payEnd, pad, pad);
+    if (bodyEnd <= len - ICRC_LEN) t.add('ICRC', bodyEnd, ICRC_LEN, hx(v.icrc));
+  }
+  return { value: v, issues };
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** Total encoded size of a packet value (BTH … ICRC). */
+export function ibPacketLength(v: IbPacket): number {
+  return BTH_LEN + OPCODES[v.bth.opcode & 0xff]!.headerLength + v.payload.length + (v.bth.padCount & 3) + ICRC_LEN;
+}
+
+/** Pad count for a payload length (bytes needed to reach a multiple of 4). */
+export function ibPadFor(payloadLength: number): number { return (4 - (payloadLength & 3)) & 3; }
+
+/**
+ * Encode BTH · headers the opcode requires (missing values → zeros) · payload · bth.padCount
+ * zero bytes · ICRC. The ICRC slot gets `icrc` (default v.icrc); compute the real value with
+ * icrcFromParts()/icrcRoceV2() once the outer headers exist and store it with setIcrc().
+ */
+export function encodeIbPacket(v: IbPacket, icrc: number = v.icrc): Uint8Array {
+  const info = OPCODES[v.bth.opcode & 0xff]!;
+  const out = new Uint8Array(ibPacketLength(v));
+  writeBth(out, 0, v.bth);
+  let o = BTH_LEN;
+  for (const h of info.headers) {
+    switch (h) {
+      case 'RETH': if (v.reth) writeReth(out, o, v.reth); break;
+      case 'AETH': if (v.aeth) writeAeth(out, o, v.aeth); break;
+      case 'ImmDt': if (v.immDt !== undefined) put32(out, o, v.immDt); break;
+      case 'IETH': if (v.ieth !== undefined) put32(out, o, v.ieth); break;
+      case 'DETH': if (v.deth) writeDeth(out, o, v.deth); break;
+      case 'RDETH': if (v.rdeth) writeRdeth(out, o, v.rdeth); break;
+      case 'XRCETH': if (v.xrceth) writeXrceth(out, o, v.xrceth); break;
+      case 'FETH': if (v.feth) writeFeth(out, o, v.feth); break;
+      case 'AtomicETH': if (v.atomicEth) writeAtomicEth(out, o, v.atomicEth); break;
+      case 'AtomicAckETH': if (v.atomicAckEth) writeAtomicAckEth(out, o, v.atomicAckEth); break;
+    }
+    o += IB_EXT_SIZE[h];
+  }
+  out.set(v.payload, o);
+  put32le(out, out.length - ICRC_LEN, icrc);
+  return out;
+}
+
+/** Store an ICRC value in the last 4 bytes of `pkt` (least-significant byte first). */
+export function setIcrc(pkt: Uint8Array, icrc: number, end = pkt.length): void {
+  if (end >= ICRC_LEN && end <= pkt.length) put32le(pkt, end - ICRC_LEN, icrc);
+}
+
+/** The ICRC stored in the last 4 bytes before `end`, as a CRC value. */
+export function readIcrc(pkt: Uint8Array, end = pkt.length): number {
+  return end >= ICRC_LEN && end <= pkt.length ? u32le(pkt, end - ICRC_LEN) : 0;
+}
+
+// ---------------------------------------------------------------------------------------
+// ICRC
+// ---------------------------------------------------------------------------------------
+//
+// CRC-32 over: 8 × 0xFF (LRH stand-in) · IP header (IPv4: TOS, TTL, checksum → ones;
+// IPv6/GRH: traffic class, flow label, hop limit → ones) · UDP header (checksum → 0xFFFF;
+// RoCE v2 only) · BTH with byte 4 → 0xFF · rest up to the ICRC. Fed piecewise, no copy.
+
+/** Feed the masked IPv4 header b[o, o+ihl). */
+function feedIpv4(c: number, b: Uint8Array, o: number, ihl: number): number {
+  c = crc32Update(c, b, o, o + 1);           // version/IHL
+  c = crc32UpdateFill(c, 0xff, 1);           // TOS
+  c = crc32Update(c, b, o + 2, o + 8);       // total length, id, flags/fragment
+  c = crc32UpdateFill(c, 0xff, 1);           // TTL
+  c = crc32Update(c, b, o + 9, o + 10);      // protocol
+  c = crc32UpdateFill(c, 0xff, 2);           // header checksum
+  return crc32Update(c, b, o + 12, o + ihl); // addresses (+ options)
+}
+
+/** Feed a masked IPv6 header / GRH b[o, o+40). */
+function feedIpv6(c: number, b: Uint8Array, o: number): number {
+  c = crc32UpdateByte(c, (u8(b, o) & 0xf0) | 0x0f);  // version + TC high nibble → ones
+  c = crc32UpdateFill(c, 0xff, 3);                    // TC low nibble + flow label
+  c = crc32Update(c, b, o + 4, o + 7);                // payload length, next header
+  c = crc32UpdateFill(c, 0xff, 1);                    // hop limit
+  return crc32Update(c, b, o + 8, o + 40);            // SGID / DGID
+}
+
+/** Feed the UDP header b[o, o+8) with the checksum forced to 0xFFFF. */
+function feedUdp(c: number, b: Uint8Array, o: number): number {
+  c = crc32Update(c, b, o, o + 6);
+  return crc32UpdateFill(c, 0xff, 2);
+}
+
+/** Feed the IB transport part b[o, end) (end = start of the ICRC) with BTH byte 4 forced to 0xFF. */
+function feedIb(c: number, b: Uint8Array, o: number, end: number): number {
+  if (end <= o + 4) return crc32Update(c, b, o, end);
+  c = crc32Update(c, b, o, o + 4);
+  c = crc32UpdateFill(c, 0xff, 1);
+  return crc32Update(c, b, o + 5, end);
+}
+
+const LRH_STANDIN = 8;
+
+/** End of the RoCE v2 packet from the IP length fields, clamped to the frame. */
+function ipEnd(frame: Uint8Array, ipOff: number): number {
+  const ver = u8(frame, ipOff) >> 4;
+  const e = ver === 6 ? ipOff + 40 + u16(frame, ipOff + 4) : ipOff + u16(frame, ipOff + 2);
+  return Math.min(e, frame.length);
+}
+
+/**
+ * ICRC of a RoCE v2 packet over IPv4 whose IP header starts at `ipOff` in `frame` (IP, UDP
+ * and IB packet contiguous). `end` = end of the IB packet incl. ICRC (default: from the IP
+ * total length, clamped to the frame).
+ */
+export function icrcRoceV2Ipv4(frame: Uint8Array, ipOff = 0, end = ipEnd(frame, ipOff)): number {
+  const ihl = (u8(frame, ipOff) & 15) * 4;
+  let c = crc32UpdateFill(0, 0xff, LRH_STANDIN);
+  c = feedIpv4(c, frame, ipOff, ihl);
+  c = feedUdp(c, frame, ipOff + ihl);
+  return feedIb(c, frame, ipOff + ihl + 8, end - ICRC_LEN);
+}
+
+/** ICRC of a RoCE v2 packet over IPv6 (no extension headers) whose IPv6 header starts at `ipOff`. */
+export function icrcRoceV2Ipv6(frame: Uint8Array, ipOff = 0, end = ipEnd(frame, ipOff)): number {
+  let c = crc32UpdateFill(0, 0xff, LRH_STANDIN);
+  c = feedIpv6(c, frame, ipOff);
+  c = feedUdp(c, frame, ipOff + 40);
+  return feedIb(c, frame, ipOff + 48, end - ICRC_LEN);
+}
+
+/** ICRC of a RoCE v2 packet; IPv4 or IPv6 chosen by the version nibble at `ipOff`. */
+export function icrcRoceV2(frame: Uint8Array, ipOff = 0, end = ipEnd(frame, ipOff)): number {
+  return u8(frame, ipOff) >> 4 === 6 ? icrcRoceV2Ipv6(frame, ipOff, end) : icrcRoceV2Ipv4(frame, ipOff, end);
+}
+
+/** ICRC of a RoCE v1 packet whose GRH starts at `grhOff`; `end` defaults to GRH + PayLen (clamped). */
+export function icrcRoceV1(frame: Uint8Array, grhOff = 0, end = Math.min(frame.length, grhOff + GRH_LEN + u16(frame, grhOff + 4))): number {
+  let c = crc32UpdateFill(0, 0xff, LRH_STANDIN);
+  c = feedIpv6(c, frame, grhOff);
+  return feedIb(c, frame, grhOff + GRH_LEN, end - ICRC_LEN);
+}
+
+export type IcrcNet = 'ipv4' | 'ipv6' | 'grh';
+
+/**
+ * ICRC from separately built pieces: `net` = IPv4 header + UDP header ('ipv4'), IPv6 header +
+ * UDP header ('ipv6') or the GRH ('grh'), `ib` = the IB packet from the BTH including its
+ * 4-byte ICRC slot (as encodeIbPacket returns it).
+ */
+export function icrcFromParts(kind: IcrcNet, net: Uint8Array, ib: Uint8Array): number {
+  let c = crc32UpdateFill(0, 0xff, LRH_STANDIN);
+  if (kind === 'ipv4') {
+    const ihl = (u8(net, 0) & 15) * 4;
+    c = feedIpv4(c, net, 0, ihl);
+    c = feedUdp(c, net, ihl);
+  } else {
+    c = feedIpv6(c, net, 0);
+    if (kind === 'ipv6') c = feedUdp(c, net, 40);
+  }
+  return feedIb(c, ib, 0, ib.length - ICRC_LEN);
+}
+
+export interface IcrcCheck {
+  ok: boolean;
+  /** Computed ICRC. */
+  expected: number;
+  /** ICRC carried by the packet (0 if the packet is too short to hold one). */
+  actual: number;
+}
+
+/**
+ * Verify the ICRC of a RoCE packet in `frame`: kind 'v2' with `off` at the IP header, or
+ * 'v1' with `off` at the GRH. `end` defaults to the end given by the IP/GRH length fields.
+ */
+export function checkIcrc(frame: Uint8Array, off: number, kind: 'v1' | 'v2', end?: number): IcrcCheck {
+  const e = end ?? (kind === 'v1' ? Math.min(frame.length, off + GRH_LEN + u16(frame, off + 4)) : ipEnd(frame, off));
+  const minLen = kind === 'v1' ? GRH_LEN + BTH_LEN + ICRC_LEN : 20 + 8 + BTH_LEN + ICRC_LEN;
+  if (e - off < minLen || e > frame.length) {
+    return { ok: false, expected: 0, actual: e >= ICRC_LEN && e <= frame.length ? u32le(frame, e - ICRC_LEN) : 0 };
+  }
+  const expected = kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e);
+  const actual = u32le(frame, e - ICRC_LEN);
+  return { ok: expected === actual, expected, actual };
+}
+
+/** checkIcrc(frame, 0, 'v2') for a buffer starting at the IP header (the version is read from it). */
+export function checkIcrcV2(fromIp: Uint8Array, _ipVersion?: number): IcrcCheck { return checkIcrc(fromIp, 0, 'v2'); }
+
+/** checkIcrc(frame, 0, 'v1') for a buffer starting at the GRH. */
+export function checkIcrcV1(fromGrh: Uint8Array): IcrcCheck { return checkIcrc(fromGrh, 0, 'v1'); }
+
+/** Compute and store the ICRC of a contiguous RoCE frame in place; returns it. */
+export function writeIcrc(frame: Uint8Array, off: number, kind: 'v1' | 'v2', end?: number): number {
+  const e = end ?? (kind === 'v1' ? Math.min(frame.length, off + GRH_LEN + u16(frame, off + 4)) : ipEnd(frame, off));
+  const c = kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e);
+  setIcrc(frame, c, e);
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------
+// Summary
+// ---------------------------------------------------------------------------------------
+
+function flags(b: Bth): string {
+  if (!b.se && !b.fecn && !b.becn) return '';
+  let s = '';
+  if (b.se) s = 'SE';
+  if (b.fecn) s += s ? ',FECN' : 'FECN';
+  if (b.becn) s += s ? ',BECN' : 'BECN';
+  return ` [${s}]`;
+}
+
+/**
+ * One line, e.g. `RDMA WRITE ONLY QP 0x11 psn 123 va 0x… rkey 0x… len 1000`,
+ * `ACK QP 0x11 psn 5 msn 3 credits 31`, `NAK PSN-sequence-error QP 0x11 psn 5 msn 3`,
+ * `RNR NAK timer 0.01ms QP 0x11 psn 5 msn 3`, `SEND ONLY QP 0x11 psn 7 [SE] len 44`.
+ * Non-RC transports are prefixed (`UD SEND ONLY …`).
+ */
+export function summarizeIb(p: IbPacket): string {
+  const b = p.bth;
+  const info = OPCODES[b.opcode & 0xff]!;
+  const prefix = info.transport === 'RC' || info.transport === 'CNP' || !info.known ? '' : info.transport + ' ';
+  const qp = ` QP ${hx(b.destQp)} psn ${b.psn}`;
+  const a = p.aeth;
+  let s: string;
+  if (a && (b.opcode & 0x1f) === 0x11) {
+    if (a.kind === 'ACK') s = `${prefix}ACK${qp} msn ${a.msn} credits ${a.code}`;
+    else if (a.kind === 'RNR NAK') s = `${prefix}RNR NAK timer ${RNR_TIMER_MS[a.code]}ms${qp} msn ${a.msn}`;
+    else if (a.kind === 'NAK') s = `${prefix}NAK ${NAK_TAGS[a.code] ?? `code-${a.code}`}${qp} msn ${a.msn}`;
+    else s = `${prefix}ACK reserved-syndrome-0x${a.syndrome.toString(16)}${qp} msn ${a.msn}`;
+    return s + flags(b);
+  }
+  s = prefix + info.name + qp + flags(b);
+  if (a) s += a.kind === 'ACK' ? ` msn ${a.msn}` : ` ${aethText(a)}`;
+  if (p.rdeth) s += ` ee ${hx(p.rdeth.eeContext)}`;
+  if (p.deth) s += ` qkey ${hx(p.deth.qkey)} srcqp ${hx(p.deth.srcQp)}`;
+  if (p.xrceth) s += ` srq ${hx(p.xrceth.xrcSrq)}`;
+  if (p.feth) s += ` sel ${p.feth.selectivity} plt ${p.feth.placement}`;
+  if (p.reth) {
+    s += ` va ${hxb(p.reth.va)} rkey ${hx(p.reth.rkey)}`;
+    if (!info.payload || p.reth.dmaLen !== p.payload.length) s += ` dmalen ${p.reth.dmaLen}`;
+  }
+  if (p.atomicEth) {
+    const e = p.atomicEth;
+    s += ` va ${hxb(e.va)} rkey ${hx(e.rkey)} ${(b.opcode & 0x1f) === 0x14 ? 'add' : 'swap'} ${hxb(e.swapAdd)}`;
+    if ((b.opcode & 0x1f) !== 0x14) s += ` cmp ${hxb(e.compare)}`;
+  }
+  if (p.atomicAckEth) s += ` orig ${hxb(p.atomicAckEth.origData)}`;
+  if (p.immDt !== undefined) s += ` imm ${hx(p.immDt)}`;
+  if (p.ieth !== undefined) s += ` inv-rkey ${hx(p.ieth)}`;
+  if (info.payload && b.opcode !== 0x81) s += ` len ${p.payload.length}`;
+  else if (p.payload.length > 0 && b.opcode !== 0x81) s += ` +${p.payload.length} bytes`;
+  return s;
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install everything smcscope needs on Debian (run as root), then decode a bundled real capture.
+#   bash install.sh            install + show pcaps/a-first-contact.pcap
+#   bash install.sh --no-demo  install only (CI)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+node_ok() { command -v node >/dev/null && node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)'; }
+
+# Debian packages: tshark and tcpdump are the references the tests and `npm run bench` compare with.
+pkgs=()
+command -v tshark  >/dev/null || pkgs+=(tshark)
+command -v tcpdump >/dev/null || pkgs+=(tcpdump)
+node_ok || pkgs+=(nodejs npm)
+if [ ${#pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then echo "install.sh: need root to apt-get install ${pkgs[*]}" >&2; exit 1; fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+node_ok || { echo "install.sh: smcscope needs Node.js >= 20.19 (found $(node --version 2>/dev/null || echo none))" >&2; exit 1; }
+
+export npm_config_nodedir=/usr   # native builds use the system Node headers, never a download
+npm ci --no-fund --no-audit --loglevel=error   # also builds dist/ (npm "prepare")
+
+if [ "${1:-}" != "--no-demo" ]; then
+  echo "--- npx smcdump -r pcaps/a-first-contact.pcap"
+  npx smcdump -r pcaps/a-first-contact.pcap
+fi
