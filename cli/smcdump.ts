@@ -82,7 +82,7 @@ export async function main(argv: string[]): Promise<void> {
   if (filter.length > 0) throw new CliError(`filter expressions ("${filter.join(' ')}") are not supported with -r yet; use --only to select SMC protocols`);
 
   const reader = await openCapture(o.read);
-  const decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true || o.json === true && o.tree === true, icrc: o.icrc });
+  const decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
   const chalk = makeChalk(o.color && !o.json);
   const out = new Out();
   const only = o.only ? new Set(o.only) : undefined;

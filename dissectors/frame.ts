@@ -14,7 +14,7 @@ import { decodeIpv4, type Ipv4Header } from './net/ipv4.js';
 import { decodeIpv6, type Ipv6Header } from './net/ipv6.js';
 import { decodeTcp, type TcpHeader } from './net/tcp.js';
 import { decodeUdp, type UdpHeader } from './net/udp.js';
-import { decodeTcpOpt, summarizeTcpOpt, type TcpOpt } from './wire/tcpopt.js';
+import { summarizeTcpOpt, type TcpOpt } from './wire/tcpopt.js';
 import { decodeClc, summarizeClc, type ClcMessage } from './wire/clc.js';
 import { decodeLlc, summarizeLlc, type LlcMessage } from './wire/llc.js';
 import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
@@ -186,13 +186,8 @@ export class FrameDecoder {
     push(out.issues, r.issues, off);
     const h = r.value;
     out.tcp = h;
-    for (const o of h.options) {
-      if (o.kind === 254) {
-        const d = decodeTcpOpt(o.bytes);
-        push(out.issues, d.issues, off + o.offset);
-        out.smc.push({ proto: 'tcpopt', value: d.value, summary: summarizeTcpOpt(d.value) });
-      }
-    }
+    // Option 254/253 were decoded by the TCP codec (issues included); surface them as SMC items.
+    for (const o of h.options) if (o.exp) out.smc.push({ proto: 'tcpopt', value: o.exp, summary: summarizeTcpOpt(o.exp) });
     const poff = off + h.headerLength;
     const payload = poff <= b.length ? b.subarray(poff) : new Uint8Array(0);
     out.payloadLength = payload.length;

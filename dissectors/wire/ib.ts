@@ -9,7 +9,7 @@
 // pieces (the endpoint), checkIcrc() for {ok, expected, actual}.
 
 import type { Decoded, Issue } from './common.js';
-import { Tree, issue, u8, u16, u24, u32, u64, put8, put16, put24, put32, put64, ipv6Str, parseIpv6 } from './common.js';
+import { Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put16, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
 import { crc32Update, crc32UpdateByte, crc32UpdateFill } from './crc32.js';
 
 // ---------------------------------------------------------------------------------------
@@ -348,12 +348,6 @@ function writeAtomicEth(out: Uint8Array, o: number, v: AtomicEth): void {
 function readAtomicAckEth(b: Uint8Array, o: number): AtomicAckEth { return { origData: u64(b, o) }; }
 function writeAtomicAckEth(out: Uint8Array, o: number, v: AtomicAckEth): void { put64(out, o, v.origData); }
 
-function u32le(b: Uint8Array, o: number): number {
-  return ((b[o] ?? 0) | ((b[o + 1] ?? 0) << 8) | ((b[o + 2] ?? 0) << 16) | ((b[o + 3] ?? 0) << 24)) >>> 0;
-}
-function put32le(b: Uint8Array, o: number, v: number): void {
-  b[o] = v & 0xff; b[o + 1] = (v >>> 8) & 0xff; b[o + 2] = (v >>> 16) & 0xff; b[o + 3] = (v >>> 24) & 0xff;
-}
 
 function hx(v: number): string { return '0x' + (v >>> 0).toString(16); }
 function hxb(v: bigint): string { return '0x' + v.toString(16); }
