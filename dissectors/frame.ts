@@ -121,6 +121,7 @@ export class FrameDecoder {
         const r = decodeEthernet(b, t?.sub('Ethernet', 0, 14));
         push(out.issues, r.issues, 0);
         out.eth = r.value;
+        fitLast(t, r.value.headerLength);
         if (r.issues.some((i) => i.severity === 'error' && i.code.endsWith('truncated'))) return;
         return this.ethertype(out, b, r.value.ethertype, r.value.headerLength, t);
       }
@@ -162,6 +163,7 @@ export class FrameDecoder {
       const r = decodeIpv4(view, t?.sub('IPv4', off, 20));
       push(out.issues, r.issues, off);
       const h = r.value;
+      fitLast(t, h.headerLength);
       out.ip = { version: 4, src: h.src, dst: h.dst, header: h };
       proto = h.protocol; hlen = h.headerLength; plen = h.totalLength - h.headerLength;
       if (h.fragmentOffset !== 0 || h.moreFragments) return; // fragments: header only
@@ -169,6 +171,7 @@ export class FrameDecoder {
       const r = decodeIpv6(view, t?.sub('IPv6', off, 40));
       push(out.issues, r.issues, off);
       const h = r.value;
+      fitLast(t, h.upperOffset);
       out.ip = { version: 6, src: h.src, dst: h.dst, header: h };
       proto = h.upperProtocol; hlen = h.upperOffset; plen = 40 + h.payloadLength - h.upperOffset;
       if (h.fragment) return;
@@ -185,6 +188,7 @@ export class FrameDecoder {
     const r = decodeTcp(b.subarray(off), t?.sub('TCP', off, 20));
     push(out.issues, r.issues, off);
     const h = r.value;
+    fitLast(t, h.headerLength);
     out.tcp = h;
     // Option 254/253 were decoded by the TCP codec (issues included); surface them as SMC items.
     for (const o of h.options) if (o.exp) out.smc.push({ proto: 'tcpopt', value: o.exp, summary: summarizeTcpOpt(o.exp) });
@@ -226,7 +230,10 @@ export class FrameDecoder {
   }
 
   private roceV1(out: DecodedFrame, b: Uint8Array, off: number, t: Tree | undefined): void {
-    const g = decodeGrh(b.subarray(off), t?.sub('GRH', off, 40));
+    // decodeGrh adds its own 'GRH' node: give it a tree at the GRH's offset and adopt its nodes.
+    const gt = t ? new Tree(off) : undefined;
+    const g = decodeGrh(b.subarray(off), gt);
+    if (t && gt) t.nodes.push(...gt.nodes);
     push(out.issues, g.issues, off);
     const poff = off + 40;
     if (poff > b.length) return;
@@ -270,6 +277,12 @@ export class FrameDecoder {
       out.smc.push(item);
     }
   }
+}
+
+/** Header lengths vary (VLAN tags, IP/TCP options): size the layer node just added to what was decoded. */
+function fitLast(t: Tree | undefined, length: number): void {
+  const node = t?.nodes[t.nodes.length - 1];
+  if (node && length > 0) node.length = length;
 }
 
 function push(into: Issue[], from: Issue[], by: number): void {

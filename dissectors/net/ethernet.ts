@@ -72,7 +72,7 @@ export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader>
   const issues: Issue[] = [];
   const value: EthernetHeader = { dst: '', src: '', vlans: NO_VLANS, ethertype: 0, headerLength: 14 };
   if (b.length < 14) {
-    issue(issues, 'error', 'eth.truncated', `truncated EthernetHeader header: need 14 bytes, have ${b.length}`, 0, b.length);
+    issue(issues, 'error', 'eth.truncated', `truncated Ethernet header: need 14 bytes, have ${b.length}`, 0, b.length);
     value.dst = macAt(b, 0);
     value.src = macAt(b, 6);
     value.headerLength = Math.min(14, b.length);
@@ -123,7 +123,7 @@ export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader>
   value.ethertype = type;
   value.headerLength = o + 2;
   if (type < 0x0600) {
-    issue(issues, 'note', 'eth.8023', `IEEE 802.3 length field ${type} (LLC frame, not EthernetHeader II)`, o, 2);
+    issue(issues, 'note', 'eth.8023', `IEEE 802.3 length field ${type} (LLC frame, not Ethernet II)`, o, 2);
     if (t) t.add('Length', o, 2, type);
   } else if (t) {
     t.add('Type', o, 2, `${ethertypeName(type)} (${hex4(type)})`);

@@ -85,6 +85,18 @@ export interface TcpHeader {
 }
 
 const NO_OPTIONS: readonly TcpOption[] = Object.freeze([]);
+
+// Hot-path sharing: flag sets and NOP options are immutable values, so decode hands out frozen
+// shared instances instead of allocating them per segment (treat decoded values as read-only).
+function makeFlags(x: number): TcpFlags {
+  return Object.freeze({
+    fin: (x & 0x01) !== 0, syn: (x & 0x02) !== 0, rst: (x & 0x04) !== 0, psh: (x & 0x08) !== 0,
+    ack: (x & 0x10) !== 0, urg: (x & 0x20) !== 0, ece: (x & 0x40) !== 0, cwr: (x & 0x80) !== 0,
+    ae: (x & 0x100) !== 0,
+  });
+}
+const FLAGS: readonly TcpFlags[] = Array.from({ length: 512 }, (_, i) => makeFlags(i));
+const NOPS: readonly TcpOption[] = Array.from({ length: 60 }, (_, o) => Object.freeze({ kind: 1, offset: o, length: 1 }));
 const EMPTY = new Uint8Array(0);
 
 export const TCPOPT_EOL = 0;
@@ -150,7 +162,7 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, issues: Issue[]
       break;
     }
     if (kind === 1) {
-      list.push({ kind, offset: o, length: 1 });
+      list.push(NOPS[o] ?? { kind, offset: o, length: 1 });
       t?.add('No-Operation (NOP)', o, 1);
       o++;
       continue;
@@ -238,11 +250,7 @@ export function decodeTcp(b: Uint8Array, t?: Tree, wireLength = b.length): Decod
   const issues: Issue[] = [];
   const b12 = u8(b, 12), b13 = u8(b, 13);
   const doff = b12 >>> 4;
-  const flags: TcpFlags = {
-    fin: (b13 & 0x01) !== 0, syn: (b13 & 0x02) !== 0, rst: (b13 & 0x04) !== 0, psh: (b13 & 0x08) !== 0,
-    ack: (b13 & 0x10) !== 0, urg: (b13 & 0x20) !== 0, ece: (b13 & 0x40) !== 0, cwr: (b13 & 0x80) !== 0,
-    ae: (b12 & 0x01) !== 0,
-  };
+  const flags = FLAGS[((b12 & 1) << 8) | b13]!;
   const value: TcpHeader = {
     srcPort: u16(b, 0), dstPort: u16(b, 2), seq: u32(b, 4), ack: u32(b, 8), dataOffset: doff,
     headerLength: doff < 5 ? 20 : doff * 4, reserved: (b12 >>> 1) & 7, flags, window: u16(b, 14),
