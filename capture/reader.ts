@@ -613,14 +613,14 @@ export function openCaptureSync(path: string, opts: CaptureReaderOptions = {}): 
     try {
       fd = fs.openSync(path, 'r');
     } catch (e) {
-      throw new CaptureFormatError(`cannot open ${path}: ${(e as Error).message}`);
+      throw new CaptureFormatError(`cannot open ${path}: ${errnoText(e)}`);
     }
     let st: fs.Stats;
     try {
       st = fs.fstatSync(fd);
     } catch (e) {
       fs.closeSync(fd);
-      throw new CaptureFormatError(`cannot open ${path}: ${(e as Error).message}`);
+      throw new CaptureFormatError(`cannot open ${path}: ${errnoText(e)}`);
     }
     if (st.isDirectory()) {
       fs.closeSync(fd);
@@ -644,4 +644,11 @@ export function openCaptureSync(path: string, opts: CaptureReaderOptions = {}): 
  */
 export function readCaptureBuffer(bytes: Uint8Array, opts: CaptureReaderOptions = {}): CaptureReader {
   return new StreamReader({ fd: -1, ownsFd: false, positional: false, fileSize: bytes.length, bytes }, opts);
+}
+
+/** "no such file or directory" rather than "ENOENT: no such file or directory, open '…'". */
+function errnoText(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  const m = /^[A-Z]+: ([^,]+)/.exec(err.message ?? '');
+  return m ? m[1]! : String(err.message ?? e);
 }

@@ -18,6 +18,8 @@ export class CliError extends Error {
 export function die(prog: string, err: unknown): never {
   const msg = err instanceof Error ? err.message : String(err);
   process.stderr.write(`${prog}: ${msg.split('\n')[0]}\n`);
+  // A bug (not a user error) can be traced with SMCSCOPE_DEBUG=1.
+  if (process.env.SMCSCOPE_DEBUG && err instanceof Error && err.stack) process.stderr.write(err.stack + '\n');
   process.exit(err instanceof CliError ? err.exitCode : 1);
 }
 

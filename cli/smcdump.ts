@@ -2,7 +2,7 @@
 // (CLC, LLC, CDC, RDMA WRITE, TCP option 254), a field tree with -V, or JSON lines.
 
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { openCapture, CaptureFormatError } from '../capture/reader.js';
+import { openCapture } from '../capture/reader.js';
 import { FrameDecoder, frameProtos, type SmcProto } from '../dissectors/frame.js';
 import { renderLine, type TimeFormat } from '../dissectors/render/line.js';
 import { renderTree } from '../dissectors/render/verbose.js';
@@ -122,13 +122,5 @@ export async function main(argv: string[]): Promise<void> {
 
 /** Run as a command: one-line errors, exit status, never a stack trace. */
 export function run(argv: string[]): void {
-  main(argv).catch((e: unknown) => {
-    if (e instanceof CaptureFormatError || e instanceof CliError) die('smcdump', e);
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR') {
-      const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : 'is a directory';
-      die('smcdump', new CliError(`cannot read ${(e as NodeJS.ErrnoException).path ?? 'input'}: ${why}`));
-    }
-    die('smcdump', e);
-  });
+  main(argv).catch((e: unknown) => die('smcdump', e));
 }

@@ -86,6 +86,9 @@ export class FrameDecoder {
   private readonly clc = new ClcStreams();
   private readonly sends = new SendStreams();
   private n = 0;
+  /** Bytes of the current frame missing from the capture (snaplen): lets the header codecs
+   *  tell "cut by the capture" (a note) from "length field wrong" (an error). */
+  private cut = 0;
 
   constructor(opts: FrameDecoderOptions = {}) {
     this.rocePorts = new Set([ROCEV2_PORT, ...(opts.rocePorts ?? [])]);
@@ -96,6 +99,7 @@ export class FrameDecoder {
   decode(f: CapturedFrame): DecodedFrame {
     const n = ++this.n;
     const b = f.data;
+    this.cut = Math.max(0, f.origlen - f.caplen);
     const out: DecodedFrame = {
       n, tsNs: f.tsNs, caplen: f.caplen, origlen: f.origlen, linktype: f.linktype, ifIndex: f.ifIndex,
       payloadLength: 0, smc: [], issues: [],
@@ -160,7 +164,7 @@ export class FrameDecoder {
     let hlen: number;
     let plen: number; // upper-layer length according to the IP header
     if (version === 4) {
-      const r = decodeIpv4(view, t?.sub('IPv4', off, 20));
+      const r = decodeIpv4(view, t?.sub('IPv4', off, 20), view.length + this.cut);
       push(out.issues, r.issues, off);
       const h = r.value;
       fitLast(t, h.headerLength);
@@ -168,7 +172,7 @@ export class FrameDecoder {
       proto = h.protocol; hlen = h.headerLength; plen = h.totalLength - h.headerLength;
       if (h.fragmentOffset !== 0 || h.moreFragments) return; // fragments: header only
     } else {
-      const r = decodeIpv6(view, t?.sub('IPv6', off, 40));
+      const r = decodeIpv6(view, t?.sub('IPv6', off, 40), view.length + this.cut);
       push(out.issues, r.issues, off);
       const h = r.value;
       fitLast(t, h.upperOffset);
@@ -185,7 +189,7 @@ export class FrameDecoder {
   }
 
   private tcp(out: DecodedFrame, b: Uint8Array, off: number, t: Tree | undefined): void {
-    const r = decodeTcp(b.subarray(off), t?.sub('TCP', off, 20));
+    const r = decodeTcp(b.subarray(off), t?.sub('TCP', off, 20), b.length - off + this.cut);
     push(out.issues, r.issues, off);
     const h = r.value;
     fitLast(t, h.headerLength);
@@ -209,7 +213,7 @@ export class FrameDecoder {
   }
 
   private udp(out: DecodedFrame, b: Uint8Array, off: number, ipOff: number, t: Tree | undefined): void {
-    const r = decodeUdp(b.subarray(off), t?.sub('UDP', off, 8));
+    const r = decodeUdp(b.subarray(off), t?.sub('UDP', off, 8), b.length - off + this.cut);
     push(out.issues, r.issues, off);
     const h = r.value;
     out.udp = h;

@@ -142,7 +142,8 @@ function raw(kind: number, offset: number, length: number, bytes: Uint8Array): T
 
 /**
  * Decodes the option area (`b` = the whole TCP header; options from 20 to `end`).
- * `syn` enables the SYN-only checks. Issues use offsets within the header.
+ * `syn` enables the SYN-only checks. Issues use offsets within the header; `t` is the options
+ * subtree (its base is the first option byte, offset 20).
  */
 function decodeOptions(b: Uint8Array, end: number, syn: boolean, issues: Issue[], t: Tree | undefined): TcpOption[] {
   const list: TcpOption[] = [];
@@ -158,12 +159,12 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, issues: Issue[]
         issue(issues, 'note', 'tcp.opt-pad', 'non-zero bytes after End of Option List', o + 1, end - o - 1);
       }
       list.push(opt);
-      t?.add('End of Option List (EOL)', o, end - o);
+      t?.add('End of Option List (EOL)', o - 20, end - o);
       break;
     }
     if (kind === 1) {
       list.push(NOPS[o] ?? { kind, offset: o, length: 1 });
-      t?.add('No-Operation (NOP)', o, 1);
+      t?.add('No-Operation (NOP)', o - 20, 1);
       o++;
       continue;
     }
@@ -176,7 +177,7 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, issues: Issue[]
     if (len < 2) {
       issue(issues, 'error', 'tcp.opt-length', `option ${tcpOptionName(kind)} (${kind}) length ${len} < 2: rest of the options unreadable`, o, 2);
       list.push(raw(kind, o, end - o, b.subarray(o, end)));
-      t?.add(`Option ${tcpOptionName(kind)} (${kind}), bad length ${len}`, o, end - o, hex(b, o, end - o));
+      t?.add(`Option ${tcpOptionName(kind)} (${kind}), bad length ${len}`, o - 20, end - o, hex(b, o, end - o));
       break;
     }
     let oend = o + len;
@@ -222,7 +223,7 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, issues: Issue[]
           break;
         case 253: case 254: {
           opt.bytes = b.subarray(o, oend);
-          if (t) expTree = new Tree(t.base + o);
+          if (t) expTree = new Tree(t.base + o - 20);
           const d = decodeTcpOpt(opt.bytes, expTree);
           opt.exp = d.value;
           for (const i of d.issues) issues.push({ severity: i.severity, code: i.code, message: i.message, offset: i.offset + o, length: i.length });
@@ -237,7 +238,7 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, issues: Issue[]
       issue(issues, 'note', 'tcp.opt-syn-only', `${tcpOptionName(kind)} option outside a SYN`, o, oend - o);
     }
     if (t) {
-      const node = t.add(`Option ${tcpOptionName(kind)} (${kind})`, o, oend - o, optionText(opt));
+      const node = t.add(`Option ${tcpOptionName(kind)} (${kind})`, o - 20, oend - o, optionText(opt));
       if (expTree) node.children = expTree.nodes;
     }
     list.push(opt);

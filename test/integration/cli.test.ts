@@ -1,0 +1,90 @@
+// smcdump as a user runs it: a real process, real files, exit codes, one-line errors.
+import test from 'ava';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT, pcapPath } from '../helpers.js';
+
+// From dist/ (npm test) run the compiled command; under tsx run the source.
+const compiled = join(ROOT, 'dist', 'cli', 'bin', 'smcdump.js');
+const fromDist = import.meta.url.includes('/dist/') && existsSync(compiled);
+const cmd = fromDist ? [compiled] : ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts')];
+
+function smcdump(args: string[], env: Record<string, string> = {}): { code: number | null; out: string; err: string } {
+  const r = spawnSync(process.execPath, [...cmd, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, cwd: ROOT });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+test('one line per frame, SMC summaries, closing summary on stderr', (t) => {
+  const r = smcdump(['-r', pcapPath('a-first-contact')]);
+  t.is(r.code, 0);
+  const lines = r.out.trimEnd().split('\n');
+  t.is(lines.length, 45);
+  t.regex(lines[5]!, /^ +6 \d\d:\d\d:\d\d\.\d{6} 10\.55\.0\.1\.34608 > 10\.55\.0\.2\.12345: CLC Proposal v2 .*SMC-LAB-UEID/);
+  t.regex(lines[7]!, /CLC Accept v2 SMC-R first-contact QP 0x11 rkey 0x3d3 token 0x1 buf 64KiB mtu 1024/);
+  t.regex(lines[11]!, /RoCEv2 SEND ONLY QP 0x11 .*LLC CONFIRM LINK v2 req link 1/);
+  t.regex(lines[19]!, /RDMA WRITE ONLY QP 0x11 psn \d+ va 0xff2b28d5447b0000 rkey 0x3d3 len 54/);
+  t.regex(lines[20]!, /CDC seq 1 token 0x0*1 prod 0:54 cons 0:0/);
+  t.regex(r.err, /^45 frames; SMC: 2 tcpopt, 3 clc, 8 llc, 5 cdc, 2 rdma; 1 issues \(0 errors\)\n$/);
+  t.false(r.out.includes('\u001b['), 'no colour when stdout is not a terminal');
+});
+
+test('--only, -c, --json, -V, --time', (t) => {
+  const clc = smcdump(['-r', pcapPath('a-first-contact'), '--only', 'clc,llc']);
+  t.is(clc.out.trimEnd().split('\n').length, 3 + 8);
+  const c5 = smcdump(['-r', pcapPath('d-bulk-2MiB'), '-c', '5']);
+  t.is(c5.out.trimEnd().split('\n').length, 5);
+  t.regex(c5.err, /^5 frames/);
+  const json = smcdump(['-r', pcapPath('c2-fallback-server-decline'), '--json', '--only', 'clc']);
+  const objs = json.out.trimEnd().split('\n').map((l) => JSON.parse(l) as { frame: number; time: string; smc: Array<{ proto: string; value: { type: string; diagnosis?: number } }> });
+  t.deepEqual(objs.map((o) => o.smc[0]!.value.type), ['proposal', 'decline']);
+  t.is(objs[1]!.smc[0]!.value.diagnosis, 0x03030000);
+  t.regex(objs[0]!.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$/);
+  const tree = smcdump(['-r', pcapPath('a-first-contact'), '-V', '-c', '12', '--only', 'llc']);
+  t.regex(tree.out, /link user id: 0x00000101 \[84-87\]/);
+  t.regex(tree.out, /0000  52 54 00 55 00 0a 52 54  00 55 00 0b 08 00 45 00  RT\.U\.\.RT\.U\.\.\.\.E\./);
+  const epoch = smcdump(['-r', pcapPath('a-first-contact'), '-c', '1', '--time', 'epoch']);
+  t.regex(epoch.out, /^ +1 \d{10}\.\d{6} /);
+});
+
+test('errors are one line and a non-zero exit, never a stack trace', (t) => {
+  const missing = smcdump(['-r', '/nonexistent/x.pcap']);
+  t.is(missing.code, 1);
+  t.is(missing.err, 'smcdump: cannot open /nonexistent/x.pcap: no such file or directory\n');
+  const notPcap = smcdump(['-r', join(ROOT, 'README.md')]);
+  t.is(notPcap.code, 1);
+  t.regex(notPcap.err, /^smcdump: not a pcap or pcapng file \(magic 0x[0-9a-f]+\)\n$/);
+  const dir = mkdtempSync(join(tmpdir(), 'smcdump-'));
+  const empty = join(dir, 'empty.pcap');
+  writeFileSync(empty, new Uint8Array(0));
+  const e = smcdump(['-r', empty]);
+  t.is(e.code, 1);
+  t.is(e.err.split('\n').length, 2);
+  const bad = smcdump(['-r', pcapPath('a-first-contact'), '--only', 'http']);
+  t.is(bad.code, 2);
+  t.regex(bad.err, /^smcdump: .*unknown protocol "http"/);
+  t.is(bad.err.split('\n').length, 2);
+  const none = smcdump([]);
+  t.is(none.code, 1);
+  t.regex(none.err, /no input/);
+  for (const r of [missing, notPcap, e, bad, none]) t.false(/\n\s+at /.test(r.err), 'stack trace');
+});
+
+test('--help teaches with examples', (t) => {
+  const h = smcdump(['--help']);
+  t.is(h.code, 0);
+  t.regex(h.out, /Examples:/);
+  t.regex(h.out, /--only/);
+});
+
+test('a truncated file keeps the frames before the damage and warns', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'smcdump-'));
+  const p = join(dir, 'cut.pcap');
+  const full = spawnSync('cat', [pcapPath('a-first-contact')]).stdout as Buffer;
+  writeFileSync(p, full.subarray(0, full.length - 30));
+  const r = smcdump(['-r', p]);
+  t.is(r.code, 0);
+  t.is(r.out.trimEnd().split('\n').length, 44);
+  t.regex(r.err, /warning: .*truncated/i);
+});
