@@ -3,7 +3,7 @@
 
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { openCapture } from '../capture/reader.js';
-import { FrameDecoder, frameProtos, type SmcProto } from '../dissectors/frame.js';
+import { FrameDecoder, frameProtoMask, PROTO_BIT, type SmcProto } from '../dissectors/frame.js';
 import { renderLine, type TimeFormat } from '../dissectors/render/line.js';
 import { renderTree } from '../dissectors/render/verbose.js';
 import { renderJson } from '../dissectors/render/json.js';
@@ -85,20 +85,22 @@ export async function main(argv: string[]): Promise<void> {
   const decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
   const chalk = makeChalk(o.color && !o.json);
   const out = new Out();
-  const only = o.only ? new Set(o.only) : undefined;
-  const counts: Record<string, number> = { tcpopt: 0, clc: 0, llc: 0, cdc: 0, rdma: 0 };
+  let only = 0;
+  for (const p of o.only ?? []) only |= PROTO_BIT[p];
+  const counted: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma'];
+  const counts = new Array<number>(counted.length).fill(0);
   let frames = 0, printed = 0, issues = 0, errors = 0, t0: bigint | undefined;
   try {
     for (let f = reader.next(); f; f = reader.next()) {
       frames++;
       const d = decoder.decode(f);
       if (t0 === undefined) t0 = d.tsNs;
-      const protos = frameProtos(d);
-      for (const p of protos) if (p in counts) counts[p]!++;
+      const mask = frameProtoMask(d);
+      if (mask !== 0) for (let i = 0; i < counted.length; i++) if (mask & PROTO_BIT[counted[i]!]) counts[i]!++;
       issues += d.issues.length;
       for (const i of d.issues) if (i.severity === 'error') errors++;
       if (!o.quiet) {
-        const show = (!only || [...protos].some((p) => only.has(p))) && (!o.issues || d.issues.length > 0);
+        const show = (only === 0 || (mask & only) !== 0) && (!o.issues || d.issues.length > 0);
         if (show) {
           printed++;
           if (o.json) out.line(renderJson(d));
@@ -116,7 +118,7 @@ export async function main(argv: string[]): Promise<void> {
     reader.close();
   }
   for (const w of reader.warnings) process.stderr.write(`smcdump: warning: ${w}\n`);
-  const smc = Object.entries(counts).filter(([, v]) => v > 0).map(([k, v]) => `${v} ${k}`).join(', ');
+  const smc = counted.map((k, i) => [k, counts[i]!] as const).filter(([, v]) => v > 0).map(([k, v]) => `${v} ${k}`).join(', ');
   process.stderr.write(`${frames} frames${printed !== frames && !o.quiet ? ` (${printed} shown)` : ''}; SMC: ${smc || 'none'}; ${issues} issues (${errors} errors)\n`);
 }
 

@@ -18,7 +18,7 @@ import { summarizeTcpOpt, type TcpOpt } from './wire/tcpopt.js';
 import { decodeClc, summarizeClc, type ClcMessage } from './wire/clc.js';
 import { decodeLlc, summarizeLlc, type LlcMessage } from './wire/llc.js';
 import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
-import { decodeIbPacket, decodeGrh, checkIcrcV2, checkIcrcV1, summarizeIb, opcodeInfo, type IbPacket, type Grh } from './wire/ib.js';
+import { decodeIbPacket, decodeGrh, checkIcrc, opcodeInfo, type IbPacket, type Grh } from './wire/ib.js';
 import { ClcStreams, type SegmentRole } from './clcstream.js';
 import { SendStreams, type SendPart } from './sendstream.js';
 
@@ -42,7 +42,6 @@ export interface RoceInfo {
   ib: IbPacket;
   /** ICRC verdict: 'ok', 'bad', or 'unchecked' (truncated frame). */
   icrc: 'ok' | 'bad' | 'unchecked';
-  summary: string;
 }
 
 export interface DecodedFrame {
@@ -226,7 +225,7 @@ export class FrameDecoder {
     push(out.issues, d.issues, poff);
     let icrc: RoceInfo['icrc'] = 'unchecked';
     if (this.checkIcrc && out.caplen >= out.origlen && d.value.icrc !== undefined) {
-      const c = checkIcrcV2(b.subarray(ipOff), out.ip!.version);
+      const c = checkIcrc(b, ipOff, 'v2');
       icrc = c.ok ? 'ok' : 'bad';
       if (!c.ok) out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: b.length - 4, length: 4 });
     }
@@ -246,7 +245,7 @@ export class FrameDecoder {
     out.payloadLength = b.length - poff;
     let icrc: RoceInfo['icrc'] = 'unchecked';
     if (this.checkIcrc && out.caplen >= out.origlen && d.value.icrc !== undefined) {
-      const c = checkIcrcV1(b.subarray(off));
+      const c = checkIcrc(b, off, 'v1');
       icrc = c.ok ? 'ok' : 'bad';
       if (!c.ok) out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: b.length - 4, length: 4 });
     }
@@ -256,7 +255,7 @@ export class FrameDecoder {
   /** SMC-R payload of a RoCE packet: LLC/CDC in SENDs (reassembled when multi-packet). */
   private roce(out: DecodedFrame, version: 1 | 2, grh: Grh | undefined, ib: IbPacket, icrc: RoceInfo['icrc'], ibOff: number, t: Tree | undefined): void {
     const info = opcodeInfo(ib.bth.opcode);
-    out.roce = { version, ib, icrc, summary: summarizeIb(ib) };
+    out.roce = { version, ib, icrc };
     if (grh) out.roce.grh = grh;
     if (!info.isSend) return;
     const part: SendPart = info.isOnly ? 'only' : info.isFirst ? 'first' : info.isMiddle ? 'middle' : 'last';
@@ -296,15 +295,18 @@ function push(into: Issue[], from: Issue[], by: number): void {
   }
 }
 
-/** Which SMC protocols a frame shows, for `--only`. */
-export function frameProtos(d: DecodedFrame): Set<SmcProto> {
-  const s = new Set<SmcProto>();
-  for (const i of d.smc) s.add(i.proto);
+/** Bit of each protocol in a frame's protocol mask (see frameProtoMask). */
+export const PROTO_BIT: Readonly<Record<SmcProto, number>> = { tcpopt: 1, clc: 2, llc: 4, cdc: 8, rdma: 16, roce: 32 };
+
+/** Which SMC protocols a frame shows, as a bit mask of PROTO_BIT (for `--only` and counters). */
+export function frameProtoMask(d: DecodedFrame): number {
+  let m = 0;
+  for (let i = 0; i < d.smc.length; i++) m |= PROTO_BIT[d.smc[i]!.proto];
   if (d.roce) {
-    s.add('roce');
-    if (opcodeInfo(d.roce.ib.bth.opcode).isWrite) s.add('rdma');
+    m |= PROTO_BIT.roce;
+    if (opcodeInfo(d.roce.ib.bth.opcode).isWrite) m |= PROTO_BIT.rdma;
   }
-  return s;
+  return m;
 }
 
 export { u16 };

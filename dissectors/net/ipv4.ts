@@ -118,8 +118,9 @@ export function ipv4OptionName(type: number): string {
 
 const ECN_NAMES = ['Not-ECT', 'ECT(1)', 'ECT(0)', 'CE'];
 
-/** Decodes an IPv4 option area (`b` = the option bytes only). Never throws. */
-export function decodeIpv4Options(b: Uint8Array, issues: Issue[], base = 0, t?: Tree): Ipv4Option[] {
+/** Decodes an IPv4 option area (`b` = the option bytes only; `cut`: the capture cut it, so an option
+ *  running past the end is not an error of its own). Never throws. */
+export function decodeIpv4Options(b: Uint8Array, issues: Issue[], base = 0, t?: Tree, cut = false): Ipv4Option[] {
   const list: Ipv4Option[] = [];
   let o = 0;
   const end = b.length;
@@ -145,7 +146,7 @@ export function decodeIpv4Options(b: Uint8Array, issues: Issue[], base = 0, t?: 
     }
     const name = ipv4OptionName(type);
     if (o + 1 >= end) {
-      issue(issues, 'error', 'ipv4.opt-truncated', `option ${name} (${type}) has no length octet`, base + o, 1);
+      if (!cut) issue(issues, 'error', 'ipv4.opt-truncated', `option ${name} (${type}) has no length octet`, base + o, 1);
       list.push({ type, name, length: 0, data: EMPTY });
       break;
     }
@@ -157,7 +158,7 @@ export function decodeIpv4Options(b: Uint8Array, issues: Issue[], base = 0, t?: 
     }
     let dend = o + len;
     if (dend > end) {
-      issue(issues, 'error', 'ipv4.opt-truncated', `option ${name} (${type}) length ${len} runs past the header (${end - o} bytes left)`, base + o, end - o);
+      if (!cut) issue(issues, 'error', 'ipv4.opt-truncated', `option ${name} (${type}) length ${len} runs past the header (${end - o} bytes left)`, base + o, end - o);
       dend = end;
     }
     const data = b.subarray(o + 2, dend);
@@ -284,7 +285,7 @@ export function decodeIpv4(b: Uint8Array, t?: Tree, wireLength = b.length): Deco
   }
   if (ihl > 5 && b.length > 20) {
     const ob = b.subarray(20, Math.min(hl, b.length));
-    value.options = decodeIpv4Options(ob, issues, 20, t ? t.sub('Options', 20, ob.length, `${hl - 20} bytes`) : undefined);
+    value.options = decodeIpv4Options(ob, issues, 20, t ? t.sub('Options', 20, ob.length, `${hl - 20} bytes`) : undefined, hl > b.length && wireLength >= hl);
   }
   return { value, issues };
 }

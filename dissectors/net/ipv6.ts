@@ -274,6 +274,20 @@ export function decodeIpv6(b: Uint8Array, t?: Tree, wireLength = b.length): Deco
   return { value, issues };
 }
 
+/**
+ * Destination address for the TCP/UDP pseudo-header (RFC 8200 §8.1): the final destination when a
+ * Routing header with segments left is present (type 0: last address; type 2: the home address;
+ * type 4 SRH: Segment List[0]), otherwise `dst`.
+ */
+export function ipv6PseudoDestination(v: Ipv6Header): string {
+  for (const e of v.extensions) {
+    if (e.type !== 43 || !e.segmentsLeft || !e.addresses || e.addresses.length === 0) continue;
+    if (e.routingType === 4) return e.addresses[0]!;
+    if (e.routingType === 0 || e.routingType === 2) return e.addresses[e.addresses.length - 1]!;
+  }
+  return v.dst;
+}
+
 function cut(issues: Issue[], o: number, have: number, wire: number, name: string): void {
   if (wire > have) issue(issues, 'note', 'ipv6.snaplen', `${name} header cut by the capture`, o, have - o);
   else issue(issues, 'error', 'ipv6.ext-truncated', `truncated ${name} header at ${o}`, o, have - o);

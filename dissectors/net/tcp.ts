@@ -142,10 +142,11 @@ function raw(kind: number, offset: number, length: number, bytes: Uint8Array): T
 
 /**
  * Decodes the option area (`b` = the whole TCP header; options from 20 to `end`).
- * `syn` enables the SYN-only checks. Issues use offsets within the header; `t` is the options
+ * `syn` enables the SYN-only checks; `cut`: the header was cut by the capture at `end` (an option
+ * running past it is then not an error of its own). Issues use offsets within the header; `t` is the options
  * subtree (its base is the first option byte, offset 20).
  */
-function decodeOptions(b: Uint8Array, end: number, syn: boolean, issues: Issue[], t: Tree | undefined): TcpOption[] {
+function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, issues: Issue[], t: Tree | undefined): TcpOption[] {
   const list: TcpOption[] = [];
   let o = 20;
   while (o < end) {
@@ -169,7 +170,7 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, issues: Issue[]
       continue;
     }
     if (o + 1 >= end) {
-      issue(issues, 'error', 'tcp.opt-truncated', `option ${tcpOptionName(kind)} (${kind}) has no length octet`, o, 1);
+      if (!cut) issue(issues, 'error', 'tcp.opt-truncated', `option ${tcpOptionName(kind)} (${kind}) has no length octet`, o, 1);
       list.push(raw(kind, o, 1, b.subarray(o, end)));
       break;
     }
@@ -183,7 +184,7 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, issues: Issue[]
     let oend = o + len;
     let whole = true;
     if (oend > end) {
-      issue(issues, 'error', 'tcp.opt-truncated', `option ${tcpOptionName(kind)} (${kind}) length ${len} runs past the header (${end - o} bytes left)`, o, end - o);
+      if (!cut) issue(issues, 'error', 'tcp.opt-truncated', `option ${tcpOptionName(kind)} (${kind}) length ${len} runs past the header (${end - o} bytes left)`, o, end - o);
       oend = end;
       whole = false;
     }
@@ -288,7 +289,7 @@ export function decodeTcp(b: Uint8Array, t?: Tree, wireLength = b.length): Decod
   }
   const oend = Math.min(hl, b.length);
   if (oend > 20) {
-    value.options = decodeOptions(b, oend, flags.syn, issues, t ? t.sub('Options', 20, oend - 20, `${hl - 20} bytes`) : undefined);
+    value.options = decodeOptions(b, oend, flags.syn, hl > b.length && wireLength >= hl, issues, t ? t.sub('Options', 20, oend - 20, `${hl - 20} bytes`) : undefined);
   }
   return { value, issues };
 }

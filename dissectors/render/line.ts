@@ -3,6 +3,7 @@
 import type { ChalkInstance } from 'chalk';
 import type { DecodedFrame } from '../frame.js';
 import { summarizeTcp } from '../net/tcp.js';
+import { summarizeIb } from '../wire/ib.js';
 
 export type TimeFormat = 'abs' | 'epoch' | 'rel' | 'none';
 
@@ -28,12 +29,21 @@ export function formatTime(tsNs: bigint, fmt: TimeFormat, t0 = 0n): string {
     const us = (d % 1_000_000_000n) / 1000n;
     return `${s}.${(us < 0n ? -us : us).toString().padStart(6, '0')}`;
   }
-  // Time of day in UTC, like tcpdump with TZ=UTC: HH:MM:SS.uuuuuu
-  const secOfDay = Number((tsNs / 1_000_000_000n) % 86400n);
-  const us = Number((tsNs % 1_000_000_000n) / 1000n);
-  const hh = Math.floor(secOfDay / 3600), mm = Math.floor((secOfDay % 3600) / 60), ss = secOfDay % 60;
-  return `${two(hh)}:${two(mm)}:${two(ss)}.${us.toString().padStart(6, '0')}`;
+  // Time of day in UTC, like tcpdump with TZ=UTC: HH:MM:SS.uuuuuu. The HH:MM:SS part is
+  // cached per second: frames come in bursts within one second, and bigint math is slow.
+  const sec = tsNs / 1_000_000_000n;
+  if (sec !== cachedSec) {
+    cachedSec = sec;
+    const secOfDay = Number(sec % 86400n);
+    const hh = Math.floor(secOfDay / 3600), mm = Math.floor((secOfDay % 3600) / 60), ss = secOfDay % 60;
+    cachedHms = `${two(hh)}:${two(mm)}:${two(ss)}.`;
+  }
+  const us = String(Number(tsNs - sec * 1_000_000_000n) / 1000 | 0);
+  return cachedHms + (us.length < 6 ? '000000'.slice(us.length) + us : us);
 }
+
+let cachedSec = -1n;
+let cachedHms = '';
 
 function two(n: number): string { return n < 10 ? '0' + n : String(n); }
 
@@ -72,7 +82,7 @@ function body(d: DecodedFrame, c: ChalkInstance): string {
   }
   if (d.roce) {
     const where = ip ? `${ip.src} > ${ip.dst}:` : d.roce.grh ? `${d.roce.grh.sgid} > ${d.roce.grh.dgid}:` : '';
-    let s = `${where} RoCE${d.roce.version === 2 ? 'v2' : 'v1'} ${d.roce.summary}`;
+    let s = `${where} RoCE${d.roce.version === 2 ? 'v2' : 'v1'} ${summarizeIb(d.roce.ib)}`;
     for (const i of d.smc) {
       if (i.proto === 'llc') s += ' | ' + c.magenta(i.summary);
       else if (i.proto === 'cdc') s += ' | ' + c.blue(i.summary);

@@ -1021,7 +1021,7 @@ export function summarizeClc(m: ClcMessage): string {
       if (m.r) {
         const r = m.r;
         s += ` QP 0x${r.qpn.toString(16)} rkey 0x${r.rkey.toString(16)} token 0x${r.token.toString(16)}`;
-        s += ` buf ${fmtSize(bufSizeFromCode(r.rmbeSizeCode))} mtu ${mtuFromCode(r.mtuCode)} psn 0x${r.psn.toString(16)}`;
+        s += ` buf ${fmtSize(bufSizeFromCode(r.rmbeSizeCode))} mtu ${mtuFromCode(r.mtuCode)} psn ${r.psn}`;
         s += ` va 0x${r.rmbVa.toString(16)}`;
         if (r.fce) s += fceSummary(r.fce, true);
         if (r.gidList) s += ` gids ${r.gidList.length ? r.gidList.join(',') : '-'}`;

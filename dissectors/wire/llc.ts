@@ -799,7 +799,7 @@ export function summarizeLlc(m: LlcMessage): string {
       break;
     case 'add_link':
       if (m.rejected) s += ` REJECT (${addLinkRejectReason(m.rejectReason)})`;
-      s += ` link ${m.linkId} qp ${hx(m.qpn)} gid ${m.gid} mac ${m.mac} mtu ${mtuFromCode(m.mtu) || m.mtu} psn ${hx(m.psn)}`;
+      s += ` link ${m.linkId} qp ${hx(m.qpn)} gid ${m.gid} mac ${m.mac} mtu ${mtuFromCode(m.mtu) || m.mtu} psn ${m.psn}`;
       if (m.v2) {
         s += `${m.v2.direct ? ' direct' : ''} target ${m.v2.targetGid} rkeys ${m.v2.numRkeys}`;
         for (const e of m.v2.rkeys) s += ` ${hx(e.rkey)}->${hx(e.rkeyNew)}@${hx64(e.vaddrNew)}`;

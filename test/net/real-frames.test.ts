@@ -52,8 +52,8 @@ test('every IP frame matches tshark field by field (Ethernet, IPv4, TCP incl. op
     const [pcap, n, esrc, edst, id, ttl, df, ilen, ick, dsf, proto, isrc, idst, tsp, tdp, seq, ack, win, tflags, thl, tlen, kinds, mss, ws, tsval, tsecr, tck, usp, udp_, ulen, uck] = r;
     const where = `${pcap} #${n}`;
     const L = layers(frame(pcap!, Number(n)));
-    t.is(L.eth.value.src, esrc, where);
-    t.is(L.eth.value.dst, edst, where);
+    t.is(L.eth.value.src, esrc!, where);
+    t.is(L.eth.value.dst, edst!, where);
     t.is(L.eth.value.ethertype, 0x0800, where);
     t.deepEqual(L.eth.issues, [], where);
     const ip = L.ip.value;
@@ -65,8 +65,8 @@ test('every IP frame matches tshark field by field (Ethernet, IPv4, TCP incl. op
     t.is(ip.checksumStatus, 'ok', where);
     t.is((ip.dscp << 2) | ip.ecn, parseInt(dsf!, 16), where);
     t.is(ip.protocol, Number(proto), where);
-    t.is(ip.src, isrc, where);
-    t.is(ip.dst, idst, where);
+    t.is(ip.src, isrc!, where);
+    t.is(ip.dst, idst!, where);
     t.deepEqual(L.ip.issues, [], where);
     if (L.tcp) {
       tcpRows++;
@@ -167,7 +167,7 @@ test('TCP checksums in the captures are CHECKSUM_PARTIAL (offload); tcpUdpChecks
   const fixed = sa.l4.slice();
   fixed[16] = 0xf7; fixed[17] = 0x28;
   t.is(tcpUdpChecksum(sa.ip.value.src, sa.ip.value.dst, 6, fixed).status, 'ok');
-  fixed[30] ^= 1;
+  fixed[30] = fixed[30]! ^ 1;
   t.is(tcpUdpChecksum(sa.ip.value.src, sa.ip.value.dst, 6, fixed).status, 'bad');
   t.is(tcpUdpChecksum(sa.ip.value.src, sa.ip.value.dst, 6, fixed.subarray(0, 20), 32).status, 'truncated');
   // TCP frames: partial (offloaded) or complete, never wrong; all UDP (RoCEv2): no checksum

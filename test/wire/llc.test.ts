@@ -107,7 +107,7 @@ test('ADD LINK v2 request with its extension (a-first-contact frame 16, 88 bytes
       rkeys: [{ rkey: 0x3d3, rkeyNew: 0x548, vaddrNew: 0xff2b28d5447b0000n }],
     },
   });
-  t.is(summarizeLlc(v), `LLC ADD LINK v2 req link 2 qp 0x12 gid ${GID_B} mac ${MAC_B} mtu 1024 psn 0xa2e82a direct target ${GID_B} rkeys 1 0x3d3->0x548@0xff2b28d5447b0000 [len le]`);
+  t.is(summarizeLlc(v), `LLC ADD LINK v2 req link 2 qp 0x12 gid ${GID_B} mac ${MAC_B} mtu 1024 psn 10676266 direct target ${GID_B} rkeys 1 0x3d3->0x548@0xff2b28d5447b0000 [len le]`);
   // the LE count bytes at 70
   const b = frame('a-first-contact', 16);
   t.deepEqual([b[70], b[71]], [1, 0]);
@@ -120,7 +120,7 @@ test('ADD LINK v2 reject (a-first-contact frame 18): echo of the request, 44 byt
     kind: 'add_link', llcVersion: 2, type: 0x22, length: 44, lengthOrder: 'le', response: true,
     rejected: true, rejectReason: 0, mac: MAC_B, gid: GID_B, qpn: 0x12, linkId: 2, mtu: 3, psn: 0xa2e82a,
   });
-  t.is(summarizeLlc(v), `LLC ADD LINK v2 rsp REJECT (unspecified) link 2 qp 0x12 gid ${GID_B} mac ${MAC_B} mtu 1024 psn 0xa2e82a [len le]`);
+  t.is(summarizeLlc(v), `LLC ADD LINK v2 rsp REJECT (unspecified) link 2 qp 0x12 gid ${GID_B} mac ${MAC_B} mtu 1024 psn 10676266 [len le]`);
   // observed bytes 1-2 = 2c 00 (formats.md §12.16 predicted 2c 01)
   const b = frame('a-first-contact', 18);
   t.deepEqual([b[1], b[2], b[3]], [0x2c, 0x00, 0xc0]);
