@@ -1,11 +1,12 @@
 // Tiny test-local pcap walker (classic pcap, little-endian, µs): 24-byte global header,
 // then 16-byte record headers (ts_sec, ts_usec, caplen, origlen) + data.
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { ROOT } from '../helpers.js';
 
 export interface PcapRecord { n: number; data: Uint8Array; caplen: number; origlen: number; linktype: number }
 
-export const PCAP_DIR = fileURLToPath(new URL('../../pcaps/', import.meta.url));
+export const PCAP_DIR = join(ROOT, 'pcaps') + '/';
 
 export function readPcap(name: string): PcapRecord[] {
   const buf = readFileSync(PCAP_DIR + name);

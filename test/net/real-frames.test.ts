@@ -2,15 +2,16 @@
 // every field compared with tshark's field dump, every TCP line with tcpdump's, exact re-encoding.
 import test from 'ava';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { readPcap, type PcapRecord } from './pcap-walk.js';
 import { decodeEthernet, encodeEthernet, summarizeEthernet } from '../../dissectors/net/ethernet.js';
 import { decodeIpv4, encodeIpv4, summarizeIpv4 } from '../../dissectors/net/ipv4.js';
 import { decodeTcp, encodeTcp, summarizeTcp, summarizeTcpFlags, tcpUdpChecksum, type TcpHeader } from '../../dissectors/net/tcp.js';
 import { decodeUdp, encodeUdp, summarizeUdp } from '../../dissectors/net/udp.js';
 import { Tree } from '../../dissectors/wire/common.js';
+import { join } from 'node:path';
+import { ROOT } from '../helpers.js';
 
-const FIX = fileURLToPath(new URL('../fixtures/net/', import.meta.url));
+const FIX = join(ROOT, 'test/fixtures/net') + '/';
 const PCAPS = ['a-first-contact', 'b-second-contact', 'c1-fallback-tcp-server', 'c2-fallback-server-decline', 'd-bulk-2MiB', 'e-testlink-teardown'];
 const frames = new Map<string, PcapRecord[]>(PCAPS.map((p) => [p, readPcap(p + '.pcap')]));
 

@@ -4,15 +4,15 @@
 // robustness (all truncations, random and mutated buffers).
 import test from 'ava';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import {
   CLC_EYECATCHER_SMCR, clcMessageLength, decodeClc, encodeClc, summarizeClc,
   type ClcAcceptConfirm, type ClcDecline, type ClcInput, type ClcMessage, type ClcProposal,
 } from '../../dissectors/wire/clc.js';
 import { declineReason, DECLINE_REASONS, formatReason } from '../../dissectors/wire/reasons.js';
 import { fromHex, hex, put16, put32, Tree } from '../../dissectors/wire/common.js';
+import { ROOT } from '../helpers.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
+const root = ROOT + '/';
 const V1DIR = root + 'pcaps/external/smcr-v1-clc/';
 const V1_NAMES = ['proposal-ipv4', 'proposal-ipv6', 'accept-ipv4', 'accept-ipv6', 'confirm-ipv4', 'confirm-ipv6', 'decline-ipv4', 'decline-ipv6'];
 

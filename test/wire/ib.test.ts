@@ -19,12 +19,13 @@ import {
   writeIcrc, setIcrc, readIcrc, ibPadFor, ibPacketLength, IB_EXT_SIZE,
 } from '../../dissectors/wire/ib.js';
 import type { Bth, IbPacket, Grh, IbExtHeader } from '../../dissectors/wire/ib.js';
+import { ROOT } from '../helpers.js';
 
 // ---------------------------------------------------------------------------------------
 // Minimal pcap reader (little-endian µs, LINKTYPE_ETHERNET) for the test.
 // ---------------------------------------------------------------------------------------
 
-const PCAPS = new URL('../../pcaps/', import.meta.url).pathname;
+const PCAPS = join(ROOT, 'pcaps') + '/';
 
 function readPcap(path: string): Uint8Array[] {
   const d = new Uint8Array(readFileSync(path));
@@ -255,7 +256,7 @@ test('RoCE v1 frame built here is parsed by tshark as GRH + BTH with our fields 
 // ---------------------------------------------------------------------------------------
 
 interface TsRow { frame: string; opcode: string; se: string; m: string; padcnt: string; tver: string; pkey: string; destqp: string; a: string; psn: string; va?: string; rkey?: string; dmalen?: string; syndrome?: string; msn?: string; icrc?: string }
-const FIX = JSON.parse(readFileSync(new URL('../fixtures/ib/tshark-fields.json', import.meta.url), 'utf8')) as { frames: Record<string, TsRow[]> };
+const FIX = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/ib/tshark-fields.json'), 'utf8')) as { frames: Record<string, TsRow[]> };
 
 test('BTH/RETH/AETH/ICRC field values equal tshark\'s decode of the same frames', (t) => {
   let n = 0, reth = 0, aeth = 0, icrc = 0;

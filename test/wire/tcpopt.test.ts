@@ -8,8 +8,9 @@ import {
   decodeTcpOpt, encodeTcpOpt, summarizeTcpOpt, smcTcpOpt, isLinuxSmcOption, SMCR_EXID, SMCD_EXID,
 } from '../../dissectors/wire/tcpopt.js';
 import type { TcpOpt } from '../../dissectors/wire/tcpopt.js';
+import { ROOT } from '../helpers.js';
 
-const PCAPS = new URL('../../pcaps/', import.meta.url).pathname;
+const PCAPS = join(ROOT, 'pcaps') + '/';
 
 function readPcap(path: string): Uint8Array[] {
   const d = new Uint8Array(readFileSync(path));
