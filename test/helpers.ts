@@ -1,7 +1,8 @@
 // Shared test helpers: paths to the bundled captures and whole-capture decoding.
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { openCapture } from '../capture/reader.js';
+import { openCapture, readCaptureBuffer } from '../capture/reader.js';
+import { readFileSync } from 'node:fs';
 import { cloneFrame, type CapturedFrame } from '../capture/types.js';
 import { FrameDecoder, type DecodedFrame, type FrameDecoderOptions } from '../dissectors/frame.js';
 
@@ -17,6 +18,14 @@ export async function readFrames(path: string): Promise<CapturedFrame[]> {
   const out: CapturedFrame[] = [];
   for (let f = r.next(); f; f = r.next()) out.push(cloneFrame(f));
   r.close();
+  return out;
+}
+
+/** Frame bytes of a capture file, read with the project's own reader (frames stay valid). */
+export function frameBytes(path: string): Uint8Array[] {
+  const r = readCaptureBuffer(new Uint8Array(readFileSync(path)), { reuseFrame: false });
+  const out: Uint8Array[] = [];
+  for (let f = r.next(); f; f = r.next()) out.push(f.data);
   return out;
 }
 

@@ -119,17 +119,7 @@ export function payload(n: number, seed: number): Uint8Array {
   return b;
 }
 
-/** Small deterministic PRNG (mulberry32) so fuzz failures reproduce. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng as rng } from '../helpers.js';
 
 /** tsNs as tshark prints frame.time_epoch ("sec.nnnnnnnnn"). */
 export function epochStr(ns: bigint): string {

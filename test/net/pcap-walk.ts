@@ -1,27 +1,18 @@
-// Tiny test-local pcap walker (classic pcap, little-endian, µs): 24-byte global header,
-// then 16-byte record headers (ts_sec, ts_usec, caplen, origlen) + data.
+// Real capture frames for the header-codec tests, and a tiny pcap writer for tshark cross-checks.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../helpers.js';
+import { readCaptureBuffer } from '../../capture/reader.js';
 
 export interface PcapRecord { n: number; data: Uint8Array; caplen: number; origlen: number; linktype: number }
 
 export const PCAP_DIR = join(ROOT, 'pcaps') + '/';
 
 export function readPcap(name: string): PcapRecord[] {
-  const buf = readFileSync(PCAP_DIR + name);
-  const b = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  if (dv.getUint32(0, true) !== 0xa1b2c3d4) throw new Error(`${name}: not a little-endian µs pcap`);
-  const linktype = dv.getUint32(20, true);
+  // The project's own reader, with frames that stay valid after the next read.
+  const r = readCaptureBuffer(new Uint8Array(readFileSync(PCAP_DIR + name)), { reuseFrame: false });
   const out: PcapRecord[] = [];
-  let o = 24;
-  while (o + 16 <= b.length) {
-    const caplen = dv.getUint32(o + 8, true);
-    const origlen = dv.getUint32(o + 12, true);
-    out.push({ n: out.length + 1, data: b.subarray(o + 16, o + 16 + caplen), caplen, origlen, linktype });
-    o += 16 + caplen;
-  }
+  for (let f = r.next(); f; f = r.next()) out.push({ n: out.length + 1, data: f.data, caplen: f.caplen, origlen: f.origlen, linktype: f.linktype });
   return out;
 }
 

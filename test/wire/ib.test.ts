@@ -19,7 +19,7 @@ import {
   writeIcrc, setIcrc, readIcrc, ibPadFor, ibPacketLength, IB_EXT_SIZE,
 } from '../../dissectors/wire/ib.js';
 import type { Bth, IbPacket, Grh, IbExtHeader } from '../../dissectors/wire/ib.js';
-import { ROOT } from '../helpers.js';
+import { ROOT, frameBytes, prng as rng } from '../helpers.js';
 
 // ---------------------------------------------------------------------------------------
 // Minimal pcap reader (little-endian µs, LINKTYPE_ETHERNET) for the test.
@@ -27,27 +27,13 @@ import { ROOT } from '../helpers.js';
 
 const PCAPS = join(ROOT, 'pcaps') + '/';
 
-function readPcap(path: string): Uint8Array[] {
-  const d = new Uint8Array(readFileSync(path));
-  const dv = new DataView(d.buffer, d.byteOffset, d.byteLength);
-  if (dv.getUint32(0, true) !== 0xa1b2c3d4) throw new Error(`${path}: not a little-endian µs pcap`);
-  const out: Uint8Array[] = [];
-  let o = 24;
-  while (o + 16 <= d.length) {
-    const incl = dv.getUint32(o + 8, true);
-    o += 16;
-    out.push(d.subarray(o, o + incl));
-    o += incl;
-  }
-  return out;
-}
 
 interface RoceFrame { file: string; n: number; frame: Uint8Array; ipOff: number; ibOff: number; ibEnd: number; src: string }
 
 function roceFrames(): RoceFrame[] {
   const out: RoceFrame[] = [];
   for (const f of readdirSync(PCAPS).filter((x) => x.endsWith('.pcap')).sort()) {
-    const frames = readPcap(join(PCAPS, f));
+    const frames = frameBytes(join(PCAPS, f));
     frames.forEach((fr, i) => {
       if (fr.length < 42 || fr[12] !== 0x08 || fr[13] !== 0x00 || fr[23] !== 17) return;
       const ihl = (fr[14]! & 15) * 4;
@@ -87,10 +73,6 @@ function refIcrc(frame: Uint8Array, ipOff: number, kind: 'v4' | 'v6' | 'grh', en
 // CRC-32
 // ---------------------------------------------------------------------------------------
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => { s = (s + 0x6d2b79f5) >>> 0; let t = s; t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
-}
 function randBytes(r: () => number, n: number): Uint8Array { const b = new Uint8Array(n); for (let i = 0; i < n; i++) b[i] = (r() * 256) | 0; return b; }
 
 test('crc32: known vectors and zlib agreement (all lengths 0..300, random splits)', (t) => {

@@ -1,30 +1,17 @@
 // TCP option 254 (RFC 6994 ExID) codec, checked against every SYN / SYN-ACK option in the
 // real kernel captures (pcaps/*.pcap; tshark lists the same frames with tcp.option_kind==254).
 import test from 'ava';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tree, fromHex, hex } from '../../dissectors/wire/common.js';
 import {
   decodeTcpOpt, encodeTcpOpt, summarizeTcpOpt, smcTcpOpt, isLinuxSmcOption, SMCR_EXID, SMCD_EXID,
 } from '../../dissectors/wire/tcpopt.js';
 import type { TcpOpt } from '../../dissectors/wire/tcpopt.js';
-import { ROOT } from '../helpers.js';
+import { ROOT, frameBytes } from '../helpers.js';
 
 const PCAPS = join(ROOT, 'pcaps') + '/';
 
-function readPcap(path: string): Uint8Array[] {
-  const d = new Uint8Array(readFileSync(path));
-  const dv = new DataView(d.buffer, d.byteOffset, d.byteLength);
-  const out: Uint8Array[] = [];
-  let o = 24;
-  while (o + 16 <= d.length) {
-    const incl = dv.getUint32(o + 8, true);
-    o += 16;
-    out.push(d.subarray(o, o + incl));
-    o += incl;
-  }
-  return out;
-}
 
 interface Found { file: string; n: number; flags: number; opt: Uint8Array; before: Uint8Array }
 
@@ -32,7 +19,7 @@ interface Found { file: string; n: number; flags: number; opt: Uint8Array; befor
 function exOptions(): Found[] {
   const out: Found[] = [];
   for (const f of readdirSync(PCAPS).filter((x) => x.endsWith('.pcap')).sort()) {
-    readPcap(join(PCAPS, f)).forEach((fr, i) => {
+    frameBytes(join(PCAPS, f)).forEach((fr, i) => {
       if (fr[12] !== 0x08 || fr[13] !== 0x00 || fr[23] !== 6) return;
       const tcp = 14 + (fr[14]! & 15) * 4;
       const hl = (fr[tcp + 12]! >> 4) * 4;
