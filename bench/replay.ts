@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { openCapture } from '../capture/reader.js';
 import { PcapWriter } from '../capture/writer.js';
 import { FrameDecoder } from '../dissectors/frame.js';
+import { Tracker } from '../dissectors/tracker/tracker.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pcaps = join(root, 'pcaps');
@@ -76,7 +77,7 @@ async function buildSynthetic(path: string, target: number): Promise<number> {
   return n;
 }
 
-async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: number }> {
+async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: number; trackFps: number; trackCost: number }> {
   const frames = await countFrames(path);
   let t = process.hrtime.bigint();
   for (let i = 0; i < 3; i++) { const r = await openCapture(path); while (r.next()); r.close(); }
@@ -89,7 +90,17 @@ async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: 
     r.close();
   }
   const decodeS = Number(process.hrtime.bigint() - t) / 1e9 / 3;
-  return { readerFps: frames / readerS, decodeFps: frames / decodeS };
+  t = process.hrtime.bigint();
+  for (let i = 0; i < 3; i++) {
+    const r = await openCapture(path);
+    const d = new FrameDecoder();
+    const tr = new Tracker();
+    for (let f = r.next(); f; f = r.next()) tr.feed(d.decode(f));
+    tr.finish();
+    r.close();
+  }
+  const trackS = Number(process.hrtime.bigint() - t) / 1e9 / 3;
+  return { readerFps: frames / readerS, decodeFps: frames / decodeS, trackFps: frames / trackS, trackCost: trackS / decodeS };
 }
 
 function fmt(n: number): string { return n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : n.toFixed(0); }
@@ -118,7 +129,7 @@ async function main(): Promise<void> {
       console.log(`  tcpdump -n -r     ${td.toFixed(3)} s  ${fmt(frames / td)} frames/s   smcdump/tcpdump time ratio ${(s / td).toFixed(2)}`);
     } else console.log('  tcpdump           not installed (apt-get install tcpdump)');
     const ip = await inProcess(file);
-    console.log(`  in-process: reader ${fmt(ip.readerFps)} frames/s, decode (all layers, no output) ${fmt(ip.decodeFps)} frames/s`);
+    console.log(`  in-process: reader ${fmt(ip.readerFps)} frames/s, decode (all layers, no output) ${fmt(ip.decodeFps)} frames/s, decode + tracking ${fmt(ip.trackFps)} frames/s (tracking costs ${ip.trackCost.toFixed(2)}x decode)`);
   }
 }
 

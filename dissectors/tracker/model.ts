@@ -120,7 +120,11 @@ export interface Link {
   naks: number;
   rnrNaks: number;
   firstFrame: number;
+  /** A multi-packet RDMA WRITE in progress per direction (its MIDDLE/LAST carry no RETH). */
+  write: [WriteCont | undefined, WriteCont | undefined];
 }
+
+export interface WriteCont { conn: SmcConn; dir: 0 | 1; offset: number }
 
 export interface LinkGroup {
   id: number;

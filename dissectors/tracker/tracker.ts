@@ -16,7 +16,7 @@ import type { LlcMessage } from '../wire/llc.js';
 import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, seqNewer } from '../wire/cdc.js';
 import { opcodeInfo } from '../wire/ib.js';
-import type { Anomaly, FrameNote, Link, LinkGroup, QpEnd, SmcConn, SmcDir, SmcSide, TcpConn } from './model.js';
+import type { Anomaly, FrameNote, Link, LinkGroup, QpEnd, SmcConn, SmcDir, SmcSide, TcpConn, WriteCont } from './model.js';
 import { RingStream } from './stream.js';
 
 export interface TrackerOptions {
@@ -33,9 +33,9 @@ const CONFIRM_LINK_TIMEOUT_NS = 5_000_000_000n;
 
 interface PendingLlc { link: Link; from: number /* 0 client, 1 server */; kind: LlcMessage['kind']; frame: number; tsNs: bigint; later: boolean }
 
-interface WriteCont { conn: SmcConn; dir: 0 | 1; offset: number }
 
-const EMPTY_NOTE: FrameNote = Object.freeze({ anomalies: Object.freeze([]) as unknown as Anomaly[] }) as FrameNote;
+const NO_ANOMALIES = Object.freeze([]) as unknown as Anomaly[];
+const EMPTY_NOTE: FrameNote = Object.freeze({ anomalies: NO_ANOMALIES }) as FrameNote;
 
 export class Tracker {
   readonly tcp: TcpConn[] = [];
@@ -48,13 +48,11 @@ export class Tracker {
   lastTs = 0n;
 
   private readonly tcpByKey = new Map<string, TcpConn>();
-  /** "gid/qpn" of a QP → its link and which end it is. */
-  private readonly qps = new Map<string, { link: Link; end: 0 | 1 }>();
+  /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
+  private readonly qps = new QpIndex();
   /** "lgId|gid|token" and "lgId|gid|rkey" → connection and the direction it receives. */
   private readonly byToken = new Map<string, { conn: SmcConn; dir: 0 | 1 }>();
   private readonly byRkey = new Map<string, { conn: SmcConn; dir: 0 | 1 }>();
-  /** Multi-packet RDMA WRITE in progress per "gid/qpn" of the receiving QP. */
-  private readonly writes = new Map<string, WriteCont>();
   private readonly pending: PendingLlc[] = [];
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
   private readonly awaitingConfirmLink: { conn: TcpConn; lg: LinkGroup; frame: number; tsNs: bigint }[] = [];
@@ -71,7 +69,7 @@ export class Tracker {
     this.firstTs ??= d.tsNs;
     this.lastTs = d.tsNs;
     this.cur = d;
-    this.note = { anomalies: [] };
+    this.note = { anomalies: NO_ANOMALIES };
     this.checkTimeouts(d.tsNs, false);
     for (const i of d.issues) {
       // Codec issues that are protocol violations become anomalies too (expert info in one place).
@@ -217,7 +215,7 @@ export class Tracker {
       this.lgFirstConn.set(lg, c);
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
-      const e = this.qps.get(`${server.gid}/${server.qpn}`) ?? this.qps.get(`${client.gid}/${client.qpn}`);
+      const e = this.qps.get(server.gid, server.qpn) ?? this.qps.get(client.gid, client.qpn);
       lg = e?.link.lg;
       if (!lg) {
         lg = this.newGroup(d.n, false);
@@ -267,11 +265,11 @@ export class Tracker {
   private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): Link {
     const link: Link = {
       lg, id: 0, name: `LG${lg.id}/L?`, ends, mtu, state, nextPsn: [undefined, undefined],
-      packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame,
+      packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined],
     };
     link.name = `LG${lg.id}/#${lg.links.length + 1}`;
     lg.links.push(link);
-    for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.qps.set(`${ends[e].gid}/${ends[e].qpn}`, { link, end: e });
+    for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.qps.set(ends[e].gid, ends[e].qpn, { link, end: e });
     return link;
   }
 
@@ -283,7 +281,7 @@ export class Tracker {
 
   /** Link of a RoCE frame from its destination; learns links mid-stream when unknown. */
   private linkOf(srcGid: string, dstGid: string, dqpn: number, d: DecodedFrame): { link: Link; end: 0 | 1 } {
-    const hit = this.qps.get(`${dstGid}/${dqpn}`);
+    const hit = this.qps.get(dstGid, dqpn);
     if (hit) return hit;
     // Mid-stream: pair with a half-known link whose other end is this packet's destination.
     for (const lg of this.groups) {
@@ -293,7 +291,7 @@ export class Tracker {
           const o = (1 - e) as 0 | 1;
           if (l.ends[e].qpn === undefined && l.ends[e].gid === dstGid && l.ends[o].gid === srcGid) {
             l.ends[e].qpn = dqpn;
-            this.qps.set(`${dstGid}/${dqpn}`, { link: l, end: e });
+            this.qps.set(dstGid, dqpn, { link: l, end: e });
             return { link: l, end: e };
           }
         }
@@ -355,13 +353,12 @@ export class Tracker {
 
   private onWrite(d: DecodedFrame, link: Link, dir: 0 | 1, dstGid: string): void {
     const ib = d.roce!.ib;
-    const key = `${dstGid}/${ib.bth.destQp}`;
     const info = opcodeInfo(ib.bth.opcode);
     let cont: WriteCont | undefined;
     if (ib.reth) {
       const hit = this.byRkey.get(`${link.lg.id}|${dstGid}|${ib.reth.rkey}`);
       if (!hit) {
-        this.writes.delete(key);
+        link.write[dir] = undefined;
         const known = link.lg.rkeys.has(`${dstGid}|${ib.reth.rkey}`);
         if (link.lg.complete && !known) this.anomaly('error', 'rdma.unknown-rkey', `RDMA WRITE with rkey ${hex32(ib.reth.rkey)} that ${dstGid} never announced (${link.name})`, link.name);
         return;
@@ -374,11 +371,11 @@ export class Tracker {
         this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
       }
       cont = { conn, dir: hit.dir, offset: off };
-      if (!info.isOnly) this.writes.set(key, cont);
+      link.write[dir] = info.isOnly ? undefined : cont;
     } else {
-      cont = this.writes.get(key);
+      cont = link.write[dir];
       if (!cont) return; // MIDDLE/LAST whose FIRST was not captured
-      if (info.isLast) this.writes.delete(key);
+      if (info.isLast) link.write[dir] = undefined;
     }
     const sd = cont.conn.dirs[cont.dir];
     this.note.conn = cont.conn.index;
@@ -518,7 +515,7 @@ export class Tracker {
         if (m.rejected) {
           // The link the request proposed never comes up.
           const i = lg.links.findIndex((l) => l.id === m.linkId && l.state === 'confirming' && l !== link);
-          if (i >= 0) { const [dead] = lg.links.splice(i, 1); for (const e of dead!.ends) if (e.qpn !== undefined) this.qps.delete(`${e.gid}/${e.qpn}`); }
+          if (i >= 0) { const [dead] = lg.links.splice(i, 1); for (const e of dead!.ends) if (e.qpn !== undefined) this.qps.delete(e.gid, e.qpn); }
           break;
         }
         if (!m.response) {
@@ -532,7 +529,7 @@ export class Tracker {
           if (nl) {
             nl.ends[dir] = { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn };
             nl.nextPsn[dir] = m.psn;
-            this.qps.set(`${m.gid}/${m.qpn}`, { link: nl, end: dir });
+            this.qps.set(m.gid, m.qpn, { link: nl, end: dir });
           }
           for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(lg, link, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         }
@@ -604,6 +601,7 @@ export class Tracker {
 
   private anomaly(severity: Severity, code: string, message: string, link?: string, conn?: number): void {
     const a = this.anomalyAt(this.cur.n, this.cur.tsNs, severity, code, message, link, conn);
+    if (this.note.anomalies === NO_ANOMALIES) this.note.anomalies = [];
     this.note.anomalies.push(a);
   }
 
@@ -631,8 +629,28 @@ function sideOf(m: ClcAcceptConfirm): SmcSide {
   };
 }
 
-/** RoCEv2 over IPv4 uses IPv4-mapped GIDs: the GID of 10.55.0.1 is ::ffff:10.55.0.1. */
-function gidOfIp(ip: string): string { return ip.includes(':') ? ip : `::ffff:${ip}`; }
+/** RoCEv2 over IPv4 uses IPv4-mapped GIDs: the GID of 10.55.0.1 is ::ffff:10.55.0.1 (cached: few hosts). */
+const gidCache = new Map<string, string>();
+function gidOfIp(ip: string): string {
+  let g = gidCache.get(ip);
+  if (g === undefined) {
+    g = ip.includes(':') ? ip : `::ffff:${ip}`;
+    if (gidCache.size > 4096) gidCache.clear();
+    gidCache.set(ip, g);
+  }
+  return g;
+}
+
+class QpIndex {
+  private readonly m = new Map<string, Map<number, { link: Link; end: 0 | 1 }>>();
+  get(gid: string, qpn: number): { link: Link; end: 0 | 1 } | undefined { return this.m.get(gid)?.get(qpn); }
+  set(gid: string, qpn: number, v: { link: Link; end: 0 | 1 }): void {
+    let q = this.m.get(gid);
+    if (!q) { q = new Map(); this.m.set(gid, q); }
+    q.set(qpn, v);
+  }
+  delete(gid: string, qpn: number): void { this.m.get(gid)?.delete(qpn); }
+}
 
 function sameHosts(l: Link, a: string, b: string): boolean {
   return (l.ends[0].gid === a && l.ends[1].gid === b) || (l.ends[0].gid === b && l.ends[1].gid === a);
