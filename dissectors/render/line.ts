@@ -2,6 +2,7 @@
 
 import type { ChalkInstance } from 'chalk';
 import type { DecodedFrame } from '../frame.js';
+import type { FrameNote } from '../tracker/model.js';
 import { summarizeTcp } from '../net/tcp.js';
 import { summarizeIb } from '../wire/ib.js';
 
@@ -47,13 +48,14 @@ let cachedHms = '';
 
 function two(n: number): string { return n < 10 ? '0' + n : String(n); }
 
-export function renderLine(d: DecodedFrame, o: LineOptions): string {
+export function renderLine(d: DecodedFrame, o: LineOptions, note?: FrameNote): string {
   const c = o.chalk;
   const num = String(d.n);
   let s = (num.length < 6 ? PAD6.slice(num.length) : '') + num;
   const time = formatTime(d.tsNs, o.time, o.t0);
   if (time) s += ' ' + time;
   s += ' ' + body(d, c);
+  if (note) s += tags(note, c);
   if (d.issues.length > 0) {
     let worst = 'note';
     for (const i of d.issues) {
@@ -62,6 +64,21 @@ export function renderLine(d: DecodedFrame, o: LineOptions): string {
     }
     const tag = `[${d.issues.length} issue${d.issues.length > 1 ? 's' : ''}: ${d.issues[0]!.code}${d.issues.length > 1 ? ',…' : ''}]`;
     s += ' ' + (worst === 'error' ? c.red(tag) : worst === 'warn' ? c.yellow(tag) : c.dim(tag));
+  }
+  return s;
+}
+
+/** What the tracker knows: `[LG1/L1 c1 c>s]`, `[c2 fallback]`, then anomalies by code. */
+function tags(n: FrameNote, c: ChalkInstance): string {
+  let t = '';
+  if (n.link !== undefined) t += n.link;
+  if (n.conn !== undefined) t += (t ? ' ' : '') + (n.conn > 0 ? `c${n.conn}` : `c?${-n.conn}`);
+  if (n.dir !== undefined) t += ' ' + n.dir;
+  if (n.tcpMode !== undefined && n.link === undefined) t += ' ' + n.tcpMode;
+  let s = t ? ' ' + c.dim(`[${t}]`) : '';
+  for (const a of n.anomalies) {
+    const tag = `{${a.code}}`;
+    s += ' ' + (a.severity === 'error' ? c.red(tag) : a.severity === 'warn' ? c.yellow(tag) : c.dim(tag));
   }
   return s;
 }
