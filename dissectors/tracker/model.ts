@@ -122,6 +122,8 @@ export interface Link {
   firstFrame: number;
   /** A multi-packet RDMA WRITE in progress per direction (its MIDDLE/LAST carry no RETH). */
   write: [WriteCont | undefined, WriteCont | undefined];
+  /** Recent request PSN → SMC connection index, per direction (for NAK/retransmission attribution). */
+  psnConn: [{ psn: Int32Array; conn: Int32Array }, { psn: Int32Array; conn: Int32Array }];
 }
 
 export interface WriteCont { conn: SmcConn; dir: 0 | 1; offset: number }

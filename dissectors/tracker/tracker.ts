@@ -34,6 +34,10 @@ const CONFIRM_LINK_TIMEOUT_NS = 5_000_000_000n;
 interface PendingLlc { link: Link; from: number /* 0 client, 1 server */; kind: LlcMessage['kind']; frame: number; tsNs: bigint; later: boolean }
 
 
+/** Recent PSNs remembered per link direction to attribute NAKs/retransmissions (power of 2). */
+const PSN_RING = 1024;
+const PSN_RING_MASK = PSN_RING - 1;
+
 const NO_ANOMALIES = Object.freeze([]) as unknown as Anomaly[];
 const EMPTY_NOTE: FrameNote = Object.freeze({ anomalies: NO_ANOMALIES }) as FrameNote;
 
@@ -71,10 +75,9 @@ export class Tracker {
     this.cur = d;
     this.note = { anomalies: NO_ANOMALIES };
     this.checkTimeouts(d.tsNs, false);
-    for (const i of d.issues) {
-      // Codec issues that are protocol violations become anomalies too (expert info in one place).
-      if (i.code === 'ib.icrc') this.anomaly('error', 'roce.icrc', i.message);
-    }
+    // Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
+    // anomalies too, so expert info is in one place; notes stay notes of the frame.
+    for (const i of d.issues) if (i.severity !== 'note') this.anomaly(i.severity, i.code, i.message);
     if (d.tcp && d.ip) this.onTcp(d);
     else if (d.roce) this.onRoce(d);
     const n = this.note;
@@ -265,7 +268,7 @@ export class Tracker {
   private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): Link {
     const link: Link = {
       lg, id: 0, name: `LG${lg.id}/L?`, ends, mtu, state, nextPsn: [undefined, undefined],
-      packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined],
+      packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined], psnConn: [psnRing(), psnRing()],
     };
     link.name = `LG${lg.id}/#${lg.links.length + 1}`;
     lg.links.push(link);
@@ -323,8 +326,12 @@ export class Tracker {
     const info = opcodeInfo(bth.opcode);
     if (info.isAck) {
       const a = r.ib.aeth;
-      if (a && a.kind === 'NAK') { link.naks++; this.anomaly('warn', 'roce.nak', `NAK ${a.code === 0 ? 'PSN sequence error' : `code ${a.code}`} for PSN ${bth.psn} on ${link.name}`, link.name); }
-      else if (a && a.kind === 'RNR NAK') { link.rnrNaks++; this.anomaly('warn', 'roce.rnr-nak', `RNR NAK (receiver had no receive buffer posted) for PSN ${bth.psn} on ${link.name}`, link.name); }
+      if (!a || a.kind === 'ACK') return;
+      // A NAK answers the request with this PSN, sent the other way: attribute it to its connection.
+      const conn = this.connOfPsn(link, (1 - dir) as 0 | 1, bth.psn);
+      if (conn !== undefined) this.note.conn = conn;
+      if (a.kind === 'NAK') { link.naks++; this.anomaly('warn', 'roce.nak', `NAK ${a.code === 0 ? 'PSN sequence error' : `code ${a.code}`} for PSN ${bth.psn} on ${link.name}${conn !== undefined ? ` (connection ${conn})` : ''}`, link.name, conn); }
+      else if (a.kind === 'RNR NAK') { link.rnrNaks++; this.anomaly('warn', 'roce.rnr-nak', `RNR NAK (receiver had no receive buffer posted) for PSN ${bth.psn} on ${link.name}${conn !== undefined ? ` (connection ${conn})` : ''}`, link.name, conn); }
       return;
     }
     // Request PSN continuity per direction.
@@ -334,7 +341,9 @@ export class Tracker {
       if (behind > 0 && behind < 0x800000) {
         link.retransmits++;
         this.note.retransmission = true;
-        this.anomaly('note', 'roce.retransmission', `retransmission of PSN ${bth.psn} on ${link.name} (next new PSN ${want})`, link.name);
+        const conn = this.connOfPsn(link, dir, bth.psn);
+        if (conn !== undefined) this.note.conn = conn;
+        this.anomaly('note', 'roce.retransmission', `retransmission of PSN ${bth.psn} on ${link.name} (next new PSN ${want})`, link.name, conn);
         return; // already processed the first time
       }
       link.psnGaps++;
@@ -344,11 +353,17 @@ export class Tracker {
 
     // Traffic from the other side shows it is alive: requests it leaves unanswered are overdue.
     for (const p of this.pending) if (p.link.lg === link.lg && p.from !== dir) p.later = true;
-    if (info.isWrite) return this.onWrite(d, link, dir, dstGid);
-    for (const it of d.smc) {
-      if (it.proto === 'llc') this.onLlc(it.value, link, dir, d);
-      else if (it.proto === 'cdc') this.onCdc(it.value, link, dir, dstGid, d);
+    if (info.isWrite) this.onWrite(d, link, dir, dstGid);
+    else {
+      for (const it of d.smc) {
+        if (it.proto === 'llc') this.onLlc(it.value, link, dir, d);
+        else if (it.proto === 'cdc') this.onCdc(it.value, link, dir, dstGid, d);
+      }
     }
+    // Remember which connection each recent PSN carried, for NAKs and retransmissions.
+    const ring = link.psnConn[dir];
+    ring.psn[bth.psn & PSN_RING_MASK] = bth.psn;
+    ring.conn[bth.psn & PSN_RING_MASK] = this.note.conn ?? 0;
   }
 
   private onWrite(d: DecodedFrame, link: Link, dir: 0 | 1, dstGid: string): void {
@@ -462,6 +477,13 @@ export class Tracker {
     if (m.connFlags.peerDoneWriting) w.doneWriting = true;
     if (m.connFlags.peerConnClosed) w.closed = true;
     if (m.connFlags.peerConnAbort) { w.aborted = true; this.anomaly('note', 'cdc.abort', `connection ${conn.index} aborted by its ${dir === 0 ? 'client' : 'server'}`, link.name, conn.index); }
+  }
+
+  /** Connection of a recent request PSN on a link direction (undefined when not remembered). */
+  private connOfPsn(link: Link, dir: 0 | 1, psn: number): number | undefined {
+    const ring = link.psnConn[dir];
+    const i = psn & PSN_RING_MASK;
+    return ring.psn[i] === psn && ring.conn[i] !== 0 ? ring.conn[i] : undefined;
   }
 
   private consAheadAnomaly(w: SmcDir, conn: SmcConn): void {
@@ -615,6 +637,10 @@ export class Tracker {
 }
 
 /** Per-direction state; `fromStart`: the handshake was captured, so both cursors start at 0:0. */
+function psnRing(): { psn: Int32Array; conn: Int32Array } {
+  return { psn: new Int32Array(PSN_RING).fill(-1), conn: new Int32Array(PSN_RING) };
+}
+
 function newDir(ringSize: number, fromStart = false): SmcDir {
   const d: SmcDir = { ringSize, prodLinear: 0, consLinear: 0, cdcs: 0, writes: 0, writeBytes: 0, writerBlocked: 0, urgent: 0, doneWriting: false, closed: false, aborted: false };
   if (fromStart) { d.prod = { wrap: 0, count: 0 }; d.cons = { wrap: 0, count: 0 }; }

@@ -156,6 +156,8 @@ test('fault: a duplicated RDMA WRITE → retransmission, data placed once', asyn
   frames.splice(i + 1, 0, cloneFrame(frames[i]!));
   const tr = track(frames, 1);
   t.deepEqual(codes(tr.anomalies), ['roce.retransmission']);
+  t.is(tr.anomalies[0]!.conn, 1, 'attributed to its connection');
+  t.is(tr.anomalies[0]!.link, 'LG1/L1');
   t.is(fnv1a(followed(tr, 0).bytes), 'a1a83141');
 });
 
@@ -188,6 +190,14 @@ test('fault: the capture\'s first half cut → link learned mid-stream, nothing 
   t.false(tr.groups[0]!.complete);
   t.is(tr.orphanConns.length, 1, 'the connection is known by its tokens only');
   t.is(tr.orphanConns[0]!.dirs[0].ringSize, 0, 'ring size unknown, not guessed');
+});
+
+test('fault: a corrupted byte without fixing the ICRC → the ICRC anomaly only', async (t) => {
+  const frames = await readFrames(pcapPath('a-first-contact'));
+  const f = cloneFrame(frames[20]!); // a CDC
+  f.data[f.data.length - 10]! ^= 0x40;
+  frames[20] = f;
+  t.deepEqual(codes(track(frames).anomalies), ['ib.icrc']);
 });
 
 test('fault: an RDMA WRITE with a foreign rkey and one beyond the RMB', async (t) => {
