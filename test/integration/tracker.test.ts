@@ -194,9 +194,9 @@ test('fault: the capture\'s first half cut → link learned mid-stream, nothing 
 
 test('fault: a corrupted byte without fixing the ICRC → the ICRC anomaly only', async (t) => {
   const frames = await readFrames(pcapPath('a-first-contact'));
-  const f = cloneFrame(frames[20]!); // a CDC
-  f.data[f.data.length - 10]! ^= 0x40;
-  frames[20] = f;
+  const f = cloneFrame(frames[19]!); // the RDMA WRITE of the 54-byte payload
+  f.data[f.data.length - 10]! ^= 0x40; // a payload byte: nothing but the ICRC can tell
+  frames[19] = f;
   t.deepEqual(codes(track(frames).anomalies), ['ib.icrc']);
 });
 
