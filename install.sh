@@ -11,6 +11,16 @@ node_ok() { command -v node >/dev/null && node -e 'const [a,b]=process.versions.
 pkgs=()
 command -v tshark  >/dev/null || pkgs+=(tshark)
 command -v tcpdump >/dev/null || pkgs+=(tcpdump)
+# Native addons (native/binding.gyp, built by `npm ci` through node-gyp): libpcap headers, C++ toolchain.
+dpkg -s libpcap-dev >/dev/null 2>&1 || pkgs+=(libpcap-dev)
+for c in g++ make python3; do command -v $c >/dev/null || pkgs+=($c); done
+# The kernel interop lab (test/lab, docs/lab.md: qemu guests, runs as root): qemu, debootstrap.
+if [ "$(id -u)" -eq 0 ]; then
+  command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)
+  command -v debootstrap >/dev/null || pkgs+=(debootstrap)
+  command -v ip >/dev/null || pkgs+=(iproute2)
+  command -v mkfs.ext4 >/dev/null || pkgs+=(e2fsprogs)
+fi
 node_ok || pkgs+=(nodejs npm)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then echo "install.sh: need root to apt-get install ${pkgs[*]}" >&2; exit 1; fi

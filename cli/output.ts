@@ -60,14 +60,17 @@ export class Out {
   }
 }
 
-function writeAll(fd: number, b: Buffer): void {
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+/** Write all of `b` to `fd`. stdout may be a non-blocking pipe: on EAGAIN wait 1 ms and retry. */
+export function writeAll(fd: number, b: Uint8Array): void {
   let o = 0;
   while (o < b.length) {
     try {
       o += writeSync(fd, b, o, b.length - o);
     } catch (e) {
-      // stdout may be a non-blocking pipe: retry on EAGAIN.
       if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+      Atomics.wait(PAUSE, 0, 0, 1);
     }
   }
 }

@@ -1,13 +1,21 @@
-// smcdump: tcpdump for SMC-R. Reads pcap/pcapng, prints one line per frame that speaks SMC
-// (CLC, LLC, CDC, RDMA WRITE, TCP option 254), a field tree with -V, or JSON lines.
+// smcdump: tcpdump for SMC-R. Reads pcap/pcapng (-r) or captures live (-i), prints one line
+// per frame that speaks SMC (CLC, LLC, CDC, RDMA WRITE, TCP option 254), a field tree with -V,
+// or JSON lines; writes what it reads or captures to a pcapng/pcap file with -w.
 
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { writeSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { type as osType, release as osRelease } from 'node:os';
 import { openCapture } from '../capture/reader.js';
+import { createCaptureWriter, PcapngWriter, type CaptureWriter, type WriteTarget } from '../capture/writer.js';
+import type { CapturedFrame } from '../capture/types.js';
+import { BpfMatcher, LiveCapture, listInterfaces, rdmaDevices, pcapVersion, type InterfaceInfo, type LiveStats } from '../capture/live.js';
 import { FrameDecoder, frameProtoMask, PROTO_BIT, type SmcProto } from '../dissectors/frame.js';
 import { renderLine, type TimeFormat } from '../dissectors/render/line.js';
 import { renderTree } from '../dissectors/render/verbose.js';
 import { renderJson } from '../dissectors/render/json.js';
-import { CliError, die, makeChalk, Out } from './output.js';
+import { CliError, die, makeChalk, Out, writeAll } from './output.js';
+import { Progress, wantProgress } from './progress.js';
 
 const PROTOS: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma', 'roce'];
 
@@ -29,23 +37,32 @@ function protoList(v: string): SmcProto[] {
 
 export function buildProgram(): Command {
   const p = new Command('smcdump');
-  p.description('Decode SMC-R traffic (TCP option 254, CLC, RoCE LLC/CDC/RDMA WRITE) from capture files, tcpdump-style.')
-    .usage('-r FILE [options]')
+  p.description('Decode SMC-R traffic (TCP option 254, CLC, RoCE LLC/CDC/RDMA WRITE) from capture files or live interfaces, tcpdump-style.')
+    .usage('(-r FILE | -i IFACE) [options] [filter...]')
     .option('-r, --read <file>', 'read frames from a pcap or pcapng file')
-    .addOption(new Option('-i, --interface <iface>', 'live capture (not available yet)').hideHelp())
+    .option('-i, --interface <iface>', 'capture live on IFACE (lo, eth0, any, an RDMA device where libpcap supports it)')
+    .option('-D, --list-interfaces', 'list the interfaces smcdump can capture on, then exit')
+    .option('-w, --write <file>', 'also write the frames (after the filter) to FILE; "-" = stdout (implies -q)')
+    .addOption(new Option('-F, --format <format>', 'format of the -w file').choices(['pcapng', 'pcap']).default('pcapng'))
     .option('-c, --count <n>', 'stop after N frames', intArg('count', 1, Number.MAX_SAFE_INTEGER))
+    .option('-s, --snaplen <bytes>', 'live capture: bytes kept per frame (0 = 262144, the default)', intArg('snaplen', 0, 262144))
+    .option('-B, --buffer-size <KiB>', 'live capture: kernel ring size in KiB (default 32768)', intArg('buffer size', 64, 4 << 20))
+    .option('-p, --no-promiscuous-mode', 'live capture: do not put the interface in promiscuous mode')
+    .option('--immediate', 'live capture: deliver each frame at once (default: in blocks, up to ~100 ms late)')
     .option('-n', 'do not resolve addresses or ports (smcdump never does; accepted for tcpdump habits)')
     .option('-v, --verbose', 'print each issue under its frame')
     .option('-V, --tree', 'print the full field tree with byte offsets and a hex dump')
-    .option('--json', 'one JSON object per frame (JSON Lines)')
+    .option('--json', 'one JSON object per frame (JSON Lines); with -D a JSON array of interfaces')
     .option('--only <protos>', `print only frames carrying these (comma list: ${PROTOS.join(',')})`, protoList)
     .option('--issues', 'print only frames that have issues')
     .option('--roce-port <port>', 'also decode UDP port PORT as RoCEv2 (4791 always is); repeatable', collectPort, [] as number[])
     .addOption(new Option('--time <format>', 'timestamp format').choices(['abs', 'epoch', 'rel', 'none']).default('abs'))
     .option('--no-icrc', 'do not verify the RoCE ICRC')
     .option('-q, --quiet', 'no per-frame output, only the closing summary')
+    .option('--progress', 'always show the -r progress bar on stderr')
+    .option('--no-progress', 'never show it (default: shown for long -r replays when stdout is not a terminal)')
     .option('--no-color', 'never colour (colour is only used on a terminal and never with NO_COLOR)')
-    .argument('[filter...]', 'capture filter (BPF) — for live capture, not yet available')
+    .argument('[filter...]', 'capture filter in pcap-filter (BPF) syntax, for -i and -r, e.g. "udp port 4791 or tcp"')
     .addHelpText('after', `
 Examples:
   smcdump -r pcaps/a-first-contact.pcap              one line per frame
@@ -54,21 +71,105 @@ Examples:
   smcdump -r pcaps/d-bulk-2MiB.pcap -c 20 -V         field tree + hex dump of the first 20 frames
   smcdump -r trace.pcapng --json | jq .smc           machine-readable output
   smcdump -r trace.pcap --roce-port 4792 --issues    RoCE on an extra port, only frames with problems
+  smcdump -r trace.pcap -w clc.pcapng tcp            copy the TCP frames (CLC) to a new file
+  smcdump -D                                         interfaces to capture on
+  smcdump -i eth0 udp port 4791 or tcp               live: Soft-RoCE (rxe) and CLC on eth0
+  smcdump -i lo -w smc.pcapng -q                     record to pcapng (Wireshark opens it), Ctrl-C ends
 
-Times are UTC. The closing summary goes to stderr. Exit status: 0 on success (even when frames
-have issues), 1 on unreadable input or bad arguments.`);
+Times are UTC. The closing summary goes to stderr; a live capture ends with Ctrl-C (or -c) and
+reports frames captured, received by the filter and dropped by the kernel. Live capture needs
+CAP_NET_RAW (root). Exit status: 0 on success (even when frames have issues), 1 on unreadable
+input, capture errors or bad arguments. Full manual: docs/smcdump.md.`);
   return p;
 }
 
 interface Opts {
-  read?: string; interface?: string; count?: number; verbose?: boolean; tree?: boolean; json?: boolean;
-  only?: SmcProto[]; issues?: boolean; rocePort: number[]; time: TimeFormat; icrc: boolean; quiet?: boolean; color: boolean;
+  read?: string; interface?: string; listInterfaces?: boolean; write?: string; format: 'pcapng' | 'pcap';
+  count?: number; snaplen?: number; bufferSize?: number; promiscuousMode: boolean; immediate?: boolean;
+  verbose?: boolean; tree?: boolean; json?: boolean; only?: SmcProto[]; issues?: boolean; rocePort: number[];
+  time: TimeFormat; icrc: boolean; quiet?: boolean; progress?: boolean; color: boolean;
+}
+
+const COUNTED: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma'];
+
+/** Decode, count, print and (with -w) write each frame: the same path for files and live capture. */
+class Dump {
+  frames = 0;
+  printed = 0;
+  issues = 0;
+  errors = 0;
+  private t0: bigint | undefined;
+  private readonly counts = new Array<number>(COUNTED.length).fill(0);
+  private readonly decoder: FrameDecoder;
+  private readonly only: number;
+  private readonly chalk;
+  readonly out = new Out();
+
+  constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined) {
+    this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
+    this.chalk = makeChalk(o.color && !o.json);
+    let only = 0;
+    for (const p of o.only ?? []) only |= PROTO_BIT[p];
+    this.only = only;
+  }
+
+  handle(f: CapturedFrame): void {
+    this.writer?.write(f);
+    this.frames++;
+    const d = this.decoder.decode(f);
+    if (this.t0 === undefined) this.t0 = d.tsNs;
+    const mask = frameProtoMask(d);
+    if (mask !== 0) for (let i = 0; i < COUNTED.length; i++) if (mask & PROTO_BIT[COUNTED[i]!]) this.counts[i]!++;
+    this.issues += d.issues.length;
+    for (const i of d.issues) if (i.severity === 'error') this.errors++;
+    const o = this.o;
+    if (o.quiet) return;
+    if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0)) return;
+    this.printed++;
+    if (o.json) { this.out.line(renderJson(d)); return; }
+    this.out.line(renderLine(d, { chalk: this.chalk, time: o.time, t0: this.t0 }));
+    if (o.tree) this.out.line(renderTree(d, this.chalk));
+    else if (o.verbose) for (const i of d.issues) this.out.line(`        ${i.severity} ${i.code} @${i.offset}: ${i.message}`);
+  }
+
+  /** "45 frames; SMC: 2 tcpopt, 3 clc; 1 issues (0 errors)" (`lead` replaces "45 frames"). */
+  summary(lead = `${this.frames} frames`): string {
+    const smc = COUNTED.map((k, i) => [k, this.counts[i]!] as const).filter(([, v]) => v > 0).map(([k, v]) => `${v} ${k}`).join(', ');
+    const shown = this.printed !== this.frames && !this.o.quiet ? ` (${this.printed} shown)` : '';
+    return `${lead}${shown}; SMC: ${smc || 'none'}; ${this.issues} issues (${this.errors} errors)`;
+  }
+}
+
+function openWriter(o: Opts, extra: { linktype?: number; snaplen?: number }): CaptureWriter | undefined {
+  if (!o.write) return undefined;
+  if (o.read !== undefined && o.write !== '-' && resolve(o.write) === resolve(o.read)) throw new CliError(`-w ${o.write} would overwrite the file being read`);
+  // stdout: through a sink that waits out EAGAIN on a non-blocking pipe and ends quietly on EPIPE.
+  const target: WriteTarget = o.write !== '-' ? o.write : {
+    write: (chunk: Uint8Array) => {
+      try { writeAll(1, chunk); } catch (e) { if ((e as NodeJS.ErrnoException).code === 'EPIPE') process.exit(0); throw e; }
+    },
+  };
+  let w: CaptureWriter;
+  try {
+    w = createCaptureWriter(target, {
+      format: o.format, nanosecond: true, userAppl: 'smcdump (smcscope)', os: `${osType()} ${osRelease()}`,
+      ...(extra.linktype !== undefined ? { linktype: extra.linktype } : {}),
+      ...(extra.snaplen !== undefined && extra.snaplen > 0 ? { snaplen: extra.snaplen } : {}),
+    });
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+  // Whatever ends the process (EPIPE on stdout, an error), buffered frames reach the file.
+  process.once('exit', () => { try { w.close(); } catch { /* already reported */ } });
+  return w;
 }
 
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
   program.exitOverride((e) => { throw new CliError(e.message.replace(/^error: /, ''), e.exitCode === 0 ? 0 : 2); });
-  program.configureOutput({ writeErr: () => undefined });
+  // --help goes to stdout with a synchronous write: `smcdump --help | head` must not end in an
+  // EPIPE stack trace.
+  program.configureOutput({ writeErr: () => undefined, writeOut: (str) => { try { writeSync(1, str); } catch { /* reader gone */ } } });
   try {
     program.parse(argv);
   } catch (e) {
@@ -76,50 +177,124 @@ export async function main(argv: string[]): Promise<void> {
     throw e;
   }
   const o = program.opts<Opts>();
-  const filter = program.args;
-  if (o.interface) throw new CliError('live capture (-i) is not available in this version; read a file with -r');
-  if (!o.read) throw new CliError('no input: give a capture file with -r FILE (see --help)');
-  if (filter.length > 0) throw new CliError(`filter expressions ("${filter.join(' ')}") are not supported with -r yet; use --only to select SMC protocols`);
+  const filter = program.args.join(' ').trim();
+  if (o.write === '-') o.quiet = true;
+  if (o.listInterfaces) return listIfaces(o);
+  if (o.interface !== undefined && o.read !== undefined) throw new CliError('-r and -i exclude each other: read a file or capture live');
+  if (o.interface !== undefined) return live(o, filter);
+  if (!o.read) throw new CliError('no input: give a capture file with -r FILE or an interface with -i IFACE (see --help)');
+  return replay(o, filter);
+}
 
-  const reader = await openCapture(o.read);
-  const decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
-  const chalk = makeChalk(o.color && !o.json);
-  const out = new Out();
-  let only = 0;
-  for (const p of o.only ?? []) only |= PROTO_BIT[p];
-  const counted: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma'];
-  const counts = new Array<number>(counted.length).fill(0);
-  let frames = 0, printed = 0, issues = 0, errors = 0, t0: bigint | undefined;
+async function replay(o: Opts, filter: string): Promise<void> {
+  const bpf = filter !== '' ? new BpfMatcher(filter) : undefined;
+  const reader = await openCapture(o.read!);
+  let writer: CaptureWriter | undefined;
+  let read = 0;
+  let dump: Dump | undefined;
+  let progress: Progress | undefined;
   try {
+    // A bad filter is reported before anything is read (pcapng: for the first interface).
+    if (bpf && reader.linktype >= 0) bpf.compile(reader.linktype);
+    writer = openWriter(o, { linktype: reader.format === 'pcap' ? reader.linktype : undefined });
+    dump = new Dump(o, writer);
+    if (wantProgress(o.progress)) progress = new Progress({ total: reader.fileSize, delayMs: o.progress ? 0 : 1000 });
     for (let f = reader.next(); f; f = reader.next()) {
-      frames++;
-      const d = decoder.decode(f);
-      if (t0 === undefined) t0 = d.tsNs;
-      const mask = frameProtoMask(d);
-      if (mask !== 0) for (let i = 0; i < counted.length; i++) if (mask & PROTO_BIT[counted[i]!]) counts[i]!++;
-      issues += d.issues.length;
-      for (const i of d.issues) if (i.severity === 'error') errors++;
-      if (!o.quiet) {
-        const show = (only === 0 || (mask & only) !== 0) && (!o.issues || d.issues.length > 0);
-        if (show) {
-          printed++;
-          if (o.json) out.line(renderJson(d));
-          else {
-            out.line(renderLine(d, { chalk, time: o.time, t0 }));
-            if (o.tree) out.line(renderTree(d, chalk));
-            else if (o.verbose) for (const i of d.issues) out.line(`        ${i.severity} ${i.code} @${i.offset}: ${i.message}`);
-          }
-        }
-      }
-      if (o.count !== undefined && frames >= o.count) break;
+      read++;
+      if (progress && (read & 4095) === 1) progress.update(reader.bytesRead, read);
+      if (bpf && !bpf.matches(f)) continue;
+      dump.handle(f);
+      if (o.count !== undefined && dump.frames >= o.count) break;
     }
+    if (progress) { progress.update(reader.bytesRead, read); progress.end(); }
   } finally {
-    out.flush();
+    progress?.end();
+    dump?.out.flush();
     reader.close();
+    bpf?.close();
+    writer?.close();
   }
   for (const w of reader.warnings) process.stderr.write(`smcdump: warning: ${w}\n`);
-  const smc = counted.map((k, i) => [k, counts[i]!] as const).filter(([, v]) => v > 0).map(([k, v]) => `${v} ${k}`).join(', ');
-  process.stderr.write(`${frames} frames${printed !== frames && !o.quiet ? ` (${printed} shown)` : ''}; SMC: ${smc || 'none'}; ${issues} issues (${errors} errors)\n`);
+  const lead = bpf ? `${dump.frames} frames matched the filter (${read} read)` : undefined;
+  process.stderr.write(`${dump.summary(lead)}\n`);
+}
+
+async function live(o: Opts, filter: string): Promise<void> {
+  const cap = LiveCapture.open({
+    device: o.interface!, filter: filter || undefined, snaplen: o.snaplen || 262144, promisc: o.promiscuousMode,
+    bufferSize: o.bufferSize !== undefined ? o.bufferSize * 1024 : undefined, immediate: o.immediate === true,
+  });
+  let writer: CaptureWriter | undefined;
+  try {
+    writer = openWriter(o, { linktype: cap.linktype, snaplen: cap.snaplen });
+  } catch (e) {
+    cap.close();
+    throw e;
+  }
+  // The interface block goes out now, so even a capture that ends empty opens in Wireshark.
+  if (writer instanceof PcapngWriter) writer.addInterface(cap.linktype, cap.name);
+  const dump = new Dump(o, writer);
+  if (cap.warning) process.stderr.write(`smcdump: warning: ${cap.warning}\n`);
+  process.stderr.write(`smcdump: listening on ${cap.name}, link-type ${cap.dltName} (${cap.dltDescription}), snapshot length ${cap.snaplen} bytes\n`);
+
+  let stats: LiveStats;
+  let failure: Error | undefined;
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  const handlers: Array<[NodeJS.Signals, () => void]> = [];
+  try {
+    stats = await new Promise<LiveStats>((resolve) => {
+      let ending = false;
+      const end = (drain: boolean): void => {
+        if (ending) return;
+        ending = true;
+        // A second Ctrl-C while draining ends at once (the default action).
+        for (const [s, h] of handlers) process.removeListener(s, h);
+        cap.stop({ drain }).then(resolve, (e: Error) => { failure = e; resolve(cap.stats()); });
+      };
+      for (const s of signals) {
+        const h = (): void => end(true);
+        handlers.push([s, h]);
+        process.on(s, h);
+      }
+      cap.start(
+        (f) => {
+          dump.handle(f);
+          if (o.count !== undefined && dump.frames >= o.count) { cap.close(); end(false); }
+        },
+        (e) => { failure = e; end(false); },
+        () => { dump.out.flush(); writer?.flush(); },
+      );
+    });
+  } finally {
+    for (const [s, h] of handlers) process.removeListener(s, h);
+    dump.out.flush();
+    try { writer?.close(); } catch (e) { failure ??= e as Error; }
+  }
+  if (failure) throw new CliError(failure.message.split('\n')[0]!);
+  const err = process.stderr;
+  err.write(`${stats.captured} frames captured\n`);
+  err.write(`${stats.received} frames received by filter\n`);
+  err.write(`${stats.dropped} frames dropped by kernel\n`);
+  if (stats.ifDropped > 0) err.write(`${stats.ifDropped} frames dropped by interface\n`);
+  err.write(`${dump.summary()}\n`);
+}
+
+function listIfaces(o: Opts): void {
+  const list: InterfaceInfo[] = listInterfaces();
+  const names = new Set(list.map((i) => i.name));
+  const rdmaOnly = rdmaDevices().filter((d) => !names.has(d));
+  const out = new Out();
+  if (o.json) {
+    out.line(JSON.stringify({ libpcap: pcapVersion(), interfaces: list, rdmaNotCapturable: rdmaOnly }));
+  } else {
+    list.forEach((i, n) => {
+      const flags = [i.up ? 'Up' : '', i.running ? 'Running' : '', i.wireless ? 'Wireless' : '', i.loopback ? 'Loopback' : '',
+        i.connection === 'connected' ? 'Connected' : i.connection === 'disconnected' ? 'Disconnected' : ''].filter(Boolean).join(', ');
+      out.line(`${n + 1}.${i.name}${i.description ? ` (${i.description})` : ''}${flags ? ` [${flags}]` : ''}${i.addresses.length ? ` ${i.addresses.join(' ')}` : ''}`);
+    });
+    for (const d of rdmaOnly) out.line(`-.${d} (RDMA device; this libpcap cannot capture on it, see docs/smcdump.md)`);
+  }
+  out.flush();
 }
 
 /** Run as a command: one-line errors, exit status, never a stack trace. */
