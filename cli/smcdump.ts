@@ -14,7 +14,13 @@ import { FrameDecoder, frameProtoMask, PROTO_BIT, type SmcProto } from '../disse
 import { renderLine, type TimeFormat } from '../dissectors/render/line.js';
 import { renderTree } from '../dissectors/render/verbose.js';
 import { renderJson } from '../dissectors/render/json.js';
+import { renderSummary, summaryJson } from '../dissectors/render/summary.js';
+import { Ladder } from '../dissectors/render/ladder.js';
+import { Tracker } from '../dissectors/tracker/tracker.js';
+import { writeFileSync } from 'node:fs';
+import { parseFollow, renderFollow, type FollowDir, type FollowFormat } from './follow.js';
 import { CliError, die, makeChalk, Out, writeAll } from './output.js';
+import { jsonReplacer } from '../dissectors/wire/common.js';
 import { Progress, wantProgress } from './progress.js';
 
 const PROTOS: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma', 'roce'];
@@ -62,6 +68,13 @@ export function buildProgram(): Command {
     .option('--progress', 'always show the -r progress bar on stderr')
     .option('--no-progress', 'never show it (default: shown for long -r replays when stdout is not a terminal)')
     .option('--no-color', 'never colour (colour is only used on a terminal and never with NO_COLOR)')
+    .option('--summary', 'instead of frames: link groups, links and connections as rebuilt from the wire (like smcss/smcr), handshake timelines, fallbacks explained, anomalies')
+    .option('--follow <conn>', 'instead of frames: the application byte stream of SMC-R connection CONN (number from --summary, or ip:port-ip:port)')
+    .addOption(new Option('--follow-format <fmt>', 'stream output for --follow').choices(['text', 'hex', 'raw']).default('text'))
+    .addOption(new Option('--follow-dir <dir>', 'which direction --follow prints').choices(['both', 'c2s', 's2c']).default('both'))
+    .option('--ladder', 'instead of frames: a ladder diagram of the flows between the hosts (TCP/CLC single, RoCE double arrows)')
+    .option('--ladder-svg <file>', 'also write the ladder diagram as SVG to FILE')
+    .option('--no-track', 'no correlation (no [link conn] tags or anomalies): plain per-frame decoding, faster')
     .argument('[filter...]', 'capture filter in pcap-filter (BPF) syntax, for -i and -r, e.g. "udp port 4791 or tcp"')
     .addHelpText('after', `
 Examples:
@@ -72,6 +85,10 @@ Examples:
   smcdump -r trace.pcapng --json | jq .smc           machine-readable output
   smcdump -r trace.pcap --roce-port 4792 --issues    RoCE on an extra port, only frames with problems
   smcdump -r trace.pcap -w clc.pcapng tcp            copy the TCP frames (CLC) to a new file
+  smcdump -r pcaps/b-second-contact.pcap --summary   link groups, links, connections, timelines
+  smcdump -r pcaps/d-bulk-2MiB.pcap --follow 1 --follow-dir c2s --follow-format raw > data.bin
+                                                     the 2 MiB the client sent over RDMA
+  smcdump -r pcaps/a-first-contact.pcap --ladder     the flow, drawn like RFC 7609's figures
   smcdump -D                                         interfaces to capture on
   smcdump -i eth0 udp port 4791 or tcp               live: Soft-RoCE (rxe) and CLC on eth0
   smcdump -i lo -w smc.pcapng -q                     record to pcapng (Wireshark opens it), Ctrl-C ends
@@ -88,6 +105,7 @@ interface Opts {
   count?: number; snaplen?: number; bufferSize?: number; promiscuousMode: boolean; immediate?: boolean;
   verbose?: boolean; tree?: boolean; json?: boolean; only?: SmcProto[]; issues?: boolean; rocePort: number[];
   time: TimeFormat; icrc: boolean; quiet?: boolean; progress?: boolean; color: boolean;
+  summary?: boolean; follow?: string; followFormat: FollowFormat; followDir: FollowDir; ladder?: boolean; ladderSvg?: string; track: boolean;
 }
 
 const COUNTED: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma'];
@@ -104,10 +122,18 @@ class Dump {
   private readonly only: number;
   private readonly chalk;
   readonly out = new Out();
+  /** Correlation across frames (off with --no-track); report modes print from it at the end. */
+  readonly tracker: Tracker | undefined;
+  readonly ladder: Ladder | undefined;
+  /** --summary / --follow / --ladder print a report at the end instead of frames. */
+  private readonly report: boolean;
 
   constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined) {
     this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
     this.chalk = makeChalk(o.color && !o.json);
+    this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
+    if (o.track || this.report) this.tracker = new Tracker(o.follow !== undefined ? parseFollow(o.follow) : {});
+    if (o.ladder || o.ladderSvg) this.ladder = new Ladder();
     let only = 0;
     for (const p of o.only ?? []) only |= PROTO_BIT[p];
     this.only = only;
@@ -122,20 +148,49 @@ class Dump {
     if (mask !== 0) for (let i = 0; i < COUNTED.length; i++) if (mask & PROTO_BIT[COUNTED[i]!]) this.counts[i]!++;
     this.issues += d.issues.length;
     for (const i of d.issues) if (i.severity === 'error') this.errors++;
+    const note = this.tracker?.feed(d);
+    if (note) this.ladder?.add(d, note);
     const o = this.o;
-    if (o.quiet) return;
-    if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0)) return;
+    if (o.quiet || this.report) return;
+    const anomalies = note ? note.anomalies.length : 0;
+    if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0 && anomalies === 0)) return;
     this.printed++;
-    if (o.json) { this.out.line(renderJson(d)); return; }
-    this.out.line(renderLine(d, { chalk: this.chalk, time: o.time, t0: this.t0 }));
+    if (o.json) { this.out.line(renderJson(d, note)); return; }
+    this.out.line(renderLine(d, { chalk: this.chalk, time: o.time, t0: this.t0 }, note));
     if (o.tree) this.out.line(renderTree(d, this.chalk));
     else if (o.verbose) for (const i of d.issues) this.out.line(`        ${i.severity} ${i.code} @${i.offset}: ${i.message}`);
+  }
+
+  /** End of input: the report of --summary / --follow / --ladder, and the SVG. Returns a line for stderr. */
+  finish(): string | undefined {
+    const t = this.tracker;
+    if (!t) return undefined;
+    t.finish();
+    const o = this.o;
+    let line: string | undefined;
+    if (o.follow !== undefined) {
+      line = renderFollow(t, o.followFormat, o.followDir, this.chalk, (b) => {
+        if (typeof b === 'string') this.out.line(b.endsWith('\n') ? b.slice(0, -1) : b);
+        else { this.out.flush(); writeAll(1, b); }
+      });
+    }
+    if (o.summary) this.out.line(o.json ? JSON.stringify(summaryJson(t), jsonReplacer) : renderSummary(t, this.chalk));
+    if (o.ladder && this.ladder) this.out.line(this.ladder.renderText(this.chalk));
+    if (o.ladderSvg && this.ladder) {
+      try { writeFileSync(o.ladderSvg, this.ladder.renderSvg()); } catch (e) { throw new CliError(`cannot write ${o.ladderSvg}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
+    }
+    if (!o.summary && t.anomalies.length > 0) {
+      const bySev = { error: 0, warn: 0, note: 0 };
+      for (const a of t.anomalies) bySev[a.severity]++;
+      line = (line ? line + '\n' : '') + `${t.anomalies.length} anomal${t.anomalies.length === 1 ? 'y' : 'ies'} (${bySev.error} errors, ${bySev.warn} warnings, ${bySev.note} notes): --summary lists them`;
+    }
+    return line;
   }
 
   /** "45 frames; SMC: 2 tcpopt, 3 clc; 1 issues (0 errors)" (`lead` replaces "45 frames"). */
   summary(lead = `${this.frames} frames`): string {
     const smc = COUNTED.map((k, i) => [k, this.counts[i]!] as const).filter(([, v]) => v > 0).map(([k, v]) => `${v} ${k}`).join(', ');
-    const shown = this.printed !== this.frames && !this.o.quiet ? ` (${this.printed} shown)` : '';
+    const shown = this.printed !== this.frames && !this.o.quiet && !this.report ? ` (${this.printed} shown)` : '';
     return `${lead}${shown}; SMC: ${smc || 'none'}; ${this.issues} issues (${this.errors} errors)`;
   }
 }
@@ -193,6 +248,7 @@ async function replay(o: Opts, filter: string): Promise<void> {
   let read = 0;
   let dump: Dump | undefined;
   let progress: Progress | undefined;
+  const after: string[] = [];
   try {
     // A bad filter is reported before anything is read (pcapng: for the first interface).
     if (bpf && reader.linktype >= 0) bpf.compile(reader.linktype);
@@ -207,6 +263,8 @@ async function replay(o: Opts, filter: string): Promise<void> {
       if (o.count !== undefined && dump.frames >= o.count) break;
     }
     if (progress) { progress.update(reader.bytesRead, read); progress.end(); }
+    const closing = dump.finish();
+    if (closing) after.push(closing);
   } finally {
     progress?.end();
     dump?.out.flush();
@@ -217,6 +275,7 @@ async function replay(o: Opts, filter: string): Promise<void> {
   for (const w of reader.warnings) process.stderr.write(`smcdump: warning: ${w}\n`);
   const lead = bpf ? `${dump.frames} frames matched the filter (${read} read)` : undefined;
   process.stderr.write(`${dump.summary(lead)}\n`);
+  for (const l of after) process.stderr.write(`${l}\n`);
 }
 
 async function live(o: Opts, filter: string): Promise<void> {
@@ -271,12 +330,15 @@ async function live(o: Opts, filter: string): Promise<void> {
     try { writer?.close(); } catch (e) { failure ??= e as Error; }
   }
   if (failure) throw new CliError(failure.message.split('\n')[0]!);
+  const closing = dump.finish();
+  dump.out.flush();
   const err = process.stderr;
   err.write(`${stats.captured} frames captured\n`);
   err.write(`${stats.received} frames received by filter\n`);
   err.write(`${stats.dropped} frames dropped by kernel\n`);
   if (stats.ifDropped > 0) err.write(`${stats.ifDropped} frames dropped by interface\n`);
   err.write(`${dump.summary()}\n`);
+  if (closing) err.write(`${closing}\n`);
 }
 
 function listIfaces(o: Opts): void {

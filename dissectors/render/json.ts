@@ -1,9 +1,10 @@
 // `--json`: one JSON object per frame (JSON Lines), stable keys, bigint and bytes as hex.
 
 import type { DecodedFrame } from '../frame.js';
+import type { FrameNote } from '../tracker/model.js';
 import { jsonReplacer } from '../wire/common.js';
 
-export function renderJson(d: DecodedFrame): string {
+export function renderJson(d: DecodedFrame, note?: FrameNote): string {
   const o: Record<string, unknown> = {
     frame: d.n,
     time: formatIsoNs(d.tsNs),
@@ -22,6 +23,7 @@ export function renderJson(d: DecodedFrame): string {
   }
   if (d.smc.length > 0) o.smc = d.smc;
   if (d.issues.length > 0) o.issues = d.issues;
+  if (note && (note.link !== undefined || note.conn !== undefined || note.tcpMode !== undefined || note.anomalies.length > 0)) o.track = note;
   if (d.tree) o.tree = d.tree;
   return JSON.stringify(o, jsonReplacer);
 }

@@ -132,3 +132,33 @@ export function renderSummary(t: Tracker, c: ChalkInstance): string {
 }
 
 function hx(v: number | undefined): string { return v === undefined ? '?' : '0x' + v.toString(16); }
+
+/** The tracked state as plain JSON (no back-references), for `--summary --json`. */
+export function summaryJson(t: Tracker): unknown {
+  const conn = (s: SmcConn): unknown => ({
+    index: s.index, lg: s.lg.id, sides: s.sides,
+    dirs: s.dirs.map((d, i) => ({
+      dir: i === 0 ? 'c>s' : 's>c', ringSize: d.ringSize, bytes: d.prodLinear, consumed: d.consLinear, prod: d.prod, cons: d.cons,
+      cdcs: d.cdcs, writes: d.writes, writeBytes: d.writeBytes, writerBlocked: d.writerBlocked, urgent: d.urgent,
+      doneWriting: d.doneWriting, closed: d.closed, aborted: d.aborted,
+    })),
+  });
+  return {
+    frames: t.frames,
+    linkGroups: t.groups.map((g) => ({
+      id: g.id, complete: g.complete, clientPeer: g.clientPeer, serverPeer: g.serverPeer, clientHost: g.clientHost, serverHost: g.serverHost,
+      version: g.version, release: g.release, ueid: g.ueid, maxLinks: g.maxLinks, maxConns: g.maxConns, state: g.state,
+      links: g.links.map((l) => ({
+        name: l.name, id: l.id, uid: l.uid, ends: l.ends, mtu: l.mtu, state: l.state, packets: l.packets, bytes: l.bytes,
+        retransmits: l.retransmits, psnGaps: l.psnGaps, naks: l.naks, rnrNaks: l.rnrNaks,
+      })),
+      connections: g.conns.map((s) => s.index),
+    })),
+    connections: t.tcp.map((x) => ({
+      index: x.index, client: x.client, server: x.server, mode: x.mode, why: x.why, fallbackCode: x.fallbackCode,
+      synSmc: x.synSmc, synAckSmc: x.synAckSmc, tcpBytes: x.tcpBytes, timeline: connSteps(x), smc: x.smc ? conn(x.smc) : undefined,
+    })),
+    midStreamConnections: t.orphanConns.map(conn),
+    anomalies: t.anomalies,
+  };
+}

@@ -1,7 +1,7 @@
 // smcdump as a user runs it: a real process, real files, exit codes, one-line errors.
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, pcapPath } from '../helpers.js';
@@ -87,4 +87,48 @@ test('a truncated file keeps the frames before the damage and warns', (t) => {
   t.is(r.code, 0);
   t.is(r.out.trimEnd().split('\n').length, 44);
   t.regex(r.err, /warning: .*truncated/i);
+});
+
+test('--summary, --follow, --ladder: reports rebuilt from the wire', (t) => {
+  const s = smcdump(['-r', pcapPath('b-second-contact'), '--summary']);
+  t.is(s.code, 0);
+  t.regex(s.out, /4 TCP connection\(s\), 1 link group\(s\), 0 anomalies/);
+  t.regex(s.out, /LG1\/L1 .* qp 0x11 .* qp 0x11/);
+  t.regex(s.err, /^171 frames; SMC:/);
+  const js = JSON.parse(smcdump(['-r', pcapPath('c2-fallback-server-decline'), '--summary', '--json']).out) as { connections: Array<{ mode: string; why: string; fallbackCode: number }> };
+  t.deepEqual([js.connections[0]!.mode, js.connections[0]!.fallbackCode], ['fallback', 0x03030000]);
+  t.regex(js.connections[0]!.why, /^server declined 0x03030000 NOSMCDEV/);
+
+  const f = smcdump(['-r', pcapPath('a-first-contact'), '--follow', '10.55.0.2:12345-10.55.0.1:34608']);
+  t.is(f.code, 0);
+  t.regex(f.out, /\nSMC-R lab first contact: hello from guest A 0123456789\n/);
+  t.regex(f.out, /\nACK 54 fnv1a=b5ca2d80\n/);
+  t.regex(f.err, /connection 1: 54 bytes 10\.55\.0\.1:34608 → 10\.55\.0\.2:12345; 22 bytes/);
+  const raw = spawnSync(process.execPath, [...cmd, '-r', pcapPath('d-bulk-2MiB'), '--follow', '1', '--follow-dir', 'c2s', '--follow-format', 'raw'], { cwd: ROOT, maxBuffer: 64 << 20 });
+  t.is(raw.status, 0);
+  t.is((raw.stdout as Buffer).length, 2 * 1024 * 1024 + 123);
+  const none = smcdump(['-r', pcapPath('c2-fallback-server-decline'), '--follow', '1']);
+  t.is(none.code, 1);
+  t.regex(none.err, /^smcdump: no SMC-R connection matches --follow; SMC-R connections in this capture: none\n$/);
+  const bad = smcdump(['-r', pcapPath('a-first-contact'), '--follow', 'x']);
+  t.is(bad.code, 1);
+
+  const dir = mkdtempSync(join(tmpdir(), 'smcdump-'));
+  const svg = join(dir, 'l.svg');
+  const l = smcdump(['-r', pcapPath('a-first-contact'), '--ladder', '--ladder-svg', svg]);
+  t.is(l.code, 0);
+  t.regex(l.out, /│<═+ LLC CONFIRM LINK v2 req ═+│/);
+  t.regex(readFileSync(svg, 'utf8'), /^<svg /);
+});
+
+test('frames carry their link, connection and anomalies', (t) => {
+  const r = smcdump(['-r', pcapPath('e-testlink-teardown'), '--issues']);
+  t.is(r.code, 0);
+  t.regex(r.out, /LLC DELETE LINK v2 req ALL reason 0x00030000 .* \[LG1\/L1\] \{roce\.retransmission\}/);
+  t.regex(r.err, /\n14 anomalies \(0 errors, 0 warnings, 14 notes\): --summary lists them\n$/);
+  const line = smcdump(['-r', pcapPath('a-first-contact'), '-c', '21']).out.trimEnd().split('\n');
+  t.regex(line[20]!, /CDC seq 1 .* \[LG1\/L1 c1 c>s\]$/);
+  t.regex(line[5]!, /CLC Proposal .* \[c1 pending\]$/);
+  const plain = smcdump(['-r', pcapPath('a-first-contact'), '-c', '21', '--no-track']).out.trimEnd().split('\n');
+  t.false(plain[20]!.includes('[LG1'));
 });
