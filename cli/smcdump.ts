@@ -128,18 +128,25 @@ class Dump {
   /** --summary / --follow / --ladder print a report at the end instead of frames. */
   private readonly report: boolean;
 
-  constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined) {
+  constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined, liveFilter = false) {
     this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
     this.chalk = makeChalk(o.color && !o.json);
     this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
-    if (o.track || this.report) this.tracker = new Tracker(o.follow !== undefined ? parseFollow(o.follow) : {});
+    if (o.track || this.report) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
     if (o.ladder || o.ladderSvg) this.ladder = new Ladder();
     let only = 0;
     for (const p of o.only ?? []) only |= PROTO_BIT[p];
     this.only = only;
   }
 
-  handle(f: CapturedFrame): void {
+  /** Track every frame read; count, print and write only the ones the filter selected. */
+  handle(f: CapturedFrame, selected = true): void {
+    if (!selected) {
+      // A read filter narrows what is shown, not what correlation sees (-r only: a live
+      // filter runs in the kernel and the tracker is told that frames may be hidden).
+      if (this.tracker) this.tracker.feed(this.decoder.decode(f));
+      return;
+    }
     this.writer?.write(f);
     this.frames++;
     const d = this.decoder.decode(f);
@@ -258,8 +265,9 @@ async function replay(o: Opts, filter: string): Promise<void> {
     for (let f = reader.next(); f; f = reader.next()) {
       read++;
       if (progress && (read & 4095) === 1) progress.update(reader.bytesRead, read);
-      if (bpf && !bpf.matches(f)) continue;
-      dump.handle(f);
+      const selected = !bpf || bpf.matches(f);
+      if (!selected && !dump.tracker) continue;
+      dump.handle(f, selected);
       if (o.count !== undefined && dump.frames >= o.count) break;
     }
     if (progress) { progress.update(reader.bytesRead, read); progress.end(); }
@@ -292,7 +300,7 @@ async function live(o: Opts, filter: string): Promise<void> {
   }
   // The interface block goes out now, so even a capture that ends empty opens in Wireshark.
   if (writer instanceof PcapngWriter) writer.addInterface(cap.linktype, cap.name);
-  const dump = new Dump(o, writer);
+  const dump = new Dump(o, writer, filter !== '');
   if (cap.warning) process.stderr.write(`smcdump: warning: ${cap.warning}\n`);
   process.stderr.write(`smcdump: listening on ${cap.name}, link-type ${cap.dltName} (${cap.dltDescription}), snapshot length ${cap.snaplen} bytes\n`);
 

@@ -24,6 +24,8 @@ export interface TrackerOptions {
   follow?: number;
   /** Or select it by a 4-tuple "a.b.c.d:port-e.f.g.h:port" (either order). */
   followTuple?: string;
+  /** A capture filter may hide frames (live BPF): gaps are then notes, not warnings. */
+  filtered?: boolean;
 }
 
 /** RFC 7609 Appendix C / Linux: LLC responses are due within 2 s. */
@@ -65,7 +67,12 @@ export class Tracker {
   private note: FrameNote = EMPTY_NOTE;
   private cur!: DecodedFrame;
 
-  constructor(private readonly opts: TrackerOptions = {}) {}
+  /** Gaps in what the capture shows are warnings — unless a capture filter may hide frames. */
+  private readonly gapSeverity: Severity;
+
+  constructor(private readonly opts: TrackerOptions = {}) {
+    this.gapSeverity = opts.filtered ? 'note' : 'warn';
+  }
 
   /** Feed one frame (capture order). Returns what the tracker knows about it. */
   feed(d: DecodedFrame): FrameNote {
@@ -347,7 +354,7 @@ export class Tracker {
         return; // already processed the first time
       }
       link.psnGaps++;
-      this.anomaly('warn', 'roce.psn-gap', `PSN gap on ${link.name}: expected ${want}, got ${bth.psn} (${((bth.psn - want) & 0xffffff)} packets missing from the capture or lost)`, link.name);
+      this.anomaly(this.gapSeverity, 'roce.psn-gap', `PSN gap on ${link.name}: expected ${want}, got ${bth.psn} (${((bth.psn - want) & 0xffffff)} packets missing from the capture or lost)`, link.name);
     }
     link.nextPsn[dir] = (bth.psn + 1) & 0xffffff;
 
@@ -429,7 +436,7 @@ export class Tracker {
       const expect = (w.seq + 1) & 0xffff;
       if (m.seq !== expect) {
         seqGap = seqNewer(m.seq, w.seq);
-        if (seqGap) this.anomaly('warn', 'cdc.seq-gap', `CDC sequence jumped from ${w.seq} to ${m.seq} on connection ${conn.index} (${((m.seq - expect) & 0xffff)} CDC missing)`, link.name, conn.index);
+        if (seqGap) this.anomaly(this.gapSeverity, 'cdc.seq-gap', `CDC sequence jumped from ${w.seq} to ${m.seq} on connection ${conn.index} (${((m.seq - expect) & 0xffff)} CDC missing)`, link.name, conn.index);
         else { this.anomaly('error', 'cdc.seq-regression', `CDC sequence went back from ${w.seq} to ${m.seq} on connection ${conn.index}`, link.name, conn.index); return; }
       }
     }
