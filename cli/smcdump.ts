@@ -127,12 +127,16 @@ class Dump {
   readonly ladder: Ladder | undefined;
   /** --summary / --follow / --ladder print a report at the end instead of frames. */
   private readonly report: boolean;
+  /** `-w FILE -q` (no report asked): record like `tcpdump -w`, without decoding — the fast path
+   *  that keeps a live capture drop-free at high rates. */
+  private readonly recordOnly: boolean;
 
   constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined, liveFilter = false) {
     this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
     this.chalk = makeChalk(o.color && !o.json);
     this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
-    if (o.track || this.report) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
+    this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg;
+    if ((o.track || this.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
     if (o.ladder || o.ladderSvg) this.ladder = new Ladder();
     let only = 0;
     for (const p of o.only ?? []) only |= PROTO_BIT[p];
@@ -149,6 +153,7 @@ class Dump {
     }
     this.writer?.write(f);
     this.frames++;
+    if (this.recordOnly) return;
     const d = this.decoder.decode(f);
     if (this.t0 === undefined) this.t0 = d.tsNs;
     const mask = frameProtoMask(d);
@@ -196,6 +201,7 @@ class Dump {
 
   /** "45 frames; SMC: 2 tcpopt, 3 clc; 1 issues (0 errors)" (`lead` replaces "45 frames"). */
   summary(lead = `${this.frames} frames`): string {
+    if (this.recordOnly) return `${lead} written to ${this.o.write === '-' ? 'stdout' : this.o.write} (recorded without decoding: -w with -q)`;
     const smc = COUNTED.map((k, i) => [k, this.counts[i]!] as const).filter(([, v]) => v > 0).map(([k, v]) => `${v} ${k}`).join(', ');
     const shown = this.printed !== this.frames && !this.o.quiet && !this.report ? ` (${this.printed} shown)` : '';
     return `${lead}${shown}; SMC: ${smc || 'none'}; ${this.issues} issues (${this.errors} errors)`;
