@@ -260,7 +260,8 @@ export class FrameDecoder {
     const info = opcodeInfo(ib.bth.opcode);
     out.roce = { version, ib, icrc };
     if (grh) out.roce.grh = grh;
-    if (!info.isSend) return;
+    // SMC-R speaks only over RC queue pairs: UD/UC SENDs (e.g. ibv_ud_pingpong) are not LLC/CDC.
+    if (!info.isSend || info.transport !== 'RC') return;
     const part: SendPart = info.isOnly ? 'only' : info.isFirst ? 'first' : info.isMiddle ? 'middle' : 'last';
     const dst = out.ip ? out.ip.dst : grh ? grh.dgid : '?';
     const s = this.sends.packet(`${dst}/${ib.bth.destQp}`, part, ib.bth.psn, ib.payload, out.n);

@@ -173,3 +173,12 @@ test('RoCEv2 on an extra UDP port only with --roce-port', async (t) => {
   const d = new FrameDecoder({ rocePorts: [4792] }).decode(frame(data));
   t.is(d.roce?.icrc, 'ok');
 });
+
+test('UD SENDs are RoCE, not SMC: no LLC/CDC decode of their payload', async (t) => {
+  const real = (await realAddLink()).roce!.ib;
+  const ud: IbPacket = { ...real, bth: { ...real.bth, opcode: 0x64 }, deth: { qkey: 0x11111111, resv8: 0, srcQp: 0x12 } };
+  const d = new FrameDecoder().decode(roceV2(ud));
+  t.is(d.roce?.icrc, 'ok');
+  t.deepEqual(d.smc, []);
+  t.deepEqual(d.issues, []);
+});
