@@ -14,6 +14,13 @@ command -v tcpdump >/dev/null || pkgs+=(tcpdump)
 # Native addons (native/binding.gyp, built by `npm ci` through node-gyp): libpcap headers, C++ toolchain.
 dpkg -s libpcap-dev >/dev/null 2>&1 || pkgs+=(libpcap-dev)
 for c in g++ make python3; do command -v $c >/dev/null || pkgs+=($c); done
+# native/verbs (libibverbs headers; the library is dlopen'ed at run time) and native/bpf (TCP
+# option 254: clang builds the BPF object, libbpf its loader); bpftool and nft for their tests.
+dpkg -s libibverbs-dev >/dev/null 2>&1 || pkgs+=(libibverbs-dev)
+dpkg -s libbpf-dev >/dev/null 2>&1 || pkgs+=(libbpf-dev)
+command -v clang >/dev/null || pkgs+=(clang)
+[ -x /usr/sbin/bpftool ] || pkgs+=(bpftool)
+[ -x /usr/sbin/nft ] || pkgs+=(nftables)
 # The kernel interop lab (test/lab, docs/lab.md: qemu guests, runs as root): qemu, debootstrap.
 if [ "$(id -u)" -eq 0 ]; then
   command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)

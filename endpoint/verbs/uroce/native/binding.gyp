@@ -1,0 +1,10 @@
+# uroce's socket helper (see uroce_sock.c): built by node-gyp with the project's native addons.
+{
+  "targets": [
+    {
+      "target_name": "uroce_sock",
+      "sources": ["uroce_sock.c"],
+      "cflags": ["-Wall", "-Wextra", "-O2"]
+    }
+  ]
+}

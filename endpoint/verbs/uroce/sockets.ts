@@ -1,0 +1,167 @@
+// UDP sockets for uroce.
+//
+// The ICRC of a RoCEv2 packet covers the outer IPv4 header, including the Identification
+// field (only TOS, TTL and the header checksum are masked). A process writing to an ordinary
+// UDP socket does not choose that field: Linux gives DF packets of an unconnected socket
+// ID 0 only when the socket "does not ignore DF", i.e. IP_MTU_DISCOVER = IP_PMTUDISC_DO;
+// with Node's default (PMTUDISC_WANT) every datagram gets a hashed, time-perturbed ID that
+// the sender cannot know, so its ICRC would be wrong on the wire. Node's dgram has no
+// setsockopt, hence a tiny N-API helper (native/uroce_sock.c) that opens the socket with
+// PMTUDISC_DO, IP_TOS and IP_TTL set and hands the fd to dgram (bind({ fd }), public API).
+//
+// Without the helper (not built) uroce still runs: it computes ICRCs for ID 0 and DF, which
+// another uroce accepts, but a kernel peer (rxe, an RNIC) drops every packet. `exactIcrc`
+// tells which mode is on; the engine says so when it opens.
+
+import dgram from 'node:dgram';
+import { createRequire } from 'node:module';
+import { constants as osConstants } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { VerbsError } from '../types.js';
+
+export interface SockHelper {
+  openUdp4(address: string, port: number, tos: number, ttl: number, rcvbuf: number, sndbuf: number): number;
+  /** sendmmsg(2) of whole datagrams; returns how many were taken (0 on EAGAIN) or -errno. */
+  sendBatch(fd: number, address: string, port: number, datagrams: Uint8Array[]): number;
+  boundPort(fd: number): number;
+  closeFd(fd: number): number;
+}
+
+let helper: SockHelper | null | undefined;
+let helperError = '';
+
+/** Project root: the nearest folder above this file whose package.json is smcscope's. */
+function projectRoot(): string | undefined {
+  let d = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 8; i++) {
+    const p = join(d, 'package.json');
+    if (existsSync(p)) {
+      try { if ((JSON.parse(readFileSync(p, 'utf8')) as { name?: string }).name === 'smcscope') return d; } catch { /* keep looking */ }
+    }
+    const up = dirname(d);
+    if (up === d) break;
+    d = up;
+  }
+  return undefined;
+}
+
+/** Path of the helper addon (env UROCE_SOCK_ADDON overrides). */
+export function sockHelperPath(): string | undefined {
+  if (process.env.UROCE_SOCK_ADDON) return process.env.UROCE_SOCK_ADDON;
+  const root = projectRoot();
+  return root ? join(root, 'endpoint/verbs/uroce/native/build/Release/uroce_sock.node') : undefined;
+}
+
+/** The native helper, or undefined (with the reason in sockHelperError()). UROCE_NO_SOCK_ADDON=1 disables it. */
+export function loadSockHelper(): SockHelper | undefined {
+  if (helper !== undefined) return helper ?? undefined;
+  helper = null;
+  if (process.env.UROCE_NO_SOCK_ADDON === '1') { helperError = 'disabled by UROCE_NO_SOCK_ADDON=1'; return undefined; }
+  const p = sockHelperPath();
+  if (!p || !existsSync(p)) { helperError = `socket helper not built (${p ?? 'project root not found'}; build it with: npm_config_nodedir=/usr npx node-gyp rebuild -C endpoint/verbs/uroce/native)`; return undefined; }
+  try {
+    helper = createRequire(import.meta.url)(p) as SockHelper;
+  } catch (e) {
+    helperError = `cannot load ${p}: ${(e as Error).message}`;
+    helper = null;
+  }
+  return helper ?? undefined;
+}
+
+export function sockHelperError(): string { return helperError; }
+
+function errnoName(n: number): string {
+  for (const [k, v] of Object.entries(osConstants.errno)) if (v === n) return k;
+  return `errno ${n}`;
+}
+
+function explain(code: string, address: string, port: number): string {
+  switch (code) {
+    case 'EADDRINUSE': return `UDP ${address}:${port} is already in use${port === 4791 ? ' (another uroce engine, or the kernel\'s rdma_rxe, owns RoCEv2 on this address)' : ''}`;
+    case 'EADDRNOTAVAIL': return `${address} is not an address of this host`;
+    case 'EACCES': return `not allowed to bind UDP ${address}:${port}`;
+    default: return `cannot bind UDP ${address}:${port}: ${code}`;
+  }
+}
+
+export interface OpenedSocket {
+  sock: dgram.Socket;
+  port: number;
+  /** True when the kernel will send with IP ID 0 and DF (ICRC exact on the wire). */
+  exact: boolean;
+}
+
+export interface SocketOptions {
+  address: string;
+  /** 0 = any free port. */
+  port: number;
+  tos?: number;
+  ttl?: number;
+  rcvbuf?: number;
+  sndbuf?: number;
+  /** If the port is taken, take any free one instead of failing. */
+  fallbackToAnyPort?: boolean;
+}
+
+/** Open and bind a UDP socket (with the helper when available). Errors are VerbsErrors with a clear message. */
+export async function openSocket(o: SocketOptions): Promise<OpenedSocket> {
+  const h = loadSockHelper();
+  if (h) {
+    let fd = h.openUdp4(o.address, o.port, o.tos ?? 0, o.ttl ?? 0, o.rcvbuf ?? 0, o.sndbuf ?? 0);
+    if (fd < 0 && o.fallbackToAnyPort && o.port !== 0 && errnoName(-fd) === 'EADDRINUSE') {
+      fd = h.openUdp4(o.address, 0, o.tos ?? 0, o.ttl ?? 0, o.rcvbuf ?? 0, o.sndbuf ?? 0);
+    }
+    if (fd < 0) {
+      const code = errnoName(-fd);
+      throw new VerbsError(code, explain(code, o.address, o.port));
+    }
+    const sock = dgram.createSocket({ type: 'udp4' });
+    try {
+      sock.bind({ fd });
+    } catch (e) {
+      h.closeFd(fd);
+      throw new VerbsError('EINVAL', `dgram cannot use fd ${fd}: ${(e as Error).message}`);
+    }
+    return { sock, port: h.boundPort(fd), exact: true };
+  }
+  const tryBind = (port: number): Promise<dgram.Socket> => new Promise((resolve, reject) => {
+    const sock = dgram.createSocket({ type: 'udp4', ...(o.rcvbuf ? { recvBufferSize: o.rcvbuf } : {}), ...(o.sndbuf ? { sendBufferSize: o.sndbuf } : {}) });
+    const onErr = (e: NodeJS.ErrnoException): void => { sock.close(); reject(new VerbsError(e.code ?? 'EIO', explain(e.code ?? 'EIO', o.address, port))); };
+    sock.once('error', onErr);
+    sock.bind({ port, address: o.address, exclusive: true }, () => {
+      sock.off('error', onErr);
+      if (o.ttl) { try { sock.setTTL(o.ttl); } catch { /* keep default */ } }
+      resolve(sock);
+    });
+  });
+  let sock: dgram.Socket;
+  try {
+    sock = await tryBind(o.port);
+  } catch (e) {
+    if (!(o.fallbackToAnyPort && o.port !== 0 && (e as VerbsError).code === 'EADDRINUSE')) throw e;
+    sock = await tryBind(0);
+  }
+  return { sock, port: sock.address().port, exact: false };
+}
+
+/**
+ * Synchronous variant for sockets the engine needs at once (a QP's send socket at RTR):
+ * with the helper the fd is bound before this returns; without it the dgram socket binds
+ * asynchronously and `ready` resolves when the port is known.
+ */
+export function openSocketSync(o: SocketOptions): { sock: dgram.Socket; port: number; exact: boolean; ready: Promise<void>; fd?: number } {
+  const h = loadSockHelper();
+  if (h) {
+    let fd = h.openUdp4(o.address, o.port, o.tos ?? 0, o.ttl ?? 0, o.rcvbuf ?? 0, o.sndbuf ?? 0);
+    if (fd < 0 && o.fallbackToAnyPort && o.port !== 0) fd = h.openUdp4(o.address, 0, o.tos ?? 0, o.ttl ?? 0, o.rcvbuf ?? 0, o.sndbuf ?? 0);
+    if (fd < 0) { const code = errnoName(-fd); throw new VerbsError(code, explain(code, o.address, o.port)); }
+    const sock = dgram.createSocket({ type: 'udp4' });
+    sock.bind({ fd });
+    return { sock, port: h.boundPort(fd), exact: true, ready: Promise.resolve(), fd };
+  }
+  const res = { sock: undefined as unknown as dgram.Socket, port: 0, exact: false, ready: Promise.resolve() };
+  res.ready = openSocket(o).then((r) => { res.sock = r.sock; res.port = r.port; });
+  return res;
+}
