@@ -11,9 +11,9 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { endianness } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { CapturedFrame } from './types.js';
+import { packageRoot } from '../native/paths.js';
 
 /** A source of frames in capture order (live capture; file readers have a sync next()). */
 export interface PacketSource extends AsyncIterable<CapturedFrame> {
@@ -97,20 +97,6 @@ interface Addon {
 let addon: Addon | undefined;
 let addonError: string | undefined;
 
-/** The package root (holds package.json), from capture/ (tsx) or dist/capture/ (built). */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const pj = join(dir, 'package.json');
-    if (existsSync(pj)) {
-      try {
-        if ((JSON.parse(readFileSync(pj, 'utf8')) as { name?: string }).name === 'smcscope') return dir;
-      } catch { /* keep looking */ }
-    }
-    dir = dirname(dir);
-  }
-  return process.cwd();
-}
 
 /** Path of the built addon. */
 export function addonPath(): string {

@@ -16,10 +16,10 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { isIP, type Socket } from 'node:net';
+import { packageRoot } from '../../native/paths.js';
 
 export type TcpOptionErrorCode =
   | 'no_permission'   // not root / no CAP_BPF + CAP_NET_ADMIN
@@ -108,20 +108,6 @@ export interface TcpOptionInfo {
   progId: number;
 }
 
-/** The package root (holds package.json), from endpoint/tcpopt (tsx) or dist/endpoint/tcpopt. */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const pj = join(dir, 'package.json');
-    if (existsSync(pj)) {
-      try {
-        if ((JSON.parse(readFileSync(pj, 'utf8')) as { name?: string }).name === 'smcscope') return dir;
-      } catch { /* keep looking */ }
-    }
-    dir = dirname(dir);
-  }
-  return process.cwd();
-}
 
 /** Paths of the built helper and BPF object (`bash native/bpf/build.sh`). */
 export function tcpOptionPaths(): { helper: string; object: string } {

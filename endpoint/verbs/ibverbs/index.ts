@@ -15,8 +15,7 @@
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import {
   Access, QpState, QpType, SendFlags, VerbsError, WcOpcode, WrOpcode, attrMaskOf, gidBytes, gidText,
   type AhAttr, type AsyncEvent, type AsyncEventType, type Cq, type Device, type DeviceAttr, type GidEntry, type GidType,
@@ -25,6 +24,7 @@ import {
 } from '../types.js';
 import { CompletionQueue } from '../cq.js';
 import { checkTransition } from '../qpstate.js';
+import { packageRoot } from '../../../native/paths.js';
 
 // ---------------------------------------------------------------------------------------------
 // The addon
@@ -72,19 +72,6 @@ export class IbverbsUnavailableError extends Error {
   constructor(readonly code: string, message: string) { super(message); }
 }
 
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 7; i++) {
-    const pj = join(dir, 'package.json');
-    if (existsSync(pj)) {
-      try {
-        if ((JSON.parse(readFileSync(pj, 'utf8')) as { name?: string }).name === 'smcscope') return dir;
-      } catch { /* keep looking */ }
-    }
-    dir = dirname(dir);
-  }
-  return process.cwd();
-}
 
 /** Path of the built addon (`node-gyp rebuild -C native/verbs`). */
 export function verbsAddonPath(): string {

@@ -16,10 +16,10 @@
 import dgram from 'node:dgram';
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { VerbsError } from '../types.js';
+import { packageRoot } from '../../../native/paths.js';
 
 export interface SockHelper {
   openUdp4(address: string, port: number, tos: number, ttl: number, rcvbuf: number, sndbuf: number): number;
@@ -32,26 +32,11 @@ export interface SockHelper {
 let helper: SockHelper | null | undefined;
 let helperError = '';
 
-/** Project root: the nearest folder above this file whose package.json is smcscope's. */
-function projectRoot(): string | undefined {
-  let d = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 8; i++) {
-    const p = join(d, 'package.json');
-    if (existsSync(p)) {
-      try { if ((JSON.parse(readFileSync(p, 'utf8')) as { name?: string }).name === 'smcscope') return d; } catch { /* keep looking */ }
-    }
-    const up = dirname(d);
-    if (up === d) break;
-    d = up;
-  }
-  return undefined;
-}
 
 /** Path of the helper addon (env UROCE_SOCK_ADDON overrides). */
 export function sockHelperPath(): string | undefined {
   if (process.env.UROCE_SOCK_ADDON) return process.env.UROCE_SOCK_ADDON;
-  const root = projectRoot();
-  return root ? join(root, 'endpoint/verbs/uroce/native/build/Release/uroce_sock.node') : undefined;
+  return join(packageRoot(), 'endpoint/verbs/uroce/native/build/Release/uroce_sock.node');
 }
 
 /** The native helper, or undefined (with the reason in sockHelperError()). UROCE_NO_SOCK_ADDON=1 disables it. */
