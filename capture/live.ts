@@ -12,7 +12,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
-import type { CapturedFrame } from './types.js';
+import { MutableFrame, type CapturedFrame } from './types.js';
 import { packageRoot } from '../native/paths.js';
 
 /** A source of frames in capture order (live capture; file readers have a sync next()). */
@@ -218,16 +218,6 @@ const LE = endianness() === 'LE';
 const NS = 1_000_000_000n;
 const TWO32 = 0x1_0000_0000;
 
-class LiveFrame implements CapturedFrame {
-  data: Uint8Array = new Uint8Array(0);
-  caplen = 0;
-  origlen = 0;
-  tsNs = 0n;
-  linktype = 0;
-  ifIndex = 0;
-  ifName: string | undefined = undefined;
-  comment: string | undefined = undefined;
-}
 
 /** One batch from the addon: records (see pcap_live.cc) in one buffer; `u8`/`dv` view it. */
 interface Batch { u8: Uint8Array; count: number; pos: number; left: number; dv: DataView }
@@ -259,7 +249,7 @@ export class LiveCapture implements PacketSource {
   private paused = false;
   private waiter: (() => void) | undefined;
   private halted = false;
-  private readonly frame = new LiveFrame();
+  private readonly frame = new MutableFrame();
   private secKey = -1;
   private secNs = 0n;
   /** Iterator mode: pause reading (the kernel ring takes over) above this many queued frames. */
@@ -413,7 +403,7 @@ export class LiveCapture implements PacketSource {
   }
 
   /** Parse the next record of `b` into `f` (advances b). */
-  private parseInto(b: Batch, f: LiveFrame): void {
+  private parseInto(b: Batch, f: MutableFrame): void {
     const dv = b.dv;
     const o = b.pos;
     const sec = dv.getUint32(o, LE) + dv.getUint32(o + 4, LE) * TWO32;
@@ -449,7 +439,7 @@ export class LiveCapture implements PacketSource {
       const b = this.queue[0];
       if (b) {
         if (b.left === 0) { this.queue.shift(); continue; }
-        const f = new LiveFrame();
+        const f = new MutableFrame();
         f.linktype = this.frame.linktype;
         f.ifName = this.frame.ifName;
         this.parseInto(b, f);

@@ -17,7 +17,7 @@
 // stream normally; `truncated` is set and `warnings` says where.
 
 import * as fs from 'node:fs';
-import { CaptureFormatError } from './types.js';
+import { CaptureFormatError, MutableFrame } from './types.js';
 import type { CaptureFileFormat, CaptureInterface, CapturedFrame } from './types.js';
 
 export { CaptureFormatError } from './types.js';
@@ -81,7 +81,6 @@ export interface CaptureReader extends Iterable<CapturedFrame> {
 const NS = 1_000_000_000n;
 const DEFAULT_CHUNK = 2 << 20;
 const DEFAULT_MAX_RECORD = 64 << 20;
-const EMPTY = new Uint8Array(0);
 const utf8 = new TextDecoder('utf-8');
 const SLEEP = new Int32Array(new SharedArrayBuffer(4));
 
@@ -91,16 +90,6 @@ const BT_PB = 2;
 const BT_SPB = 3;
 const BT_EPB = 6;
 
-class Frame implements CapturedFrame {
-  data: Uint8Array = EMPTY;
-  caplen = 0;
-  origlen = 0;
-  tsNs = 0n;
-  linktype = 0;
-  ifIndex = 0;
-  ifName: string | undefined = undefined;
-  comment: string | undefined = undefined;
-}
 
 /** Interface state: the public description plus the timestamp converter. */
 class Iface implements CaptureInterface {
@@ -202,7 +191,7 @@ class StreamReader implements CaptureReader {
   private done = false;
   private readonly maxRecord: number;
   private readonly reuse: boolean;
-  private readonly frame = new Frame();
+  private readonly frame = new MutableFrame();
   private le = true;
 
   // pcap state
@@ -376,7 +365,7 @@ class StreamReader implements CaptureReader {
     dv = this.dv;
     const sec = dv.getUint32(p, le);
     const frac = dv.getUint32(p + 4, le);
-    const f = this.reuse ? this.frame : new Frame();
+    const f = this.reuse ? this.frame : new MutableFrame();
     f.data = this.buf.subarray(p + h, p + total);
     f.caplen = caplen;
     f.origlen = dv.getUint32(p + 12, le);
@@ -426,7 +415,7 @@ class StreamReader implements CaptureReader {
           }
           const hi = dv.getUint32(p + 12, le);
           const lo = dv.getUint32(p + 16, le);
-          const f = this.reuse ? this.frame : new Frame();
+          const f = this.reuse ? this.frame : new MutableFrame();
           f.data = this.buf.subarray(p + 28, p + 28 + caplen);
           f.caplen = caplen;
           f.origlen = dv.getUint32(p + 24, le);
@@ -455,7 +444,7 @@ class StreamReader implements CaptureReader {
           const origlen = dv.getUint32(p + 8, le);
           let caplen = Math.min(origlen, blen - 16);
           if (ifc.snaplen !== 0 && caplen > ifc.snaplen) caplen = ifc.snaplen;
-          const f = this.reuse ? this.frame : new Frame();
+          const f = this.reuse ? this.frame : new MutableFrame();
           f.data = this.buf.subarray(p + 12, p + 12 + caplen);
           f.caplen = caplen;
           f.origlen = origlen;

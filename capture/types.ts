@@ -29,6 +29,19 @@ export interface CapturedFrame {
   comment?: string;
 }
 
+/** The concrete frame object sources fill in (and may reuse: one per reader, see above).
+ *  All fields exist from construction, so every frame has one object shape. */
+export class MutableFrame implements CapturedFrame {
+  data: Uint8Array = new Uint8Array(0);
+  caplen = 0;
+  origlen = 0;
+  tsNs = 0n;
+  linktype = 0;
+  ifIndex = 0;
+  ifName: string | undefined = undefined;
+  comment: string | undefined = undefined;
+}
+
 /** Copy a frame (and its bytes) so that it survives the next read. */
 export function cloneFrame(f: CapturedFrame): CapturedFrame {
   const c: CapturedFrame = {
