@@ -94,6 +94,26 @@ rdma_res() {
 # finish: common end of every scenario (ends the script). Both guests meet at capture-end,
 # where the host stops the capture, so the DELETE LINK that smc's reboot notifier sends at
 # power-off stays out of the pcap. Exit status 1 if anything called fail.
+# One smcpingpong exchange on $PORT: B serves, A connects with the client options given; after
+# SETTLE seconds each side dumps its SMC state under "B LABEL" / "A LABEL".
+#   pingpong_pair LABEL SETTLE CLIENT-OPTIONS...
+pingpong_pair() {
+    local label=$1 settle=$2; shift 2
+    if [ "$ROLE" = b ]; then
+        run smcpingpong server "$PORT" -x "smcdiag sockets" &
+        local srv=$!
+        sleep 1; signal listening
+        wait $srv || fail "server exit $?"
+        sleep "$settle"
+        smc_state "B $label"
+    else
+        wait_for listening
+        must smcpingpong client "$PEER_IP" "$PORT" "$@" -x "smcdiag sockets"
+        sleep "$settle"
+        smc_state "A $label"
+    fi
+}
+
 finish() {
     case $LAB_GUESTS in *,*) both capture-end 60 ;; *) signal capture-end ;; esac
     dmesg | grep -iE 'smc|rxe|infiniband|rdma' >"/out/dmesg-$ROLE.txt" 2>/dev/null

@@ -5,19 +5,6 @@ PORT=12345
 MSG='SMC-R lab first contact: hello from guest A 0123456789'
 setup_rdma
 both rdma-ready
-if [ "$ROLE" = b ]; then
-    run smcpingpong server $PORT -x "smcdiag sockets" &
-    srv=$!
-    sleep 1; signal listening
-    wait $srv || fail "server exit $?"
-    sleep 2
-    smc_state "B after the connection (link group stays)"
-    both done
-else
-    wait_for listening
-    must smcpingpong client "$PEER_IP" $PORT -m "$MSG" -d 1000 -x "smcdiag sockets"
-    sleep 2
-    smc_state "A after the connection (link group stays)"
-    both done
-fi
+pingpong_pair "after the connection (link group stays)" 2 -m "$MSG" -d 1000
+both done
 finish

@@ -5,17 +5,5 @@ PORT=12345
 [ "$ROLE" = b ] && SMC_UEID=
 setup_rdma
 both rdma-ready
-if [ "$ROLE" = b ]; then
-    run smcpingpong server $PORT -x "smcdiag sockets" &
-    srv=$!
-    sleep 1; signal listening
-    wait $srv || fail "server exit $?"
-    sleep 1
-    smc_state "B after decline"
-else
-    wait_for listening
-    must smcpingpong client "$PEER_IP" $PORT -m 'fallback test: server declines' -d 500 -x "smcdiag sockets"
-    sleep 1
-    smc_state "A after decline"
-fi
+pingpong_pair "after decline" 1 -m 'fallback test: server declines' -d 500
 finish

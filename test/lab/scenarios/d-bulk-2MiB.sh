@@ -4,17 +4,5 @@ PORT=12345
 BYTES=$((2 * 1024 * 1024 + 123))
 setup_rdma
 both rdma-ready
-if [ "$ROLE" = b ]; then
-    run smcpingpong server $PORT -x "smcdiag sockets" &
-    srv=$!
-    sleep 1; signal listening
-    wait $srv || fail "server exit $?"
-    sleep 1
-    smc_state "B after bulk"
-else
-    wait_for listening
-    must smcpingpong client "$PEER_IP" $PORT -b $BYTES -x "smcdiag sockets"
-    sleep 1
-    smc_state "A after bulk"
-fi
+pingpong_pair "after bulk" 1 -b $BYTES
 finish
