@@ -367,6 +367,7 @@ export class Tracker {
         else if (it.proto === 'cdc') this.onCdc(it.value, link, dir, dstGid, d);
       }
     }
+    this.note.link = link.name; // CONFIRM LINK / ADD LINK may just have named the link
     // Remember which connection each recent PSN carried, for NAKs and retransmissions.
     const ring = link.psnConn[dir];
     ring.psn[bth.psn & PSN_RING_MASK] = bth.psn;

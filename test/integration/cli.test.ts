@@ -128,6 +128,7 @@ test('frames carry their link, connection and anomalies', (t) => {
   t.regex(r.err, /\n14 anomalies \(0 errors, 0 warnings, 14 notes\): --summary lists them\n$/);
   const line = smcdump(['-r', pcapPath('a-first-contact'), '-c', '21']).out.trimEnd().split('\n');
   t.regex(line[20]!, /CDC seq 1 .* \[LG1\/L1 c1 c>s\]$/);
+  t.regex(line[11]!, /LLC CONFIRM LINK v2 req .* \[LG1\/L1\]$/, 'the CONFIRM LINK that names the link already carries its name');
   t.regex(line[5]!, /CLC Proposal .* \[c1 pending\]$/);
   const plain = smcdump(['-r', pcapPath('a-first-contact'), '-c', '21', '--no-track']).out.trimEnd().split('\n');
   t.false(plain[20]!.includes('[LG1'));
