@@ -28,8 +28,9 @@ export type SegmentRole =
 
 export interface SegmentResult {
   role: SegmentRole;
+  /** Messages completed by this segment (also those completed by held segments it released).
+   *  `bytes` of a message wholly inside this segment is a view of the frame: decode it now. */
   messages: ClcChunk[];
-  /** Messages completed by this segment that include bytes of out-of-order segments delivered now. */
 }
 
 const MAX_HELD_SEGMENTS = 64;

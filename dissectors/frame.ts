@@ -7,7 +7,7 @@
 
 import type { CapturedFrame } from '../capture/types.js';
 import { LINKTYPE } from '../capture/types.js';
-import { type Issue, Tree, type FieldNode, u16, u8 } from './wire/common.js';
+import { type Issue, Tree, type FieldNode, u8 } from './wire/common.js';
 import { decodeEthernet, type EthernetHeader } from './net/ethernet.js';
 import { decodeSll, decodeSll2 } from './net/sll.js';
 import { decodeIpv4, type Ipv4Header } from './net/ipv4.js';
@@ -313,4 +313,3 @@ export function frameProtoMask(d: DecodedFrame): number {
   return m;
 }
 
-export { u16 };

@@ -10,37 +10,16 @@
 //           exchanging QP data through files in /out/sync: SEND both ways, RDMA WRITE both ways.
 // Prints one "ok - …" / "not ok - …" line per check and "N passed, N failed"; results also go
 // to /out/ibverbs-guest.json.
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { openIbverbs, ibverbsStatus } from '../../endpoint/verbs/ibverbs/index.js';
 import {
   Access, AsyncEventType, QpState, SendFlags, WcOpcode, WcStatus, WrOpcode, wcStatusName, VerbsError,
   type AsyncEvent, type Cq, type Device, type Mtu, type Qp, type WorkCompletion,
 } from '../../endpoint/verbs/types.js';
+import { check, collect as collectWithin, pattern, results, sha, sleep } from './lab-ibverbs-util.js';
 
-const results: Array<{ ok: boolean; what: string }> = [];
-function check(ok: boolean, what: string): boolean {
-  results.push({ ok, what });
-  console.log(`${ok ? 'ok' : 'not ok'} - ${what}`);
-  return ok;
-}
-const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
-function pattern(n: number, seed: number): Uint8Array {
-  const b = new Uint8Array(n);
-  let x = (seed | 1) >>> 0;
-  for (let i = 0; i < n; i++) { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; b[i] = x & 0xff; }
-  return b;
-}
-async function collect(cq: Cq, n: number, ms = 30_000): Promise<WorkCompletion[]> {
-  const out: WorkCompletion[] = [];
-  const ac = new AbortController();
-  const t = setTimeout(() => ac.abort(new Error(`timeout: ${out.length}/${n} completions after ${ms} ms`)), ms);
-  try {
-    while (out.length < n) { await cq.wait(ac.signal); out.push(...cq.poll(n - out.length)); }
-  } finally { clearTimeout(t); }
-  return out;
-}
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const collect = (cq: Cq, n: number, ms = 30_000): Promise<WorkCompletion[]> => collectWithin(cq, n, ms);
+
 
 interface Side { dev: Device; qp: Qp; cq: Cq; sgid: number; gid: string }
 

@@ -3,32 +3,17 @@
 // through files in $LAB_RUN/sync (the guest sees them as /out/sync). Checks: the guest's SEND
 // and RDMA WRITE arrive intact; then we RDMA WRITE 100000 bytes into the guest's MR and SEND
 // their SHA-256 (the guest verifies). Results: $LAB_RUN/ibverbs-host.json.
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openUroce } from '../../endpoint/verbs/uroce/index.js';
 import { Access, QpState, SendFlags, WrOpcode, wcStatusName, type Cq, type WorkCompletion } from '../../endpoint/verbs/types.js';
+import { check, collect as collectWithin, pattern, results, sha, sleep } from './lab-ibverbs-util.js';
+
+const collect = (cq: Cq, n: number, ms = 120_000): Promise<WorkCompletion[]> => collectWithin(cq, n, ms);
 
 const run = process.env.LAB_RUN;
 if (!run) { console.error('LAB_RUN not set'); process.exit(2); }
 const sync = join(run, 'sync');
-const results: Array<{ ok: boolean; what: string }> = [];
-const check = (ok: boolean, what: string): void => { results.push({ ok, what }); console.log(`${ok ? 'ok' : 'not ok'} - ${what}`); };
-const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
-function pattern(n: number, seed: number): Uint8Array {
-  const b = new Uint8Array(n);
-  let x = (seed | 1) >>> 0;
-  for (let i = 0; i < n; i++) { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; b[i] = x & 0xff; }
-  return b;
-}
-async function collect(cq: Cq, n: number, ms = 120_000): Promise<WorkCompletion[]> {
-  const out: WorkCompletion[] = [];
-  const ac = new AbortController();
-  const t = setTimeout(() => ac.abort(new Error(`timeout: ${out.length}/${n} completions`)), ms);
-  try { while (out.length < n) { await cq.wait(ac.signal); out.push(...cq.poll(n - out.length)); } } finally { clearTimeout(t); }
-  return out;
-}
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const save = (): void => writeFileSync(join(run, 'ibverbs-host.json'), JSON.stringify(results, null, 1));
 
 try {
