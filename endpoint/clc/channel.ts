@@ -1,0 +1,121 @@
+// CLC messages over the connection's TCP socket: read exactly one message (never a byte more —
+// after a decline the same stream carries the application's data), with a deadline; write one.
+// Every message goes through the analyzer's codec (dissectors/wire/clc.ts), both ways.
+
+import type { Socket } from 'node:net';
+import {
+  decodeClc, encodeClc, CLC_DECLINE, CLC_DECLINE_V2_LEN,
+  type ClcInput, type ClcMessage, type ClcDecline,
+} from '../../dissectors/wire/clc.js';
+import { formatReason } from '../../dissectors/wire/reasons.js';
+
+/** Largest CLC message we accept (a v2 Proposal with 8 UEIDs and SMC-Dv2 GIDs is < 1 KiB). */
+export const CLC_MAX_LEN = 1024;
+
+/** Why a CLC exchange failed; `code` is the decline reason to send (or that the peer sent). */
+export class ClcError extends Error {
+  constructor(readonly code: number, message: string, readonly peerDeclined = false, readonly outOfSync = false) {
+    super(message);
+    this.name = 'ClcError';
+  }
+}
+
+export const DECL = {
+  MEM: 0x01010000, TIMEOUT_CL: 0x02010000, TIMEOUT_AL: 0x02020000, CNFERR: 0x03000000, PEERNOSMC: 0x03010000,
+  NOSMCDEV: 0x03030000, NOSMCDDEV: 0x03030001, NOSMCRDEV: 0x03030002, NOV2EXT: 0x03030004, NOUEID: 0x03030008,
+  RELEASEERR: 0x03030009, MAXCONNERR: 0x0303000a, MAXLINKERR: 0x0303000b, MODEUNSUPP: 0x03040000,
+  RMBE_EC: 0x03050000, DIFFPREFIX: 0x03070000, NOACTLINK: 0x030a0000, NOSRVLINK: 0x030b0000,
+  VERSMISMAT: 0x030c0000, SYNCERR: 0x04000000, PEERDECL: 0x05000000, INTERR: 0x09990000, ERR_RTOK: 0x09990001,
+  ERR_RDYLNK: 0x09990002, ERR_REGBUF: 0x09990003,
+} as const;
+
+/** CLC reader/writer bound to one TCP socket for the duration of the handshake. */
+export class ClcChannel {
+  private buf: Buffer = Buffer.alloc(0);
+  private waiter: (() => void) | undefined;
+  private ended: string | undefined;
+  private readonly onData = (d: Buffer): void => {
+    this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+    this.waiter?.();
+  };
+  private readonly onEnd = (): void => { this.ended = 'peer closed the TCP connection'; this.waiter?.(); };
+  private readonly onError = (e: Error): void => { this.ended = `TCP error: ${e.message}`; this.waiter?.(); };
+
+  constructor(readonly socket: Socket) {
+    socket.on('data', this.onData);
+    socket.on('end', this.onEnd);
+    socket.on('error', this.onError);
+  }
+
+  /**
+   * The next CLC message, decoded. Rejects with ClcError: DECL.TIMEOUT_* on the deadline,
+   * DECL.SYNCERR/PEERDECL-style codes on garbage or a closed connection. A Decline from the
+   * peer is returned (the caller decides).
+   */
+  async read(timeoutMs: number, what: string): Promise<ClcMessage> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (this.buf.length >= 8) {
+        const eyec = this.buf.readUInt32BE(0);
+        if (eyec !== 0xe2d4c3d9 && eyec !== 0xe2d4c3c4) {
+          throw new ClcError(DECL.SYNCERR, `expected a CLC ${what}, got ${this.buf.length} bytes that are not CLC (no SMC eyecatcher)`);
+        }
+        const len = this.buf.readUInt16BE(5);
+        if (len < 12 || len > CLC_MAX_LEN) throw new ClcError(DECL.SYNCERR, `CLC message length ${len} out of range`);
+        if (this.buf.length >= len) {
+          const bytes = new Uint8Array(this.buf.subarray(0, len));
+          this.buf = this.buf.subarray(len);
+          const d = decodeClc(bytes);
+          const bad = d.issues.find((i) => i.severity === 'error');
+          if (bad) throw new ClcError(DECL.SYNCERR, `malformed CLC ${what}: ${bad.message}`);
+          return d.value;
+        }
+      }
+      if (this.ended) throw new ClcError(DECL.SYNCERR, `${this.ended} while waiting for CLC ${what}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new ClcError(what === 'Confirm' ? DECL.TIMEOUT_CL : DECL.TIMEOUT_AL, `timeout (${timeoutMs} ms) waiting for CLC ${what}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(() => { this.waiter = undefined; resolve(); }, left);
+        this.waiter = () => { clearTimeout(t); this.waiter = undefined; resolve(); };
+      });
+    }
+  }
+
+  /** Write one message (encoded by the shared codec). */
+  send(m: ClcInput): Promise<void> {
+    const bytes = encodeClc(m);
+    return new Promise((resolve, reject) => {
+      if (this.socket.destroyed || !this.socket.writable) { reject(new ClcError(DECL.INTERR, 'TCP connection closed before a CLC message could be sent')); return; }
+      this.socket.write(bytes, (e) => (e ? reject(new ClcError(DECL.INTERR, `sending CLC: ${e.message}`)) : resolve()));
+    });
+  }
+
+  /** Send a Decline (v1 or v2 layout) with the reason; never throws (the connection may be gone). */
+  async decline(code: number, version: number, peerId: string, outOfSync = false): Promise<void> {
+    const v2 = version >= 2;
+    const m: ClcDecline = {
+      type: 'decline', eyecatcher: 'SMCR', trailer: 'SMCR', typeCode: CLC_DECLINE, version: v2 ? 2 : 1,
+      length: v2 ? CLC_DECLINE_V2_LEN : 28, outOfSync, typev1: 0, peerId, diagnosis: code >>> 0, osType: v2 ? 2 : 0,
+      ...(v2 ? { diagExtra: [0, 0, 0, 0] } : {}),
+    };
+    try { await this.send(m); } catch { /* the peer is gone: nothing to tell it */ }
+  }
+
+  /**
+   * Stop reading CLC: the socket is paused and any bytes read past the last message (application
+   * data right after a decline) are pushed back into it, so whoever reads next loses nothing.
+   */
+  detach(): void {
+    this.socket.pause();
+    this.socket.off('data', this.onData);
+    this.socket.off('end', this.onEnd);
+    this.socket.off('error', this.onError);
+    if (this.buf.length > 0 && !this.socket.destroyed) this.socket.unshift(this.buf);
+    this.buf = Buffer.alloc(0);
+  }
+}
+
+/** One line for a Decline received: "peer declined: 0x03030008 NOUEID (no common UEID)". */
+export function describeDecline(d: ClcDecline): string {
+  return `peer declined${d.outOfSync ? ' (out of sync)' : ''}: ${formatReason(d.diagnosis)}`;
+}

@@ -1,0 +1,456 @@
+// A link group (RFC 7609 3.2, Linux smc_core.c + smc_llc.c): the links (RC QPs) to one peer, the
+// connections multiplexed over them (by alert token), the RMBs they use, and link-layer control
+// (LLC): CONFIRM LINK, ADD LINK (rejected: one device), DELETE LINK, CONFIRM/DELETE RKEY, TEST
+// LINK. Every LLC message is built and parsed by the analyzer's codec (dissectors/wire/llc.ts).
+//
+// States (explicit, named):
+//   link:  ACTIVATING (QP up, CONFIRM LINK pending) → ACTIVE → DELETING → DOWN
+//   group: ACTIVE → (last connection gone) IDLE → (idle timer) TERMINATING → TERMINATED
+// A peer's requests are answered at once (they never wait on our own flow, so two LLC flows
+// crossing each other cannot deadlock — the collision rules of 3.5.5.3 reduce to "answer
+// immediately, keep one local flow at a time"). Local flows (CONFIRM RKEY, TEST LINK,
+// DELETE LINK) are serialised and time out.
+
+import { EventEmitter } from 'node:events';
+import {
+  decodeLlc, encodeLlc, llcTypeByte, LlcCode, LLC_MSG_SIZE, summarizeLlc, deleteLinkReason,
+  type LlcMessage, type LlcConfirmLink, type LlcAddLink, type LlcDeleteLink, type LlcConfirmRkey,
+  type LlcTestLink, type LlcDeleteRkey, type LlcKind,
+} from '../../dissectors/wire/llc.js';
+import { CDC_TYPE } from '../../dissectors/wire/cdc.js';
+import { Access, type Mr, type Mtu, type Pd } from '../verbs/index.js';
+import { WrLink, LinkDownError, type QpPeer } from './wr.js';
+
+export type Role = 'client' | 'server';
+export type LinkState = 'ACTIVATING' | 'ACTIVE' | 'DELETING' | 'DOWN';
+export type GroupState = 'ACTIVE' | 'IDLE' | 'TERMINATING' | 'TERMINATED';
+
+/** What the link group knows about the local RoCE device. */
+export interface LocalPort {
+  pd: Pd;
+  gid: string;
+  mac: string;
+  /** Active MTU of the port (ibv_mtu). */
+  mtu: Mtu;
+  sgidIndex: number;
+}
+
+export interface LinkGroupTimers {
+  /** LLC request → response (Linux SMC_LLC_WAIT_TIME 2 s). */
+  llcTimeoutMs: number;
+  /** TEST LINK after this much silence (Linux net.smc.smcr_testlink_time 30 s); 0 = off. */
+  testLinkMs: number;
+  /** An idle link group (no connections) is deleted after this (Linux 10 min). */
+  idleMs: number;
+}
+
+/** A connection as the link group sees it: where its CDC messages go. */
+export interface ConnSink {
+  /** A CDC message (44 bytes, a copy) for this connection's token arrived. */
+  receiveCdc(bytes: Uint8Array): void;
+  /** The link group died under the connection (no link left). */
+  linkGroupDown(reason: string): void;
+}
+
+/** One RMB (receive buffer with remote write) or send buffer, kept for reuse. */
+export interface BufDesc {
+  mr: Mr;
+  size: number;
+  inUse: boolean;
+  /** RMB only: the peer knows its rkey (CLC or CONFIRM RKEY). */
+  confirmed: boolean;
+}
+
+/** The peer's RMB of one connection on one link. */
+export interface Rtoken { rkey: number; addr: bigint }
+
+interface ConnEntry { sink: ConnSink; peerToken: number; rtokens: Map<number, Rtoken>; peerRmbeSize: number }
+
+export class Link {
+  state: LinkState = 'ACTIVATING';
+  peer: { gid: string; mac: string; qpn: number; psn: number; mtu: Mtu } | undefined;
+  lastRx = Date.now();
+  constructor(readonly id: number, readonly wr: WrLink) {}
+  get qpn(): number { return this.wr.qpn; }
+}
+
+interface Waiter { match: (m: LlcMessage, link: Link) => boolean; resolve: (m: LlcMessage) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+
+let lgrCounter = 0;
+
+export class LinkGroup extends EventEmitter {
+  /** Local number (Linux lgr->id; its low 24 bits go into link user ids). */
+  readonly num = ++lgrCounter;
+  state: GroupState = 'ACTIVE';
+  readonly links = new Map<number, Link>();
+  readonly conns = new Map<number, ConnEntry>();
+  private readonly rmbs: BufDesc[] = [];
+  private readonly sndbufs: BufDesc[] = [];
+  private nextToken = 1;
+  private waiters: Waiter[] = [];
+  private flow: Promise<unknown> = Promise.resolve();
+  private testTimer: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  stats = { llcIn: 0, llcOut: 0, cdcIn: 0, cdcDropped: 0, rejectsSent: 0 };
+
+  constructor(
+    readonly role: Role,
+    /** SMC-R version of the group: 1 (44-byte LLC v1) or 2 (LLC v2). */
+    readonly version: 1 | 2,
+    /** v2 release (0 = v2.0, 1 = v2.1). */
+    readonly release: number,
+    /** Peer system ID ("instance@mac") as CLC carried it. */
+    readonly peerId: string,
+    readonly port: LocalPort,
+    readonly maxConns: number,
+    readonly maxLinks: number,
+    readonly timers: LinkGroupTimers,
+    private readonly log: (line: string) => void = () => {},
+  ) {
+    super();
+    if (timers.testLinkMs > 0) {
+      this.testTimer = setInterval(() => this.keepalive(), Math.max(50, Math.floor(timers.testLinkMs / 2)));
+      this.testTimer.unref();
+    }
+  }
+
+  get name(): string { return `LG${this.num}`; }
+  get full(): boolean { return this.conns.size >= this.maxConns; }
+
+  /** The first ACTIVE link (the one connections use). */
+  activeLink(): Link | undefined {
+    for (const l of this.links.values()) if (l.state === 'ACTIVE') return l;
+    return undefined;
+  }
+
+  // ---------------------------------------------------------------- links --
+
+  /** Create a link (QP in INIT with receives posted), id 1 for the first. */
+  createLink(): Link {
+    let id = 1;
+    while (this.links.has(id)) id++;
+    const wr = new WrLink(this.port.pd, { bufSize: this.version === 2 ? 8192 : LLC_MSG_SIZE });
+    const link = new Link(id, wr);
+    wr.init();
+    wr.on('message', (b: Uint8Array) => this.onMessage(link, b));
+    wr.on('down', (reason: string) => this.onLinkDown(link, reason));
+    this.links.set(id, link);
+    return link;
+  }
+
+  /** Bring a link's QP to RTR toward the peer (and RTS when `rts`). */
+  connectLink(link: Link, peer: { gid: string; mac: string; qpn: number; psn: number; mtu: Mtu }, rts: boolean): void {
+    link.peer = peer;
+    const qp: QpPeer = { qpn: peer.qpn, psn: peer.psn, gid: peer.gid, mtu: Math.min(peer.mtu, this.port.mtu) as Mtu };
+    link.wr.rtr(qp, this.port.sgidIndex);
+    if (rts) link.wr.rts();
+  }
+
+  /** Link user id as Linux builds it: 3 bytes of the group number, then the link id. */
+  linkUid(link: Link): number { return (((this.num & 0xffffff) << 8) | link.id) >>> 0; }
+
+  private confirmLinkMsg(link: Link, response: boolean): LlcConfirmLink {
+    return {
+      ...this.hdr(LlcCode.CONFIRM_LINK, response), kind: 'confirm_link', noRmbeEyecatcher: true,
+      mac: this.port.mac, gid: this.port.gid, qpn: link.qpn, linkId: link.id, linkUid: this.linkUid(link),
+      maxLinks: this.maxLinks, maxConns: this.maxConns,
+    };
+  }
+
+  /** Server, first contact: QP is RTS; send CONFIRM LINK and wait for the client's answer. */
+  async serverConfirmLink(link: Link): Promise<void> {
+    const rsp = this.expect((m, l) => l === link && m.kind === 'confirm_link' && m.response, 'CONFIRM LINK response');
+    await this.sendLlc(link, this.confirmLinkMsg(link, false));
+    await rsp;
+    link.state = 'ACTIVE';
+  }
+
+  /** Client, first contact: wait for the server's CONFIRM LINK, go to RTS, answer it. */
+  async clientConfirmLink(link: Link): Promise<void> {
+    const req = (await this.expect((m, l) => l === link && m.kind === 'confirm_link' && !m.response, 'CONFIRM LINK request')) as LlcConfirmLink;
+    if (link.peer && req.qpn !== link.peer.qpn) throw new Error(`CONFIRM LINK names QP 0x${req.qpn.toString(16)}, CLC said 0x${link.peer.qpn.toString(16)}`);
+    link.wr.rts();
+    link.state = 'ACTIVE';
+    await this.sendLlc(link, this.confirmLinkMsg(link, true));
+  }
+
+  // ----------------------------------------------------------- connections --
+
+  /** A fresh alert token for a new connection (unique in the group). */
+  allocToken(): number {
+    while (this.conns.has(this.nextToken) || this.nextToken === 0) this.nextToken = (this.nextToken + 1) >>> 0;
+    return this.nextToken++;
+  }
+
+  /** Register a connection's token as soon as it is allocated, so CDCs that race the end of the
+   *  handshake (3.5.2.4) reach its sink; the peer's side is set once CLC has told it. */
+  addConn(token: number, sink: ConnSink): void {
+    this.conns.set(token, { sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0 });
+    if (this.idleTimer) { clearTimeout(this.idleTimer); this.idleTimer = undefined; }
+    this.state = 'ACTIVE';
+  }
+
+  /** The peer's token and RMB (as CLC announced it on `link`) for a registered connection. */
+  setConnPeer(token: number, peerToken: number, peerRmb: Rtoken, peerRmbeSize: number, link: Link): void {
+    const c = this.conns.get(token);
+    if (!c) return;
+    c.peerToken = peerToken;
+    c.rtokens.set(link.id, peerRmb);
+    c.peerRmbeSize = peerRmbeSize;
+  }
+
+  /** Forget a connection; the group goes IDLE when it was the last one. */
+  removeConn(token: number): void {
+    this.conns.delete(token);
+    if (this.conns.size === 0 && this.state === 'ACTIVE') {
+      this.state = 'IDLE';
+      this.idleTimer = setTimeout(() => void this.terminate('idle link group', true), this.timers.idleMs);
+      this.idleTimer.unref();
+    }
+  }
+
+  /** RDMA WRITE from a connection's send buffer into the peer RMBE on the active link. */
+  writeFor(token: number, sndbuf: Mr, srcOff: number, len: number, dstOff: number): void {
+    const link = this.activeLink();
+    const c = this.conns.get(token);
+    const rt = link && c?.rtokens.get(link.id);
+    if (!link || !rt) throw new LinkDownError(`${this.name}: no active link for connection ${token}`);
+    link.wr.write(sndbuf, srcOff, len, rt.addr + BigInt(dstOff), rt.rkey);
+  }
+
+  /** SEND a CDC message on the active link. */
+  sendCdc(msg: Uint8Array): Promise<void> {
+    const link = this.activeLink();
+    if (!link) return Promise.reject(new LinkDownError(`${this.name}: no active link`));
+    return link.wr.send(msg);
+  }
+
+  // --------------------------------------------------------------- buffers --
+
+  /** An RMB of `size` bytes (reused when a free one exists). `fresh`: the peer does not know it yet. */
+  getRmb(size: number): { buf: BufDesc; fresh: boolean } {
+    for (const b of this.rmbs) if (!b.inUse && b.size === size) { b.inUse = true; return { buf: b, fresh: !b.confirmed }; }
+    const mr = this.port.pd.regMr(new Uint8Array(size), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+    const buf: BufDesc = { mr, size, inUse: true, confirmed: false };
+    this.rmbs.push(buf);
+    return { buf, fresh: true };
+  }
+
+  /** A send buffer (local access only). */
+  getSndbuf(size: number): BufDesc {
+    for (const b of this.sndbufs) if (!b.inUse && b.size === size) { b.inUse = true; return b; }
+    const buf: BufDesc = { mr: this.port.pd.regMr(new Uint8Array(size), Access.LOCAL_WRITE), size, inUse: true, confirmed: true };
+    this.sndbufs.push(buf);
+    return buf;
+  }
+
+  /** Return buffers to the pool (zeroed: the next connection must not see old data). */
+  putBuffers(...bufs: BufDesc[]): void {
+    for (const b of bufs) { b.mr.buffer.fill(0); b.inUse = false; }
+  }
+
+  /** Tell the peer the rkey of a new RMB (CONFIRM RKEY, Linux does this on every new RMB of an existing group). */
+  async confirmRkey(buf: BufDesc): Promise<void> {
+    await this.serial(async () => {
+      const link = this.activeLink();
+      if (!link) throw new LinkDownError(`${this.name}: no active link`);
+      const m: LlcConfirmRkey = {
+        ...this.hdr(LlcCode.CONFIRM_RKEY, false), kind: 'confirm_rkey', negative: false, retry: false, numRtokens: 0,
+        rkey: buf.mr.rkey, vaddr: buf.mr.addr, others: [{ linkId: 0, rkey: 0, vaddr: 0n }, { linkId: 0, rkey: 0, vaddr: 0n }],
+      };
+      const rsp = this.expect((r, l) => l === link && r.kind === 'confirm_rkey' && r.response, 'CONFIRM RKEY response');
+      await this.sendLlc(link, m);
+      const r = (await rsp) as LlcConfirmRkey;
+      if (r.negative) throw new Error('peer rejected CONFIRM RKEY');
+      buf.confirmed = true;
+    });
+  }
+
+  // ------------------------------------------------------------------ LLC --
+
+  private hdr(code: number, response: boolean): { llcVersion: 1 | 2; type: number; length: number; lengthOrder?: 'le'; response: boolean } {
+    return this.version === 2
+      ? { llcVersion: 2, type: llcTypeByte(code, 2), length: LLC_MSG_SIZE, lengthOrder: 'le', response }
+      : { llcVersion: 1, type: llcTypeByte(code, 1), length: LLC_MSG_SIZE, response };
+  }
+
+  private async sendLlc(link: Link, m: LlcMessage): Promise<void> {
+    this.stats.llcOut++;
+    this.log(`${this.name}/L${link.id} > ${summarizeLlc(m)}`);
+    await link.wr.send(encodeLlc(m));
+  }
+
+  /** Wait for an LLC message matching `match` (on any link), with the LLC timeout. */
+  private expect(match: Waiter['match'], what: string): Promise<LlcMessage> {
+    return new Promise((resolve, reject) => {
+      const w: Waiter = {
+        match, resolve, reject,
+        timer: setTimeout(() => { this.waiters = this.waiters.filter((x) => x !== w); reject(new Error(`timeout (${this.timers.llcTimeoutMs} ms) waiting for LLC ${what}`)); }, this.timers.llcTimeoutMs),
+      };
+      this.waiters.push(w);
+    });
+  }
+
+  /** Run local LLC flows one at a time. */
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.flow.then(f, f);
+    this.flow = run.catch(() => undefined);
+    return run;
+  }
+
+  private onMessage(link: Link, b: Uint8Array): void {
+    link.lastRx = Date.now();
+    if (b.length >= 1 && b[0] === CDC_TYPE) {
+      this.stats.cdcIn++;
+      if (b.length < 44) { this.stats.cdcDropped++; return; }
+      const token = ((b[4]! << 24) | (b[5]! << 16) | (b[6]! << 8) | b[7]!) >>> 0;
+      const c = this.conns.get(token);
+      if (!c) { this.stats.cdcDropped++; this.log(`${this.name}/L${link.id} CDC for unknown token 0x${token.toString(16)} dropped`); return; }
+      c.sink.receiveCdc(b.slice(0, 44));
+      return;
+    }
+    this.stats.llcIn++;
+    const d = decodeLlc(b);
+    const m = d.value;
+    this.log(`${this.name}/L${link.id} < ${summarizeLlc(m)}`);
+    if (m.llcVersion !== this.version && m.kind !== 'unknown') {
+      this.log(`${this.name}/L${link.id} LLC v${m.llcVersion} on a v${this.version} link group`);
+    }
+    const w = this.waiters.find((x) => x.match(m, link));
+    if (w) {
+      this.waiters = this.waiters.filter((x) => x !== w);
+      clearTimeout(w.timer);
+      w.resolve(m);
+      return;
+    }
+    if (m.response) return; // a late or unsolicited response: nothing to do
+    void this.answer(link, m).catch((e: Error) => this.log(`${this.name}/L${link.id} answering ${m.kind}: ${e.message}`));
+  }
+
+  /** The protocol's answer to a peer's request. */
+  private async answer(link: Link, m: LlcMessage): Promise<void> {
+    switch (m.kind as LlcKind) {
+      case 'test_link': {
+        const t = m as LlcTestLink;
+        await this.sendLlc(link, { ...this.hdr(LlcCode.TEST_LINK, true), kind: 'test_link', userData: t.userData });
+        return;
+      }
+      case 'confirm_rkey': {
+        const r = m as LlcConfirmRkey;
+        // The peer's RMB on this link (rtoken 0); other rtokens name other links we do not have.
+        const ok = r.numRtokens <= 2;
+        await this.sendLlc(link, { ...r, ...this.hdr(LlcCode.CONFIRM_RKEY, true), negative: !ok, retry: false });
+        return;
+      }
+      case 'confirm_rkey_cont': {
+        await this.sendLlc(link, { ...m, ...this.hdr(LlcCode.CONFIRM_RKEY_CONT, true) } as LlcMessage);
+        return;
+      }
+      case 'delete_rkey': {
+        const r = m as LlcDeleteRkey;
+        await this.sendLlc(link, { ...r, ...this.hdr(LlcCode.DELETE_RKEY, true), negative: false, errorMask: 0, variable: false, rkeys: r.variable ? [] : r.rkeys });
+        return;
+      }
+      case 'add_link': {
+        // One RoCE device here: no alternate path. Linux 6.12 sends reason 0 in a v2 reject (the
+        // v2 length shares byte 2); do the same so a v2 length reads 44.
+        const a = m as LlcAddLink;
+        this.stats.rejectsSent++;
+        const rej: LlcAddLink = {
+          ...this.hdr(LlcCode.ADD_LINK, true), kind: 'add_link', rejected: true, rejectReason: this.version === 2 ? 0 : 1,
+          mac: a.mac, gid: a.gid, qpn: a.qpn, linkId: a.linkId, mtu: a.mtu, psn: a.psn,
+        };
+        await this.sendLlc(link, rej);
+        return;
+      }
+      case 'request_add_link':
+        return; // a client asks us (server) to add a link: we have no second device, nothing to offer
+      case 'delete_link': {
+        const dl = m as LlcDeleteLink;
+        this.log(`${this.name}/L${link.id} peer deletes ${dl.all ? 'the link group' : `link ${dl.linkId}`}: ${deleteLinkReason(dl.reason)}`);
+        const rsp: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, true), kind: 'delete_link', all: dl.all, orderly: dl.orderly, linkId: dl.linkId, reason: dl.reason };
+        await this.sendLlc(link, rsp).catch(() => undefined);
+        const target = dl.all ? undefined : this.links.get(dl.linkId);
+        if (dl.all || !target || this.links.size <= 1) this.terminate(`peer deleted the link group (${deleteLinkReason(dl.reason)})`, false);
+        else this.dropLink(target, 'deleted by peer');
+        return;
+      }
+      case 'confirm_link':
+        return; // only expected during first contact (handled by a waiter); a stray one is ignored
+      default:
+        this.log(`${this.name}/L${link.id} unknown LLC type 0x${m.type.toString(16)} ignored`);
+    }
+  }
+
+  // ------------------------------------------------------------- liveness --
+
+  private keepalive(): void {
+    if (this.state === 'TERMINATING' || this.state === 'TERMINATED') return;
+    for (const link of this.links.values()) {
+      if (link.state !== 'ACTIVE' || Date.now() - link.lastRx < this.timers.testLinkMs) continue;
+      void this.serial(async () => {
+        const rsp = this.expect((m, l) => l === link && m.kind === 'test_link' && m.response, 'TEST LINK response');
+        await this.sendLlc(link, { ...this.hdr(LlcCode.TEST_LINK, false), kind: 'test_link', userData: new Uint8Array(16) });
+        await rsp;
+      }).catch((e: Error) => this.dropLink(link, `TEST LINK failed: ${e.message}`));
+    }
+  }
+
+  private onLinkDown(link: Link, reason: string): void {
+    if (link.state === 'DOWN') return;
+    this.log(`${this.name}/L${link.id} down: ${reason}`);
+    this.dropLink(link, reason);
+  }
+
+  private dropLink(link: Link, reason: string): void {
+    link.state = 'DOWN';
+    link.wr.destroy();
+    this.links.delete(link.id);
+    if (!this.activeLink() && this.state !== 'TERMINATED') this.terminate(`no link left (${reason})`, false);
+  }
+
+  /**
+   * End the group: optionally tell the peer (orderly DELETE LINK all, reason "program-initiated
+   * termination" as Linux sends), then fail every connection and free QPs and buffers.
+   */
+  terminate(reason: string, tellPeer: boolean): void {
+    if (this.state === 'TERMINATING' || this.state === 'TERMINATED') return;
+    this.state = 'TERMINATING';
+    const link = this.activeLink();
+    const done = (): void => {
+      this.state = 'TERMINATED';
+      if (this.testTimer) clearInterval(this.testTimer);
+      if (this.idleTimer) clearTimeout(this.idleTimer);
+      for (const w of this.waiters) { clearTimeout(w.timer); w.reject(new LinkDownError(reason)); }
+      this.waiters = [];
+      for (const c of this.conns.values()) c.sink.linkGroupDown(reason);
+      this.conns.clear();
+      for (const l of this.links.values()) { l.state = 'DOWN'; l.wr.destroy(); }
+      this.links.clear();
+      for (const b of [...this.rmbs, ...this.sndbufs]) { try { b.mr.dereg(); } catch { /* gone */ } }
+      this.rmbs.length = 0;
+      this.sndbufs.length = 0;
+      this.log(`${this.name} terminated: ${reason}`);
+      this.emit('terminated', reason);
+    };
+    if (tellPeer && link) {
+      const m: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, false), kind: 'delete_link', all: true, orderly: true, linkId: 0, reason: 0x00030000 };
+      const t = setTimeout(done, 500);
+      this.sendLlc(link, m).then(() => { clearTimeout(t); done(); }, () => { clearTimeout(t); done(); });
+    } else {
+      done();
+    }
+  }
+
+  /** Snapshot for state views. */
+  snapshot(): object {
+    return {
+      name: this.name, role: this.role, version: this.version, release: this.release, state: this.state, peerId: this.peerId,
+      maxConns: this.maxConns, maxLinks: this.maxLinks,
+      links: [...this.links.values()].map((l) => ({ id: l.id, state: l.state, qpn: l.qpn, psn: l.wr.psn, peer: l.peer, uid: this.linkUid(l), stats: l.wr.stats })),
+      conns: [...this.conns.entries()].map(([token, c]) => ({ token, peerToken: c.peerToken, peerRmbeSize: c.peerRmbeSize, rtokens: [...c.rtokens.entries()].map(([id, r]) => ({ link: id, rkey: r.rkey, addr: '0x' + r.addr.toString(16) })) })),
+      rmbs: this.rmbs.map((b) => ({ size: b.size, rkey: b.mr.rkey, addr: '0x' + b.mr.addr.toString(16), inUse: b.inUse, confirmed: b.confirmed })),
+      stats: this.stats,
+    };
+  }
+}

@@ -1,0 +1,256 @@
+// The work-request layer of one SMC-R link (Linux net/smc/smc_wr.c's job): one RC QP, a pool of
+// registered send slots for LLC/CDC messages, a ring of posted receive buffers that is re-posted
+// as messages arrive, RDMA WRITE of data from a registered send buffer, and completion handling
+// without busy polling. Everything above (LLC flows, CDC connections) talks to a link through
+// this class and never touches verbs directly.
+//
+// Memory access is the least the protocol needs: send slots and receive buffers are LOCAL_WRITE
+// only (SENDs land in posted receives, not by remote write). Only RMBs (registered by the link
+// group) carry REMOTE_WRITE.
+
+import { EventEmitter } from 'node:events';
+import {
+  Access, QpState, WrOpcode, SendFlags, WcStatus, WcOpcode, wcStatusStr,
+  type Cq, type Mr, type Mtu, type Pd, type Qp, type WorkCompletion,
+} from '../verbs/index.js';
+
+/** Sizes and depths of one link (Linux: SMC_WR_BUF_CNT = 16 sends, 3× that receives). */
+export interface WrOptions {
+  /** Send slots (messages in flight). */
+  sendSlots?: number;
+  /** Posted receive buffers. */
+  recvCount?: number;
+  /** Bytes of one send slot / receive buffer: 44 for SMC-Rv1 links, up to 8192 for v2 LLC. */
+  bufSize?: number;
+  /** RDMA WRITEs that may be outstanding in the send queue besides the message sends. */
+  maxWrites?: number;
+}
+
+/** The peer end of the QP as CLC/LLC learnt it. */
+export interface QpPeer {
+  qpn: number;
+  psn: number;
+  gid: string;
+  mtu: Mtu;
+}
+
+/** QP settings Linux uses (net/smc/smc_ib.c). */
+export const SMC_QP = {
+  minRnrTimer: 5,
+  timeout: 15,
+  retryCnt: 7,
+  /** 7 = infinite RNR retries. */
+  rnrRetry: 7,
+  hopLimit: 64,
+} as const;
+
+/** The link went down (error completion, flush, async QP error, or close()). */
+export class LinkDownError extends Error {
+  constructor(message: string) { super(message); this.name = 'LinkDownError'; }
+}
+
+interface Pending { resolve: () => void; reject: (e: Error) => void; slot: number }
+
+const WRID_SEND = 1n << 40n;
+const WRID_WRITE = 2n << 40n;
+const WRID_RECV = 3n << 40n;
+
+/**
+ * One link's QP with message slots. Events: 'message' (bytes: Uint8Array — a view valid only
+ * during the call; copy to keep), 'down' (reason: string) once.
+ */
+export class WrLink extends EventEmitter {
+  readonly qp: Qp;
+  readonly cq: Cq;
+  readonly bufSize: number;
+  /** Our initial send PSN (sent to the peer in CLC / ADD LINK). */
+  readonly psn: number;
+  private readonly sendMr: Mr;
+  private readonly recvMr: Mr;
+  private readonly freeSlots: number[] = [];
+  private readonly slotWaiters: Array<(slot: number | undefined) => void> = [];
+  private readonly pending = new Map<bigint, Pending>();
+  private readonly recvCount: number;
+  private nextSendId = 0n;
+  private downReason: string | undefined;
+  private readonly onCompletion = (): void => this.drain();
+  stats = { sent: 0, received: 0, writes: 0, writeBytes: 0 };
+
+  constructor(readonly pd: Pd, o: WrOptions = {}) {
+    super();
+    const slots = o.sendSlots ?? 16;
+    this.recvCount = o.recvCount ?? 48;
+    this.bufSize = o.bufSize ?? 8192;
+    const maxWrites = o.maxWrites ?? 64;
+    this.cq = pd.device.createCq(slots + maxWrites + this.recvCount + 16);
+    this.qp = pd.createQp({
+      sendCq: this.cq, recvCq: this.cq,
+      cap: { maxSendWr: slots + maxWrites, maxRecvWr: this.recvCount, maxSendSge: 2, maxRecvSge: 1, maxInlineData: 0 },
+    });
+    this.sendMr = pd.regMr(new Uint8Array(slots * this.bufSize), Access.LOCAL_WRITE);
+    this.recvMr = pd.regMr(new Uint8Array(this.recvCount * this.bufSize), Access.LOCAL_WRITE);
+    for (let i = 0; i < slots; i++) this.freeSlots.push(i);
+    // Linux: get_random_bytes for the initial PSN (24 bits).
+    this.psn = (Math.random() * 0x1000000) >>> 0;
+    this.cq.on('completion', this.onCompletion);
+    this.cq.reqNotify();
+  }
+
+  get qpn(): number { return this.qp.qpNum; }
+  get isDown(): boolean { return this.downReason !== undefined; }
+  get reason(): string | undefined { return this.downReason; }
+
+  /** RESET → INIT with remote write allowed (RMBs are written by the peer) and receives posted. */
+  init(): void {
+    this.qp.modify({ qpState: QpState.INIT, pkeyIndex: 0, portNum: 1, qpAccessFlags: Access.LOCAL_WRITE | Access.REMOTE_WRITE });
+    for (let i = 0; i < this.recvCount; i++) this.postRecv(i);
+  }
+
+  /** INIT → RTR toward the peer's QP. */
+  rtr(peer: QpPeer, sgidIndex = 0): void {
+    this.qp.modify({
+      qpState: QpState.RTR, pathMtu: peer.mtu, destQpNum: peer.qpn, rqPsn: peer.psn, maxDestRdAtomic: 1, minRnrTimer: SMC_QP.minRnrTimer,
+      ahAttr: { isGlobal: true, portNum: 1, grh: { dgid: peer.gid, sgidIndex, hopLimit: SMC_QP.hopLimit, trafficClass: 0, flowLabel: 0 } },
+    });
+  }
+
+  /** RTR → RTS with our send PSN. */
+  rts(): void {
+    this.qp.modify({ qpState: QpState.RTS, sqPsn: this.psn, timeout: SMC_QP.timeout, retryCnt: SMC_QP.retryCnt, rnrRetry: SMC_QP.rnrRetry, maxRdAtomic: 1 });
+  }
+
+  /**
+   * SEND one message (≤ bufSize bytes) from a send slot, solicited and signaled. Resolves when
+   * the peer's RNIC acknowledged it; rejects with LinkDownError when the link fails first.
+   * Waits for a free slot when all are in flight (the caller's backpressure).
+   */
+  async send(msg: Uint8Array): Promise<void> {
+    if (msg.length > this.bufSize) throw new RangeError(`message of ${msg.length} bytes exceeds the link's ${this.bufSize}-byte buffers`);
+    const slot = await this.takeSlot();
+    return this.sendInSlot(slot, msg);
+  }
+
+  /** Like send() but only if a slot is free right now (false otherwise); for paths that must not wait. */
+  trySend(msg: Uint8Array): Promise<void> | undefined {
+    if (this.downReason !== undefined || this.freeSlots.length === 0) return undefined;
+    return this.sendInSlot(this.freeSlots.pop()!, msg);
+  }
+
+  private sendInSlot(slot: number, msg: Uint8Array): Promise<void> {
+    const off = slot * this.bufSize;
+    this.sendMr.buffer.set(msg, off);
+    const wrId = WRID_SEND | this.nextSendId++;
+    return new Promise<void>((resolve, reject) => {
+      this.pending.set(wrId, { resolve, reject, slot });
+      try {
+        this.qp.postSend({ wrId, opcode: WrOpcode.SEND, sgList: [this.sendMr.sge(off, msg.length)], sendFlags: SendFlags.SIGNALED | SendFlags.SOLICITED });
+        this.stats.sent++;
+      } catch (e) {
+        this.pending.delete(wrId);
+        this.releaseSlot(slot);
+        reject(this.downReason !== undefined ? new LinkDownError(this.downReason) : e as Error);
+      }
+    });
+  }
+
+  /**
+   * RDMA WRITE `len` bytes of `mr` from `off` to the peer's (remoteAddr, rkey). Unsignaled: the
+   * message SEND that follows on the same QP completes after it (RC ordering), and a failure
+   * moves the QP to error, which fails that SEND.
+   */
+  write(mr: Mr, off: number, len: number, remoteAddr: bigint, rkey: number): void {
+    if (this.downReason !== undefined) throw new LinkDownError(this.downReason);
+    this.qp.postSend({ wrId: WRID_WRITE, opcode: WrOpcode.RDMA_WRITE, sgList: [mr.sge(off, len)], rdma: { remoteAddr, rkey } });
+    this.stats.writes++;
+    this.stats.writeBytes += len;
+  }
+
+  /** Fail the link: pending sends reject, the QP goes to ERR, 'down' is emitted once. */
+  fail(reason: string): void {
+    if (this.downReason !== undefined) return;
+    this.downReason = reason;
+    try { if (this.qp.state !== QpState.ERR && this.qp.state !== QpState.RESET) this.qp.modify({ qpState: QpState.ERR }); } catch { /* already gone */ }
+    const err = new LinkDownError(reason);
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+    for (const w of this.slotWaiters.splice(0)) w(undefined);
+    this.emit('down', reason);
+  }
+
+  /** Tear down the QP and free the buffers (after fail() or an orderly DELETE LINK). */
+  destroy(): void {
+    this.fail('link destroyed');
+    this.cq.off('completion', this.onCompletion);
+    try { this.qp.destroy(); } catch { /* best effort */ }
+    try { this.sendMr.dereg(); this.recvMr.dereg(); } catch { /* best effort */ }
+    try { this.cq.destroy(); } catch { /* best effort */ }
+  }
+
+  // ---- internals ----
+
+  private takeSlot(): Promise<number> {
+    if (this.downReason !== undefined) return Promise.reject(new LinkDownError(this.downReason));
+    const s = this.freeSlots.pop();
+    if (s !== undefined) return Promise.resolve(s);
+    return new Promise<number>((resolve, reject) => {
+      this.slotWaiters.push((slot) => (slot === undefined ? reject(new LinkDownError(this.downReason ?? 'link down')) : resolve(slot)));
+    });
+  }
+
+  private releaseSlot(slot: number): void {
+    const w = this.slotWaiters.shift();
+    if (w) w(slot);
+    else this.freeSlots.push(slot);
+  }
+
+  private postRecv(i: number): void {
+    this.qp.postRecv({ wrId: WRID_RECV | BigInt(i), sgList: [this.recvMr.sge(i * this.bufSize, this.bufSize)] });
+  }
+
+  private drain(): void {
+    for (;;) {
+      const wcs = this.cq.poll(64);
+      for (const wc of wcs) this.handle(wc);
+      if (wcs.length < 64) break;
+    }
+    if (this.downReason === undefined || this.cq.pending > 0) this.cq.reqNotify();
+  }
+
+  private handle(wc: WorkCompletion): void {
+    const id = BigInt(wc.wrId);
+    const kind = id & ~0xffffffffffn;
+    if (wc.status !== WcStatus.SUCCESS) {
+      const p = this.pending.get(id);
+      if (p) { this.pending.delete(id); this.releaseSlot(p.slot); }
+      if (wc.status !== WcStatus.WR_FLUSH_ERR || this.downReason === undefined) {
+        const what = kind === WRID_RECV ? 'receive' : kind === WRID_WRITE ? 'RDMA WRITE' : 'SEND';
+        this.fail(`${what} completed with ${wcStatusStr(wc.status)} (status ${wc.status})`);
+      }
+      return;
+    }
+    if (kind === WRID_RECV) {
+      if (wc.opcode !== WcOpcode.RECV) return;
+      const i = Number(id & 0xffffffffffn);
+      const off = i * this.bufSize;
+      const view = this.recvMr.buffer.subarray(off, off + wc.byteLen);
+      this.stats.received++;
+      try {
+        this.emit('message', view);
+      } catch (e) {
+        // A handler bug must not take the process down; the link cannot be trusted after it.
+        this.fail(`internal error handling a message: ${(e as Error).message}`);
+      } finally {
+        if (this.downReason === undefined) {
+          try { this.postRecv(i); } catch (e) { this.fail(`post_recv: ${(e as Error).message}`); }
+        }
+      }
+      return;
+    }
+    const p = this.pending.get(id);
+    if (p) {
+      this.pending.delete(id);
+      this.releaseSlot(p.slot);
+      p.resolve();
+    }
+  }
+}

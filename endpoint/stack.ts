@@ -1,0 +1,167 @@
+// One SMC-R endpoint: an RDMA device (uroce or ibverbs), its identity (system ID, GID, MAC,
+// MTU), the TCP option program, and the link groups it shares among connections. Clients and
+// servers are made from it (endpoint/index.ts has the node:net-like API).
+
+import { readFileSync } from 'node:fs';
+import { randomInt } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { openDevice, gidToIpv4, type Device, type Mtu } from './verbs/index.js';
+import { TcpOptionSignal, type TcpOptionResult } from './tcpopt/index.js';
+import { resolveOptions, type ResolvedOptions, type SmcOptions } from './config.js';
+import { LinkGroup, type Role } from './llc/linkgroup.js';
+import { clientHandshake, serverHandshake, type HandshakeContext, type HandshakeResult, type LocalIdentity } from './clc/handshake.js';
+import { DECL } from './clc/channel.js';
+import { CdcConnection } from './cdc/connection.js';
+import type { Established } from './clc/handshake.js';
+
+// One TCP option program per process: it scopes by the process's cgroup, and a second one on
+// the same cgroup would conflict. Every stack of the process shares it.
+let sharedOption: Promise<TcpOptionSignal> | undefined;
+let optionUsers = 0;
+function acquireTcpOption(): Promise<TcpOptionSignal> {
+  optionUsers++;
+  sharedOption ??= TcpOptionSignal.start();
+  const p = sharedOption;
+  p.catch(() => { if (sharedOption === p) sharedOption = undefined; });
+  return p;
+}
+async function releaseTcpOption(): Promise<void> {
+  if (--optionUsers > 0 || !sharedOption) return;
+  const p = sharedOption;
+  sharedOption = undefined;
+  await p.then((s) => s.close(), () => undefined);
+}
+
+function macOf(netdev: string | undefined): string {
+  if (!netdev) return '00:00:00:00:00:00';
+  try { return readFileSync(`/sys/class/net/${netdev}/address`, 'utf8').trim() || '00:00:00:00:00:00'; } catch { return '00:00:00:00:00:00'; }
+}
+
+export class SmcStack implements HandshakeContext {
+  readonly linkGroups = new Set<LinkGroup>();
+  private closed = false;
+
+  private constructor(
+    readonly opts: ResolvedOptions,
+    readonly device: Device,
+    readonly id: LocalIdentity,
+    /** The TCP option program; null when it could not be loaded (then every connection falls back). */
+    readonly tcpOption: TcpOptionSignal | null,
+    private readonly tcpOptionError: string | undefined,
+  ) {}
+
+  /** Open the device and (unless tcpOption 'ignore') the TCP option program. */
+  static async open(options: SmcOptions): Promise<SmcStack> {
+    const opts = resolveOptions(options);
+    const device = await openDevice(opts.device);
+    try {
+      const port = device.queryPort(1);
+      const want = 'address' in opts.device ? (opts.device as { address?: string }).address : undefined;
+      const table = device.gidTable(1);
+      const entry = table.find((g) => g.type === 'RoCE v2' && (want === undefined || gidToIpv4(g.gid) === want))
+        ?? table.find((g) => g.type === 'RoCE v2') ?? table[0];
+      if (!entry) throw new Error(`${device.name}: no GID on port 1`);
+      const mac = macOf(entry.ndev ?? port.netdev);
+      const id: LocalIdentity = {
+        peerId: `${randomInt(1, 0xffff)}@${mac}`, gid: entry.gid, mac, mtu: port.activeMtu as Mtu, sgidIndex: entry.index, pd: device.allocPd(),
+      };
+      let sig: TcpOptionSignal | null = null;
+      let err: string | undefined;
+      if (opts.tcpOption === 'ebpf') {
+        try {
+          sig = await acquireTcpOption();
+        } catch (e) {
+          optionUsers--;
+          err = (e as Error).message;
+          opts.log(`smc: TCP option 254 unavailable, connections fall back to TCP: ${err}`);
+        }
+      }
+      return new SmcStack(opts, device, id, sig, err);
+    } catch (e) {
+      await device.close();
+      throw e;
+    }
+  }
+
+  findLinkGroup(match: (lg: LinkGroup) => boolean): LinkGroup | undefined {
+    for (const lg of this.linkGroups) if (lg.state !== 'TERMINATING' && lg.state !== 'TERMINATED' && match(lg)) return lg;
+    return undefined;
+  }
+
+  newLinkGroup(role: Role, version: 1 | 2, release: number, peerId: string, maxConns: number, maxLinks: number): LinkGroup {
+    const lg = new LinkGroup(role, version, release, peerId, this.id, maxConns, maxLinks, {
+      llcTimeoutMs: this.opts.llcTimeoutMs, testLinkMs: this.opts.testLinkMs, idleMs: this.opts.idleLinkGroupMs,
+    }, this.opts.log);
+    this.linkGroups.add(lg);
+    lg.once('terminated', () => this.linkGroups.delete(lg));
+    return lg;
+  }
+
+  /**
+   * Run the SMC side of a TCP connection that just came up: check the TCP option, then CLC.
+   * Resolves to SMC-R or to a TCP fallback with its reason; never throws.
+   */
+  async handshake(role: Role, tcp: Socket): Promise<HandshakeResult> {
+    if (this.closed) return { mode: 'tcp', code: DECL.INTERR, declinedBy: 'local', reason: 'endpoint closed' };
+    if (this.opts.tcpOption === 'ebpf') {
+      if (!this.tcpOption) return { mode: 'tcp', code: DECL.PEERNOSMC, declinedBy: 'local', reason: `TCP option 254 unavailable: ${this.tcpOptionError}` };
+      let r: TcpOptionResult | undefined;
+      try { r = await this.tcpOption.lookup(tcp); } catch (e) { r = undefined; this.opts.log(`smc: TCP option lookup: ${(e as Error).message}`); }
+      if (!r?.synSmc) {
+        return { mode: 'tcp', code: DECL.PEERNOSMC, declinedBy: 'local', reason: r ? 'peer did not send TCP option 254 (no SMC)' : 'TCP option state unknown for this socket' };
+      }
+    }
+    return role === 'client' ? clientHandshake(this, tcp) : serverHandshake(this, tcp);
+  }
+
+  /**
+   * Turn an established handshake into a live CDC connection: data path over the link group,
+   * CDCs queued during the handshake delivered, token and buffers returned when it ends.
+   */
+  attach(est: Established): CdcConnection {
+    const { lg, token } = est;
+    const conn = new CdcConnection({
+      localToken: token, peerToken: est.peerToken,
+      buffers: { rmbe: est.rmb.mr.buffer, sndbuf: est.sndbuf.mr, peerRmbeSize: est.peerRmbeSize },
+      transport: {
+        write: (srcOff, len, dstOff) => lg.writeFor(token, est.sndbuf.mr, srcOff, len, dstOff),
+        sendCdc: (msg) => lg.sendCdc(msg),
+      },
+      log: (l) => this.opts.log(`${lg.name} conn ${token}: ${l}`),
+    });
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      lg.removeConn(token);
+      lg.putBuffers(est.rmb, est.sndbuf);
+    };
+    conn.once('closed', release);
+    conn.once('abort', release);
+    est.sink.attach({ receiveCdc: (b) => conn.receiveCdc(b), linkGroupDown: (why) => conn.linkDown(why) });
+    return conn;
+  }
+
+  /** State of every link group (for --state-json and the control socket). */
+  snapshot(): object {
+    return {
+      device: this.device.name, provider: this.device.provider, peerId: this.id.peerId, gid: this.id.gid, mac: this.id.mac, mtu: this.id.mtu,
+      tcpOption: this.opts.tcpOption === 'ebpf' ? (this.tcpOption ? 'ebpf' : `unavailable: ${this.tcpOptionError}`) : 'ignored',
+      linkGroups: [...this.linkGroups].map((lg) => lg.snapshot()),
+    };
+  }
+
+  /** Delete every link group (telling peers) and close the device. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const ends = [...this.linkGroups].map((lg) => new Promise<void>((resolve) => {
+      if (lg.state === 'TERMINATED') { resolve(); return; }
+      lg.once('terminated', () => resolve());
+      lg.terminate('endpoint closed', true);
+    }));
+    await Promise.all(ends);
+    if (this.tcpOption) await releaseTcpOption().catch(() => undefined);
+    await this.device.close();
+  }
+}
