@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { openDevice, gidToIpv4, type Device, type Mtu } from './verbs/index.js';
+import { openDevice, gidToIpv4, type Device, type DeviceSpec, type Mtu } from './verbs/index.js';
 import { TcpOptionSignal, type TcpOptionResult } from './tcpopt/index.js';
 import { resolveOptions, type ResolvedOptions, type SmcOptions } from './config.js';
 import { LinkGroup, type Role } from './llc/linkgroup.js';
@@ -32,6 +32,29 @@ async function releaseTcpOption(): Promise<void> {
   await p.then((s) => s.close(), () => undefined);
 }
 
+// Devices are shared per spec within the process: uroce binds UDP 4791 once per address, and
+// several endpoints (different UEIDs, a client and a server) may use the same device.
+const devices = new Map<string, { dev: Promise<Device>; users: number }>();
+function acquireDevice(spec: DeviceSpec): Promise<Device> {
+  const k = JSON.stringify(spec);
+  let e = devices.get(k);
+  if (!e) {
+    e = { dev: openDevice(spec), users: 0 };
+    devices.set(k, e);
+    const p = e.dev;
+    p.catch(() => { if (devices.get(k)?.dev === p) devices.delete(k); });
+  }
+  e.users++;
+  return e.dev;
+}
+async function releaseDevice(spec: DeviceSpec): Promise<void> {
+  const k = JSON.stringify(spec);
+  const e = devices.get(k);
+  if (!e || --e.users > 0) return;
+  devices.delete(k);
+  await e.dev.then((d) => d.close(), () => undefined);
+}
+
 function macOf(netdev: string | undefined): string {
   if (!netdev) return '00:00:00:00:00:00';
   try { return readFileSync(`/sys/class/net/${netdev}/address`, 'utf8').trim() || '00:00:00:00:00:00'; } catch { return '00:00:00:00:00:00'; }
@@ -53,7 +76,13 @@ export class SmcStack implements HandshakeContext {
   /** Open the device and (unless tcpOption 'ignore') the TCP option program. */
   static async open(options: SmcOptions): Promise<SmcStack> {
     const opts = resolveOptions(options);
-    const device = await openDevice(opts.device);
+    let device: Device;
+    try {
+      device = await acquireDevice(opts.device);
+    } catch (e) {
+      await releaseDevice(opts.device);
+      throw e;
+    }
     try {
       const port = device.queryPort(1);
       const want = 'address' in opts.device ? (opts.device as { address?: string }).address : undefined;
@@ -78,7 +107,7 @@ export class SmcStack implements HandshakeContext {
       }
       return new SmcStack(opts, device, id, sig, err);
     } catch (e) {
-      await device.close();
+      await releaseDevice(opts.device);
       throw e;
     }
   }
@@ -162,6 +191,6 @@ export class SmcStack implements HandshakeContext {
     }));
     await Promise.all(ends);
     if (this.tcpOption) await releaseTcpOption().catch(() => undefined);
-    await this.device.close();
+    await releaseDevice(this.opts.device);
   }
 }

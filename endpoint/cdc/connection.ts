@@ -1,0 +1,802 @@
+// One SMC-R connection's data path (RFC 7609 4.5, 4.7, 4.8; Linux net/smc smc_tx.c, smc_rx.c,
+// smc_cdc.c, smc_close.c): app bytes are copied into our send buffer, RDMA-written into the
+// peer's RMBE ring at our producer cursor and announced with a CDC message; the peer's CDCs move
+// its producer cursor through our RMBE (new data) and its consumer cursor through its RMBE (free
+// window). The link group below (CdcTransport) carries the writes and messages; the socket above
+// reads and writes through this class.
+//
+// Cursors are kept as 53-bit byte totals and converted to the wire's (wrap u16, count u32) form
+// only when a CDC is built or checked, so wraps of the ring never need special cases here.
+//
+// Termination: the states are Linux's (enum smc_state in smc.h), with the same transitions
+// (smc_close_active / smc_close_shutdown_write / smc_close_passive_work /
+// smc_close_passive_abort_received). "done" = peer_done_writing, "closed" = peer_conn_closed,
+// "abort" = peer_conn_abort, "any close" = closed or abort; flags we send are sticky.
+//
+//   local shutdownWrite()                      local close()
+//   ACTIVE ──send done──▶ PEERCLOSEWAIT1       ACTIVE ──send closed¹──▶ PEERCLOSEWAIT1
+//   APPCLOSEWAIT1 ──send done──▶ APPCLOSEWAIT2 APPCLOSEWAIT1/2 ──send closed¹──▶ CLOSED if peer sent
+//                                                  any close, else PEERFINCLOSEWAIT
+//                                              APPFINCLOSEWAIT ──send closed¹ if we only sent done──▶ CLOSED
+//                                              PEERCLOSEWAIT1/2 ──send closed¹ if we only sent done──▶ (same)
+//                                              PROCESSABORT ──send abort──▶ CLOSED
+//                                              PEERABORTWAIT ──▶ CLOSED
+//   peer done/closed received                  peer abort received
+//   ACTIVE ──▶ APPCLOSEWAIT1                   ACTIVE, APPCLOSEWAIT1, APPFINCLOSEWAIT ──▶ PROCESSABORT
+//   PEERCLOSEWAIT1 ──done──▶ PEERCLOSEWAIT2    PEERCLOSEWAIT1/2 ──▶ PROCESSABORT if we only sent
+//   PEERCLOSEWAIT1/2 ──any close──▶ CLOSED if      done, else CLOSED
+//       the app closed and we sent any close,  APPCLOSEWAIT2, PEERFINCLOSEWAIT, PEERABORTWAIT ──▶ CLOSED
+//       else APPFINCLOSEWAIT
+//   PEERFINCLOSEWAIT ──any close──▶ CLOSED
+//   local abort (abort(), hostile CDC, link down): any state ──(send abort if the link works)──▶ CLOSED
+//
+//   ¹ "closed" becomes "abort" when received data is still unread (smc_close_final).
+//
+// A peer that breaks the protocol (cursor outside the ring or moving backwards, data after it
+// said it was done, a token that is not ours …) gets an abort CDC and an 'abort' event with one
+// reason line; receiveCdc() never throws and never touches memory outside the two buffers.
+
+import { EventEmitter } from 'node:events';
+import {
+  CDC_MSG_SIZE, CDC_TYPE, cursorDistance, decodeCdc, encodeCdc, makeCdc, seqNewer, summarizeCdc,
+  type CdcCursor, type CdcMessage,
+} from '../../dissectors/wire/cdc.js';
+import { hex32 } from '../../dissectors/wire/common.js';
+import type { CdcBuffers, CdcTransport } from './transport.js';
+
+export type CdcState =
+  | 'ACTIVE'
+  | 'PEERCLOSEWAIT1' | 'PEERCLOSEWAIT2' | 'PEERFINCLOSEWAIT'
+  | 'APPCLOSEWAIT1' | 'APPCLOSEWAIT2' | 'APPFINCLOSEWAIT'
+  | 'PEERABORTWAIT' | 'PROCESSABORT'
+  | 'CLOSED';
+
+export interface CdcConnectionOptions {
+  /** Our RMBE alert token (the peer's CDCs carry it). */
+  localToken: number;
+  /** The peer's RMBE alert token (every CDC we send carries it). */
+  peerToken: number;
+  buffers: CdcBuffers;
+  transport: CdcTransport;
+  /** One line per notable event (violations, aborts, stale messages). */
+  log?: (line: string) => void;
+  /** How long close()/shutdownWrite() wait for unsent data to fit into the peer's window before aborting (ms, default 30 000). */
+  lingerMs?: number;
+  /** Autocork limit (Linux sysctl autocorking_size, default 64 KiB; capped at sndbuf/2). */
+  autocorkSize?: number;
+}
+
+export interface CdcCounters {
+  bytesSent: number;
+  bytesReceived: number;
+  cdcSent: number;
+  cdcReceived: number;
+  rdmaWrites: number;
+  /** Times a send had to stop because the peer's RMBE was full (write_blocked). */
+  windowStalls: number;
+  /** CDCs sent only to announce our consumer cursor. */
+  cursorUpdates: number;
+  /** CDCs ignored because their sequence number was not newer than the last one. */
+  staleCdcs: number;
+  /** CDCs ignored because the connection was already closed. */
+  lateCdcs: number;
+  urgentSent: number;
+  urgentReceived: number;
+}
+
+export interface CdcConnectionState {
+  state: CdcState;
+  localToken: string;
+  peerToken: string;
+  tx: {
+    seq: number;
+    prod: CdcCursor;
+    cons: CdcCursor;
+    flags: string;
+    sndbufSize: number;
+    /** Bytes copied in by the app but not yet RDMA-written. */
+    unsent: number;
+    /** Bytes written but whose CDC is not acknowledged yet. */
+    inFlight: number;
+    peerRmbeSize: number;
+    /** Free bytes in the peer's RMBE as we know it. */
+    peerSpace: number;
+    writeBlocked: boolean;
+  };
+  rx: {
+    seq: number;
+    prod: CdcCursor;
+    cons: CdcCursor;
+    /** Consumer cursor last announced to the peer. */
+    confirmed: CdcCursor;
+    flags: string;
+    rmbeSize: number;
+    /** Bytes in our RMBE not read by the app yet. */
+    unread: number;
+  };
+  counters: CdcCounters;
+  abortReason?: string;
+}
+
+/**
+ * Data CDCs of one connection in flight at most; further writes wait for an acknowledgement.
+ * Keeps one busy connection from filling the link's send queue with RDMA WRITEs whose CDCs wait
+ * for send slots (Linux bounds this by taking the CDC slot before posting the writes).
+ */
+const MAX_DATA_CDC_IN_FLIGHT = 4;
+
+/** Linux SOCK_MIN_SNDBUF / 2 (2 × TCP_SKB_MIN_TRUESIZE / 2). */
+const MIN_UPDATE_LIMIT = 2304;
+
+function cursorOf(total: number, size: number): CdcCursor {
+  return { wrap: Math.floor(total / size) & 0xffff, count: total % size };
+}
+
+/**
+ * One SMC-R connection. Events:
+ *   'readable'        new bytes can be read()
+ *   'writable'        send-buffer space came free (write() accepts more)
+ *   'end'             the peer is done writing (or closed) and every byte was read
+ *   'urgent' (byte)   an urgent byte arrived (it is not part of the in-band stream)
+ *   'state' (s)       state change
+ *   'abort' (reason)  the connection was aborted (locally, by the peer, or link down)
+ *   'closed' ({ aborted, reason }) the connection reached CLOSED: token and buffers may be freed
+ */
+export class CdcConnection extends EventEmitter {
+  readonly localToken: number;
+  readonly peerToken: number;
+  private readonly rmbe: Uint8Array;
+  private readonly rmbeSize: number;
+  private readonly sndbuf: Uint8Array;
+  private readonly sndSize: number;
+  private readonly peerSize: number;
+  private readonly transport: CdcTransport;
+  private readonly logFn: ((line: string) => void) | undefined;
+  private readonly lingerMs: number;
+  private readonly corkSize: number;
+  private readonly updateLimit: number;
+
+  private st: CdcState = 'ACTIVE';
+  // ---- send side (totals in bytes of the stream to the peer) ----
+  /** Bytes copied into sndbuf by the app. */
+  private prep = 0;
+  /** Bytes RDMA-written to the peer (= our producer cursor in its RMBE). */
+  private sent = 0;
+  /** Bytes whose CDC the peer's RNIC acknowledged (sndbuf space freed up to here). */
+  private fin = 0;
+  /** Bytes the peer has consumed (its consumer cursor in its RMBE). */
+  private peerCons = 0;
+  private peerConsCurs: CdcCursor = { wrap: 0, count: 0 };
+  private txSeq = 0;
+  private txWriteBlocked = false;
+  private txUrgPending = false;
+  private txUrgPresent = false;
+  /** Urgent data was written; no more writes until the peer consumed everything (Linux urg_tx_pend). */
+  private urgTxPend = false;
+  private txDone = false;
+  private txClosed = false;
+  private txAbort = false;
+  private cdcInFlight = 0;
+  private flushQueued = false;
+  // ---- receive side (totals in bytes of the stream from the peer) ----
+  /** Bytes the peer wrote into our RMBE (its producer cursor). */
+  private rxProd = 0;
+  private rxProdCurs: CdcCursor = { wrap: 0, count: 0 };
+  /** Bytes the app consumed (incl. a skipped urgent byte). */
+  private cons = 0;
+  /** Consumer cursor carried by the last CDC we sent. */
+  private confirmed = 0;
+  private rxSeq = 0;
+  private rxSeen = false;
+  private peerWriteBlocked = false;
+  private peerCursReq = false;
+  private rxUrgPending = false;
+  private rxDone = false;
+  private rxClosed = false;
+  private rxAbort = false;
+  /** Stream position of a received urgent byte not yet passed by the reader, or -1. */
+  private urgPos = -1;
+  // ---- close ----
+  /** close()/shutdownWrite() asked, executed once the unsent data is written. */
+  private pendingClose: 'shutdown' | 'close' | undefined;
+  private appClosed = false;
+  private lingerTimer: NodeJS.Timeout | undefined;
+  private endEmitted = false;
+  private abortReason: string | undefined;
+  private closedEmitted = false;
+  private readonly waiters: Array<() => void> = [];
+
+  readonly counters: CdcCounters = {
+    bytesSent: 0, bytesReceived: 0, cdcSent: 0, cdcReceived: 0, rdmaWrites: 0, windowStalls: 0,
+    cursorUpdates: 0, staleCdcs: 0, lateCdcs: 0, urgentSent: 0, urgentReceived: 0,
+  };
+
+  constructor(o: CdcConnectionOptions) {
+    super();
+    this.localToken = o.localToken >>> 0;
+    this.peerToken = o.peerToken >>> 0;
+    this.rmbe = o.buffers.rmbe;
+    this.rmbeSize = o.buffers.rmbe.length;
+    this.sndbuf = o.buffers.sndbuf.buffer;
+    this.sndSize = o.buffers.sndbuf.length;
+    this.peerSize = o.buffers.peerRmbeSize;
+    if (!(this.rmbeSize > 0 && this.sndSize > 0 && this.peerSize > 0)) throw new RangeError('CDC connection needs non-empty RMBE, send buffer and peer RMBE');
+    this.transport = o.transport;
+    this.logFn = o.log;
+    this.lingerMs = o.lingerMs ?? 30_000;
+    this.corkSize = Math.min(this.sndSize >> 1, o.autocorkSize ?? 65536);
+    this.updateLimit = Math.max(Math.floor(this.rmbeSize / 10), MIN_UPDATE_LIMIT);
+  }
+
+  // =====================================================================================
+  // Public API
+  // =====================================================================================
+
+  /** The state name (Linux smc_state). */
+  get stateName(): CdcState { return this.st; }
+  get aborted(): boolean { return this.abortReason !== undefined; }
+  /** The app may still write (not shut down, not closed, no close received, not aborted). */
+  get writable(): boolean {
+    return !this.txDone && !this.txClosed && !this.txAbort && this.pendingClose === undefined
+      && !this.rxClosed && !this.rxAbort && this.st !== 'CLOSED';
+  }
+  /** Bytes write() would accept now. */
+  get writableSpace(): number {
+    if (!this.writable || this.urgTxPend) return 0;
+    return this.sndSize - (this.prep - this.fin);
+  }
+  /** Bytes read() can return now (an urgent byte is not counted). */
+  get readableLength(): number {
+    const avail = this.rxProd - this.cons;
+    return avail - (this.urgPos >= this.cons && this.urgPos < this.rxProd ? 1 : 0);
+  }
+  /** The peer said it is done writing (or closed/aborted): no more data will come. */
+  get peerDone(): boolean { return this.rxDone || this.rxClosed || this.rxAbort; }
+
+  /**
+   * Copy app bytes into the send buffer; returns how many were taken (0 when it is full — wait
+   * for 'writable'). With `urgent`, the last byte of `data` is the urgent byte (TCP MSG_OOB
+   * semantics); only whole urgent messages are accepted (returns 0 if it does not fit).
+   * Throws (code EPIPE) when the connection can no longer send.
+   */
+  write(data: Uint8Array, urgent = false): number {
+    if (!this.writable) {
+      const e = new Error(this.abortReason ? `connection aborted: ${this.abortReason}` : 'write after end of the connection') as Error & { code: string };
+      e.code = this.rxAbort || this.abortReason ? 'ECONNRESET' : 'EPIPE';
+      throw e;
+    }
+    if (this.urgTxPend) return 0;
+    const space = this.sndSize - (this.prep - this.fin);
+    if (urgent) {
+      if (data.length === 0) return 0;
+      if (data.length > space || data.length > this.peerSize) {
+        if (data.length > this.sndSize || data.length > this.peerSize) throw new RangeError(`urgent message of ${data.length} bytes exceeds the send buffer or the peer's RMBE`);
+        return 0;
+      }
+    }
+    const n = Math.min(space, data.length);
+    if (n <= 0) return 0;
+    const off = this.prep % this.sndSize;
+    const first = Math.min(n, this.sndSize - off);
+    this.sndbuf.set(data.subarray(0, first), off);
+    if (n > first) this.sndbuf.set(data.subarray(first, n), 0);
+    this.prep += n;
+    if (urgent) {
+      this.txUrgPending = true;
+      this.urgTxPend = true;
+      this.counters.urgentSent++;
+      this.flush();
+    } else {
+      this.scheduleFlush();
+    }
+    return n;
+  }
+
+  /**
+   * Take up to `max` received bytes out of the RMBE (a copy) and advance the consumer cursor;
+   * null when nothing is readable. Stops before an urgent byte and skips it.
+   */
+  read(max = Infinity): Uint8Array | null {
+    if (this.st === 'CLOSED' && this.abortReason !== undefined) return null;
+    this.skipUrgentAtMark();
+    let avail = this.rxProd - this.cons;
+    if (this.urgPos >= this.cons) avail = this.urgPos - this.cons;
+    const n = Math.min(avail, Math.max(0, Math.floor(max)));
+    if (n <= 0) { this.checkEnd(); return null; }
+    const out = new Uint8Array(n);
+    const off = this.cons % this.rmbeSize;
+    const first = Math.min(n, this.rmbeSize - off);
+    out.set(this.rmbe.subarray(off, off + first), 0);
+    if (n > first) out.set(this.rmbe.subarray(0, n - first), first);
+    this.cons += n;
+    const skipped = this.skipUrgentAtMark();
+    this.consumerUpdate(skipped);
+    this.checkEnd();
+    return out;
+  }
+
+  /** shutdown(SHUT_WR): send peer_done_writing once every written byte is in the peer's RMBE. */
+  shutdownWrite(): Promise<void> {
+    if (this.st === 'ACTIVE' || this.st === 'APPCLOSEWAIT1') {
+      if (this.pendingClose === undefined) this.pendingClose = 'shutdown';
+      this.armLinger();
+      this.tryPendingClose();
+    }
+    return this.waitFor(() => this.pendingClose === undefined || this.st === 'CLOSED');
+  }
+
+  /**
+   * close(): the app is done with the connection. Unsent data is written first (up to lingerMs),
+   * then peer_conn_closed is sent (peer_conn_abort if received data was left unread). Resolves
+   * when the connection reached CLOSED (both sides closed) or was aborted.
+   */
+  close(): Promise<void> {
+    if (this.st !== 'CLOSED') {
+      this.pendingClose = 'close';
+      this.armLinger();
+      this.tryPendingClose();
+    }
+    return this.waitFor(() => this.st === 'CLOSED');
+  }
+
+  /** Abort: send peer_conn_abort (if the link works) and go to CLOSED at once. */
+  abort(reason = 'aborted by the application'): void {
+    this.localAbort(reason, true);
+  }
+
+  /**
+   * One CDC message for this connection (the link group dispatches by token). Never throws;
+   * a protocol violation aborts this connection.
+   */
+  receiveCdc(bytes: Uint8Array): void {
+    try {
+      this.onCdc(bytes);
+    } catch (e) {
+      // A bug here must not take the process down; the connection cannot be trusted after it.
+      this.localAbort(`internal error handling a CDC: ${(e as Error).message}`, true);
+    }
+  }
+
+  /** The link group lost every link of this connection (no failover possible). */
+  linkDown(reason: string): void {
+    this.localAbort(`link down: ${reason}`, false);
+  }
+
+  /** Snapshot for endpoint-state views: tokens, cursors, sequence numbers, flags, state name, counters. */
+  state(): CdcConnectionState {
+    const f = (a: Array<[boolean, string]>): string => a.filter(([b]) => b).map(([, s]) => s).join(',');
+    const s: CdcConnectionState = {
+      state: this.st,
+      localToken: hex32(this.localToken),
+      peerToken: hex32(this.peerToken),
+      tx: {
+        seq: this.txSeq,
+        prod: cursorOf(this.sent, this.peerSize),
+        cons: cursorOf(this.cons, this.rmbeSize),
+        flags: f([[this.txWriteBlocked, 'wb'], [this.txUrgPending, 'urgpend'], [this.txUrgPresent, 'urg'], [this.txDone, 'done'], [this.txClosed, 'closed'], [this.txAbort, 'abort']]),
+        sndbufSize: this.sndSize,
+        unsent: this.prep - this.sent,
+        inFlight: this.sent - this.fin,
+        peerRmbeSize: this.peerSize,
+        peerSpace: this.peerSpace(),
+        writeBlocked: this.txWriteBlocked,
+      },
+      rx: {
+        seq: this.rxSeq,
+        prod: cursorOf(this.rxProd, this.rmbeSize),
+        cons: cursorOf(this.cons, this.rmbeSize),
+        confirmed: cursorOf(this.confirmed, this.rmbeSize),
+        flags: f([[this.peerWriteBlocked, 'wb'], [this.rxUrgPending, 'urgpend'], [this.peerCursReq, 'curreq'], [this.rxDone, 'done'], [this.rxClosed, 'closed'], [this.rxAbort, 'abort']]),
+        rmbeSize: this.rmbeSize,
+        unread: this.rxProd - this.cons,
+      },
+      counters: { ...this.counters },
+    };
+    if (this.abortReason !== undefined) s.abortReason = this.abortReason;
+    return s;
+  }
+
+  // =====================================================================================
+  // Send path
+  // =====================================================================================
+
+  private peerSpace(): number { return this.peerSize - (this.sent - this.peerCons); }
+
+  /** Coalesce the writes of one tick into one RDMA batch + CDC. */
+  private scheduleFlush(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    queueMicrotask(() => {
+      this.flushQueued = false;
+      // Autocork (Linux smc_should_autocork): while a CDC is in flight and not much is
+      // waiting, its completion triggers the next batch; saves CDCs without a timer.
+      if (this.cdcInFlight > 0 && this.prep - this.sent <= this.corkSize) return;
+      this.flush();
+    });
+  }
+
+  /** smc_tx_sndbuf_nonempty: write what the peer's RMBE has room for, then one CDC. */
+  private flush(): void {
+    if (this.st === 'CLOSED' || this.txAbort || this.rxAbort) return;
+    const toSend = this.prep - this.sent;
+    if (toSend > 0 && this.cdcInFlight < MAX_DATA_CDC_IN_FLIGHT) {
+      const space = this.peerSpace();
+      // a full window: the CDC that filled it carried write_blocked; the peer's next consumer
+      // cursor update (dCons in onCdc) resumes us
+      if (space <= 0) return;
+      this.txWriteBlocked = toSend >= space;
+      if (this.txWriteBlocked) this.counters.windowStalls++;
+      const len = Math.min(toSend, space);
+      let done = 0;
+      try {
+        while (done < len) {
+          const src = (this.sent + done) % this.sndSize;
+          const dst = (this.sent + done) % this.peerSize;
+          const n = Math.min(len - done, this.sndSize - src, this.peerSize - dst);
+          this.transport.write(src, n, dst);
+          this.counters.rdmaWrites++;
+          done += n;
+        }
+      } catch (e) {
+        this.localAbort(`RDMA WRITE failed: ${(e as Error).message}`, false);
+        return;
+      }
+      this.sent += len;
+      this.counters.bytesSent += len;
+      if (this.urgTxPend && this.sent === this.prep && this.txUrgPending) this.txUrgPresent = true;
+      this.sendCdc('data');
+      if (this.txUrgPresent) { this.txUrgPresent = false; this.txUrgPending = false; }
+    }
+    this.tryPendingClose();
+  }
+
+  /** Build and post one CDC with the current cursors and flags. */
+  private sendCdc(kind: 'data' | 'update' | 'close'): void {
+    this.txSeq = (this.txSeq + 1) & 0xffff;
+    const msg = makeCdc(this.txSeq, this.peerToken, cursorOf(this.sent, this.peerSize), cursorOf(this.cons, this.rmbeSize), {
+      writeBlocked: this.txWriteBlocked,
+      urgentPending: this.txUrgPending,
+      urgentPresent: this.txUrgPresent,
+    }, { peerDoneWriting: this.txDone, peerConnClosed: this.txClosed, peerConnAbort: this.txAbort });
+    this.confirmed = this.cons;
+    this.peerCursReq = false;
+    this.counters.cdcSent++;
+    if (kind === 'update') this.counters.cursorUpdates++;
+    const sentAt = this.sent;
+    this.cdcInFlight++;
+    let p: Promise<void>;
+    try {
+      p = this.transport.sendCdc(encodeCdc(msg));
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    p.then(() => this.onCdcAcked(sentAt), (e: Error) => {
+      this.cdcInFlight--;
+      this.localAbort(`CDC send failed: ${e.message}`, false);
+    });
+  }
+
+  /** smc_cdc_tx_handler: the CDC (and the writes before it) reached the peer. */
+  private onCdcAcked(sentAt: number): void {
+    this.cdcInFlight--;
+    if (sentAt > this.fin) {
+      this.fin = sentAt;
+      this.emit('writable');
+    }
+    if (this.prep > this.sent && (this.cdcInFlight === 0 || this.prep - this.sent > this.corkSize)) this.flush();
+    this.wake();
+  }
+
+  /** smc_tx_consumer_update: announce our consumer cursor when the window rules say so. */
+  private consumerUpdate(force: boolean): void {
+    if (this.st === 'CLOSED' || this.txAbort || this.rxAbort || this.txClosed) return;
+    const toConfirm = this.cons - this.confirmed;
+    const senderFree = this.rmbeSize - (this.rxProd - this.confirmed);
+    if (this.peerCursReq || (force && toConfirm > 0)
+      || (toConfirm > this.updateLimit && (senderFree <= this.rmbeSize / 2 || this.peerWriteBlocked))) {
+      this.sendCdc('update');
+    }
+    if (this.peerWriteBlocked && this.rxProd === this.cons) this.peerWriteBlocked = false;
+  }
+
+  // =====================================================================================
+  // Receive path
+  // =====================================================================================
+
+  private violation(what: string, m?: CdcMessage): void {
+    this.localAbort(`hostile CDC: ${what}${m ? ` (${summarizeCdc(m)})` : ''}`, true);
+  }
+
+  private onCdc(bytes: Uint8Array): void {
+    if (this.st === 'CLOSED') { this.counters.lateCdcs++; return; }
+    if (bytes.length < CDC_MSG_SIZE) return this.violation(`truncated message of ${bytes.length} bytes`);
+    const { value: m } = decodeCdc(bytes);
+    if (m.type !== CDC_TYPE) return this.violation(`type 0x${m.type.toString(16)}`, m);
+    if (m.length !== CDC_MSG_SIZE) return this.violation(`length ${m.length}, not 44`, m);
+    if (m.token !== this.localToken) return this.violation(`token ${hex32(m.token)} is not ours (${hex32(this.localToken)})`, m);
+    this.counters.cdcReceived++;
+    if (m.prodFlags.failoverValidation) {
+      // Linux smc_cdc_msg_validate: a validation message naming a sequence number we never
+      // saw means CDCs were lost with the old link: the connection cannot continue.
+      if (seqNewer(m.seq, this.rxSeq)) return this.violation(`failover validation names seq ${m.seq}, last received ${this.rxSeq}: CDCs were lost`, m);
+      return;
+    }
+    if (this.rxSeen && !seqNewer(m.seq, this.rxSeq)) {
+      // Linux drops old sequence numbers silently (replays after failover); count and log.
+      this.counters.staleCdcs++;
+      this.log(`stale CDC ignored: seq ${m.seq}, last ${this.rxSeq}`);
+      return;
+    }
+    // ---- cursors ----
+    if (m.prod.reserved || m.cons.reserved) return this.violation('cursor reserved bytes not zero', m);
+    if (m.prod.count >= this.rmbeSize) return this.violation(`producer cursor count ${m.prod.count} beyond our ${this.rmbeSize}-byte RMBE`, m);
+    const dProd = cursorDistance(this.rxProdCurs, m.prod, this.rmbeSize);
+    if (dProd < 0) return this.violation(`producer cursor moved backwards by ${-dProd} bytes`, m);
+    if (this.rxProd + dProd - this.confirmed > this.rmbeSize) {
+      return this.violation(`producer cursor ${dProd} bytes ahead overruns unconsumed data (only ${this.rmbeSize - (this.rxProd - this.confirmed)} bytes were free)`, m);
+    }
+    if (dProd > 0 && (this.rxDone || this.rxClosed)) return this.violation(`${dProd} bytes of data after the peer said it was done writing`, m);
+    if (m.cons.count >= this.peerSize) return this.violation(`consumer cursor count ${m.cons.count} beyond the peer's ${this.peerSize}-byte RMBE`, m);
+    const dCons = cursorDistance(this.peerConsCurs, m.cons, this.peerSize);
+    if (dCons < 0) return this.violation(`consumer cursor moved backwards by ${-dCons} bytes`, m);
+    if (this.peerCons + dCons > this.sent) return this.violation(`consumer cursor ${this.peerCons + dCons - this.sent} bytes beyond what we wrote`, m);
+    // ---- accepted ----
+    this.rxSeq = m.seq;
+    this.rxSeen = true;
+    this.rxProdCurs = { wrap: m.prod.wrap, count: m.prod.count };
+    this.peerConsCurs = { wrap: m.cons.wrap, count: m.cons.count };
+    this.peerCons += dCons;
+    this.rxProd += dProd;
+    this.counters.bytesReceived += dProd;
+    this.peerWriteBlocked = m.prodFlags.writeBlocked;
+    if (m.prodFlags.cursorUpdateRequested) this.peerCursReq = true;
+    this.rxUrgPending = m.prodFlags.urgentPending;
+    if (dProd > 0 && m.prodFlags.urgentPresent) {
+      // smc_cdc_handle_urg_data_arrival: the urgent byte is the last byte written.
+      this.urgPos = this.rxProd - 1;
+      this.counters.urgentReceived++;
+      this.emit('urgent', this.rmbe[this.urgPos % this.rmbeSize]!);
+    }
+    if (m.connFlags.peerDoneWriting) this.rxDone = true;
+    if (m.connFlags.peerConnClosed) this.rxClosed = true;
+    if (m.connFlags.peerConnAbort) this.rxAbort = true;
+
+    if (this.rxAbort) { this.passiveAbort(); return; }
+
+    if (dProd > 0) this.emit('readable');
+    const skipped = this.skipUrgentAtMark();
+    if (skipped || this.peerCursReq || this.peerWriteBlocked) this.consumerUpdate(skipped);
+    if (dCons > 0) {
+      if (this.urgTxPend && this.peerSpace() === this.peerSize) {
+        this.urgTxPend = false; // the peer consumed the urgent data: ready for more
+        this.emit('writable');
+      }
+      if (this.prep > this.sent) this.flush();
+    }
+    // smc_close_passive_work runs for every CDC carrying a close flag (it is idempotent)
+    if (this.peerDone) this.passiveClose();
+    this.tryPendingClose();
+    this.checkEnd();
+    this.wake();
+  }
+
+  /** Skip a received urgent byte when the reader reached it (Linux non-URGINLINE). */
+  private skipUrgentAtMark(): boolean {
+    if (this.urgPos >= 0 && this.cons === this.urgPos && this.rxProd > this.urgPos) {
+      this.cons += 1;
+      this.urgPos = -1;
+      return true;
+    }
+    return false;
+  }
+
+  private checkEnd(): void {
+    if (this.endEmitted || !(this.rxDone || this.rxClosed) || this.rxAbort) return;
+    if (this.rxProd - this.cons > 0) return;
+    this.endEmitted = true;
+    this.emit('end');
+  }
+
+  // =====================================================================================
+  // Termination (smc_close.c)
+  // =====================================================================================
+
+  private setState(s: CdcState): void {
+    if (s === this.st) return;
+    this.st = s;
+    this.emit('state', s);
+    if (s === 'CLOSED') this.finishClosed();
+  }
+
+  private finishClosed(): void {
+    if (this.lingerTimer) { clearTimeout(this.lingerTimer); this.lingerTimer = undefined; }
+    this.pendingClose = undefined;
+    this.wake();
+    if (!this.closedEmitted) {
+      this.closedEmitted = true;
+      const info: { aborted: boolean; reason?: string } = { aborted: this.abortReason !== undefined };
+      if (this.abortReason !== undefined) info.reason = this.abortReason;
+      this.emit('closed', info);
+    }
+  }
+
+  private get sentAnyClose(): boolean { return this.txClosed || this.txAbort; }
+  private get rxAnyClose(): boolean { return this.rxClosed || this.rxAbort; }
+
+  /** smc_close_final: closed, or abort when received data is left unread. */
+  private closeFinal(): void {
+    if (this.rxProd - this.cons > 0) {
+      this.txAbort = true;
+      this.log(`closing with ${this.rxProd - this.cons} unread bytes: sending abort`);
+    } else {
+      this.txClosed = true;
+    }
+    this.sendCdc('close');
+  }
+
+  /** Run a requested shutdown/close once all app data is written (smc_close_stream_wait). */
+  private tryPendingClose(): void {
+    const what = this.pendingClose;
+    if (what === undefined || this.st === 'CLOSED') return;
+    if (this.prep > this.sent && !this.rxAnyClose) return; // still data to write
+    this.pendingClose = undefined;
+    if (this.lingerTimer) { clearTimeout(this.lingerTimer); this.lingerTimer = undefined; }
+    if (what === 'shutdown') this.doShutdownWrite();
+    else this.doClose();
+    this.wake();
+  }
+
+  private doShutdownWrite(): void {
+    switch (this.st) {
+      case 'ACTIVE':
+        this.txDone = true;
+        this.sendCdc('close');
+        this.setState('PEERCLOSEWAIT1');
+        break;
+      case 'APPCLOSEWAIT1':
+        this.txDone = true;
+        this.sendCdc('close');
+        this.setState('APPCLOSEWAIT2');
+        break;
+      default:
+        break;
+    }
+  }
+
+  private doClose(): void {
+    this.appClosed = true;
+    switch (this.st) {
+      case 'ACTIVE':
+        this.closeFinal();
+        this.setState('PEERCLOSEWAIT1');
+        break;
+      case 'APPFINCLOSEWAIT':
+        if (this.txDone && !this.sentAnyClose) this.closeFinal();
+        this.setState('CLOSED');
+        break;
+      case 'APPCLOSEWAIT1':
+      case 'APPCLOSEWAIT2':
+        this.closeFinal();
+        this.setState(this.rxAnyClose ? 'CLOSED' : 'PEERFINCLOSEWAIT');
+        break;
+      case 'PEERCLOSEWAIT1':
+      case 'PEERCLOSEWAIT2':
+        if (this.txDone && !this.sentAnyClose) this.closeFinal();
+        break; // the peer's close moves us on
+      case 'PROCESSABORT':
+        this.txAbort = true;
+        this.sendCdc('close');
+        this.setState('CLOSED');
+        break;
+      case 'PEERABORTWAIT':
+        this.setState('CLOSED');
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** smc_close_passive_work for done/closed. */
+  private passiveClose(): void {
+    switch (this.st) {
+      case 'ACTIVE':
+        this.setState('APPCLOSEWAIT1');
+        break;
+      case 'PEERCLOSEWAIT1':
+      case 'PEERCLOSEWAIT2':
+        if (this.st === 'PEERCLOSEWAIT1' && this.rxDone) this.setState('PEERCLOSEWAIT2');
+        if (!this.rxAnyClose) break;
+        this.setState(this.appClosed && this.sentAnyClose ? 'CLOSED' : 'APPFINCLOSEWAIT');
+        break;
+      case 'PEERFINCLOSEWAIT':
+        if (this.rxAnyClose) this.setState('CLOSED');
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** smc_close_passive_abort_received. */
+  private passiveAbort(): void {
+    const reason = 'the peer aborted the connection';
+    if (this.abortReason === undefined) this.abortReason = reason;
+    this.log(`peer abort received in state ${this.st}`);
+    const wasClosed = this.st === 'CLOSED';
+    switch (this.st) {
+      case 'ACTIVE':
+      case 'APPCLOSEWAIT1':
+      case 'APPFINCLOSEWAIT':
+        this.setState('PROCESSABORT');
+        break;
+      case 'PEERCLOSEWAIT1':
+      case 'PEERCLOSEWAIT2':
+        this.setState(this.txDone && !this.sentAnyClose ? 'PROCESSABORT' : 'CLOSED');
+        break;
+      case 'APPCLOSEWAIT2':
+      case 'PEERFINCLOSEWAIT':
+      case 'PEERABORTWAIT':
+        this.setState('CLOSED');
+        break;
+      default:
+        break;
+    }
+    if (!wasClosed) this.emit('abort', reason);
+    // An app that already asked to close does not need to be told twice.
+    if (this.st === 'PROCESSABORT' && (this.appClosed || this.pendingClose === 'close')) { this.pendingClose = undefined; this.doClose(); }
+    this.wake();
+  }
+
+  /** Local abort (app, hostile peer, link down): abort CDC when the link allows it, then CLOSED. */
+  private localAbort(reason: string, sendCdc: boolean): void {
+    if (this.st === 'CLOSED') return;
+    this.abortReason = reason;
+    this.log(`abort: ${reason}`);
+    if (sendCdc && !this.txAbort) {
+      this.txAbort = true;
+      this.txWriteBlocked = false;
+      try { this.sendCdcQuiet(); } catch { /* link gone: nothing to tell */ }
+    }
+    this.txAbort = true;
+    this.setState('CLOSED');
+    this.emit('abort', reason);
+  }
+
+  /** The abort CDC: its failure must not re-enter localAbort. */
+  private sendCdcQuiet(): void {
+    this.txSeq = (this.txSeq + 1) & 0xffff;
+    const msg = makeCdc(this.txSeq, this.peerToken, cursorOf(this.sent, this.peerSize), cursorOf(this.cons, this.rmbeSize), {},
+      { peerDoneWriting: this.txDone, peerConnClosed: this.txClosed, peerConnAbort: true });
+    this.counters.cdcSent++;
+    this.transport.sendCdc(encodeCdc(msg)).catch(() => { /* link down: the peer learns from its link */ });
+  }
+
+  private armLinger(): void {
+    if (this.lingerTimer || this.lingerMs <= 0) return;
+    this.lingerTimer = setTimeout(() => {
+      this.lingerTimer = undefined;
+      if (this.pendingClose !== undefined && this.st !== 'CLOSED') {
+        this.localAbort(`${this.prep - this.sent} bytes could not be written within ${this.lingerMs} ms of close`, true);
+      }
+    }, this.lingerMs);
+    this.lingerTimer.unref?.();
+  }
+
+  // ---- helpers ----
+
+  private waitFor(cond: () => boolean): Promise<void> {
+    if (cond()) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const check = (): void => { if (cond()) resolve(); else this.waiters.push(check); };
+      this.waiters.push(check);
+    });
+  }
+
+  private wake(): void {
+    const w = this.waiters.splice(0);
+    for (const f of w) f();
+  }
+
+  private log(line: string): void {
+    this.logFn?.(`conn ${hex32(this.localToken)}: ${line}`);
+  }
+}

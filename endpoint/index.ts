@@ -1,0 +1,143 @@
+// The SMC-R endpoint's public API, shaped like node:net:
+//
+//   const server = smc.createServer({ device: { provider: 'uroce', address: '10.0.0.1' }, ueids: ['X'] },
+//                                   (sock) => sock.pipe(sock));
+//   await server.listen(12345, '10.0.0.1');
+//   const sock = await smc.connect({ device: { provider: 'uroce', address: '10.0.0.2' }, ueids: ['X'], host: '10.0.0.1', port: 12345 });
+//   sock.mode      // 'smcr' (sock.smcr: version, release, link group, link) or 'tcp' (sock.fallback: code, name, meaning)
+//
+// A connection that cannot use SMC-R silently continues over its TCP connection, exactly like
+// kernel SMC. connect() resolves once that is decided (after the CLC handshake), so `mode` is
+// final when the socket is handed out.
+//
+// Endpoints (device + link groups + TCP option program) are shared per device and option set
+// within the process, so a second connect() to the same peer reuses the link group
+// (subsequent contact), as the kernel does.
+
+import { EventEmitter, once } from 'node:events';
+import { createServer as netCreateServer, connect as netConnect, type Server, type Socket, type AddressInfo } from 'node:net';
+import { SmcStack } from './stack.js';
+import { SmcSocket } from './socket/socket.js';
+import type { SmcOptions } from './config.js';
+import type { HandshakeResult } from './clc/handshake.js';
+
+export { SmcStack } from './stack.js';
+export { SmcSocket } from './socket/socket.js';
+export type { SmcOptions } from './config.js';
+export type { HandshakeResult, Established, Fallback } from './clc/handshake.js';
+
+const stacks = new Map<string, { stack: Promise<SmcStack>; users: number }>();
+
+function keyOf(o: SmcOptions): string {
+  const { log: _log, ...rest } = o;
+  return JSON.stringify(rest);
+}
+
+/** The process-wide endpoint for these options (opened on first use). */
+export async function endpoint(o: SmcOptions): Promise<SmcStack> {
+  const k = keyOf(o);
+  let e = stacks.get(k);
+  if (!e) {
+    e = { stack: SmcStack.open(o), users: 0 };
+    stacks.set(k, e);
+    e.stack.catch(() => stacks.delete(k));
+  }
+  return e.stack;
+}
+
+/** Close every shared endpoint (link groups are deleted, peers told). */
+export async function closeAll(): Promise<void> {
+  const all = [...stacks.values()];
+  stacks.clear();
+  await Promise.all(all.map((e) => e.stack.then((s) => s.close(), () => undefined)));
+}
+
+/** Turn a handshake result into the application's socket. */
+export function socketFor(stack: SmcStack, tcp: Socket, r: HandshakeResult): SmcSocket {
+  if (r.mode === 'tcp') return new SmcSocket({ tcp, mode: 'tcp', fallbackCode: r.code });
+  const conn = stack.attach(r);
+  return new SmcSocket({
+    tcp, mode: 'smcr', conn,
+    info: { version: r.version, release: r.release, linkGroup: r.lg.name, link: r.link.id, firstContact: r.firstContact },
+  });
+}
+
+export interface ConnectOptions extends SmcOptions {
+  host: string;
+  port: number;
+  /** Local address of the TCP connection (default: chosen by the OS). */
+  localAddress?: string;
+  /** TCP connect timeout, ms (default 10 000). */
+  connectTimeoutMs?: number;
+}
+
+/** Open a connection: TCP (with option 254), then CLC; SMC-R or TCP fallback. */
+export async function connect(o: ConnectOptions): Promise<SmcSocket> {
+  const { host, port, localAddress, connectTimeoutMs, ...smc } = o;
+  const stack = await endpoint(smc);
+  const tcp = netConnect({ host, port, ...(localAddress ? { localAddress } : {}) });
+  const t = setTimeout(() => tcp.destroy(Object.assign(new Error(`connect ETIMEDOUT ${host}:${port}`), { code: 'ETIMEDOUT' })), connectTimeoutMs ?? 10_000);
+  try {
+    await once(tcp, 'connect');
+  } finally {
+    clearTimeout(t);
+  }
+  tcp.setNoDelay(true);
+  const r = await stack.handshake('client', tcp);
+  return socketFor(stack, tcp, r);
+}
+
+/**
+ * An SMC-R server: a TCP listener whose connections go through the CLC handshake; 'connection'
+ * gets an SmcSocket (mode 'smcr' or 'tcp'). Events: 'listening', 'connection', 'error', 'close'.
+ */
+export class SmcServer extends EventEmitter {
+  readonly tcp: Server;
+  private stack: SmcStack | undefined;
+  private pending = 0;
+
+  constructor(readonly options: SmcOptions, onConnection?: (s: SmcSocket) => void) {
+    super();
+    if (onConnection) this.on('connection', onConnection);
+    this.tcp = netCreateServer({ pauseOnConnect: true, noDelay: true });
+    this.tcp.on('connection', (sock) => void this.accept(sock));
+    this.tcp.on('error', (e) => this.emit('error', e));
+  }
+
+  /** Listen (opens the endpoint first). Resolves with the bound address. */
+  async listen(port: number, host?: string, backlog?: number): Promise<AddressInfo> {
+    this.stack = await endpoint(this.options);
+    this.tcp.listen({ port, ...(host ? { host } : {}), ...(backlog ? { backlog } : {}) });
+    await once(this.tcp, 'listening');
+    this.emit('listening');
+    return this.tcp.address() as AddressInfo;
+  }
+
+  address(): AddressInfo | null { return this.tcp.address() as AddressInfo | null; }
+
+  /** Stop accepting (existing connections continue). */
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => this.tcp.close(() => resolve()));
+    this.emit('close');
+  }
+
+  private async accept(tcp: Socket): Promise<void> {
+    const stack = this.stack!;
+    this.pending++;
+    try {
+      tcp.resume();
+      const r = await stack.handshake('server', tcp);
+      if (tcp.destroyed) { if (r.mode === 'smcr') stack.attach(r).abort('TCP connection gone before the handshake finished'); return; }
+      this.emit('connection', socketFor(stack, tcp, r));
+    } catch (e) {
+      tcp.destroy();
+      this.emit('error', e);
+    } finally {
+      this.pending--;
+    }
+  }
+}
+
+export function createServer(options: SmcOptions, onConnection?: (s: SmcSocket) => void): SmcServer {
+  return new SmcServer(options, onConnection);
+}

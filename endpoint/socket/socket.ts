@@ -1,0 +1,282 @@
+// SmcSocket: the application's view of one SMC connection, a Duplex shaped like node:net's
+// Socket. It wraps the TCP socket the connection was negotiated on, plus either
+//   mode 'smcr': a CdcConnection (data flows through RDMA; the TCP socket carries nothing more), or
+//   mode 'tcp':  nothing — SMC fell back (reason code from CLC / the TCP option) and the data
+//                flows over the TCP socket itself, exactly like kernel SMC's fallback.
+//
+// Backpressure, both ways (SMC-R):
+//   - write(): a chunk is accepted (its callback runs) once it was copied into the send buffer;
+//     when the send buffer is full, _write waits for the CDC acknowledgements that free it.
+//   - reading: bytes leave the RMBE only when the stream can take them (push() true / _read);
+//     the consumer cursor advances only then, so a slow reader closes the peer's window, like
+//     TCP's receive window.
+//
+// Urgent data (SMC-R only; RFC 7609 4.7.5-4.7.6, TCP MSG_OOB semantics as Linux implements them):
+//   - `sendUrgent(data)` queues `data` in order with earlier writes; its LAST byte is the urgent
+//     byte. Like Linux, further writes wait until the peer consumed everything up to it.
+//   - the receiver emits `'urgent' (byte: number)` when the urgent byte arrives; the byte is not
+//     part of the in-band stream (Linux without SO_OOBINLINE), the bytes before it are.
+//   - in 'tcp' mode sendUrgent() rejects with code ERR_SMC_NO_URGENT (Node's TCP has no MSG_OOB).
+//
+// Termination: end() = shutdown(SHUT_WR) (SMC peer_done_writing, then a TCP FIN, as Linux does);
+// destroy() = abort (peer_conn_abort + TCP RST) unless both directions already ended, in which
+// case it is the orderly close (peer_conn_closed). 'close' comes after both the SMC connection
+// reached CLOSED and the TCP socket closed.
+//
+// A TCP reset while the SMC-R connection is active aborts it. (Linux does not watch the TCP
+// socket of an active SMC-R connection at all; a TCP FIN alone is normal — Linux sends its FIN
+// on shutdown, before the CDC that says done — and is ignored.)
+
+import { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
+import type { CdcConnection } from '../cdc/connection.js';
+import { declineReason } from '../../dissectors/wire/reasons.js';
+
+/** What an SMC-R connection runs on. */
+export interface SmcrInfo {
+  /** SMC version (1 or 2). */
+  version: number;
+  /** SMC-Rv2 release (0 for v1). */
+  release: number;
+  /** Link group id (local). */
+  linkGroup: number | string;
+  /** Link id the connection runs on. */
+  link: number;
+  firstContact: boolean;
+}
+
+export interface FallbackInfo {
+  /** CLC decline / fallback reason code (Linux SMC_CLC_DECL_*). */
+  code: number;
+  /** Linux name without the SMC_CLC_DECL_ prefix, e.g. 'PEERNOSMC'. */
+  name: string;
+  meaning: string;
+}
+
+export type SmcSocketInit =
+  | { tcp: Socket; mode: 'smcr'; conn: CdcConnection; info: SmcrInfo; closeTimeoutMs?: number }
+  | { tcp: Socket; mode: 'tcp'; fallbackCode: number };
+
+const READ_CHUNK = 65536;
+
+type Cb = (err?: Error | null) => void;
+
+function err(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+export class SmcSocket extends Duplex {
+  readonly mode: 'smcr' | 'tcp';
+  readonly smcr: SmcrInfo | undefined;
+  readonly fallback: FallbackInfo | undefined;
+  /** The TCP socket the connection was negotiated on. */
+  readonly tcp: Socket;
+  readonly conn: CdcConnection | undefined;
+  private readonly urgentChunks = new WeakSet<object>();
+  private reading = false;
+  private pushedEof = false;
+  private writeWaiter: (() => void) | undefined;
+  private readonly closeTimeoutMs: number;
+  /** TCP bytes received in SMC-R mode (the peer should send none). */
+  tcpBytesIgnored = 0;
+
+  constructor(init: SmcSocketInit) {
+    super({ allowHalfOpen: true, emitClose: true, autoDestroy: true });
+    this.tcp = init.tcp;
+    this.mode = init.mode;
+    if (init.mode === 'smcr') {
+      this.smcr = init.info;
+      this.fallback = undefined;
+      this.conn = init.conn;
+      this.closeTimeoutMs = init.closeTimeoutMs ?? 30_000;
+      this.setupSmcr(init.conn);
+    } else {
+      const r = declineReason(init.fallbackCode);
+      this.fallback = { code: init.fallbackCode >>> 0, name: r.name, meaning: r.meaning };
+      this.smcr = undefined;
+      this.conn = undefined;
+      this.closeTimeoutMs = 0;
+      this.setupTcp();
+    }
+  }
+
+  // ---- node:net look-alikes ----
+  get remoteAddress(): string | undefined { return this.tcp.remoteAddress; }
+  get remotePort(): number | undefined { return this.tcp.remotePort; }
+  get remoteFamily(): string | undefined { return this.tcp.remoteFamily; }
+  get localAddress(): string | undefined { return this.tcp.localAddress; }
+  get localPort(): number | undefined { return this.tcp.localPort; }
+  /** No Nagle to switch off in SMC-R (every flush is written at once); passed to TCP in fallback mode. */
+  setNoDelay(noDelay = true): this { if (this.mode === 'tcp') this.tcp.setNoDelay(noDelay); return this; }
+  setKeepAlive(enable = false, initialDelay = 0): this { this.tcp.setKeepAlive(enable, initialDelay); return this; }
+
+  /**
+   * Send `data` with its last byte as urgent data (see the file comment). Resolves when it was
+   * accepted into the send buffer, in order with earlier writes.
+   */
+  sendUrgent(data: Uint8Array | string): Promise<void> {
+    if (this.mode !== 'smcr') return Promise.reject(err('ERR_SMC_NO_URGENT', 'urgent data needs an SMC-R connection (TCP fallback has no MSG_OOB in Node)'));
+    const b = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    if (b.length === 0) return Promise.reject(new RangeError('urgent data must not be empty'));
+    const copy = Buffer.from(b); // a distinct object to tag
+    this.urgentChunks.add(copy);
+    return new Promise<void>((resolve, reject) => {
+      this.write(copy, (e) => (e ? reject(e) : resolve()));
+    });
+  }
+
+  // =====================================================================================
+  // Fallback: TCP carries the data
+  // =====================================================================================
+
+  private setupTcp(): void {
+    const tcp = this.tcp;
+    tcp.allowHalfOpen = true;
+    tcp.on('data', (b: Buffer) => { if (!this.push(b)) tcp.pause(); });
+    tcp.on('end', () => this.push(null));
+    tcp.on('error', (e) => this.destroy(e));
+    tcp.on('close', () => { if (!this.destroyed) this.destroy(); });
+    tcp.pause();
+  }
+
+  // =====================================================================================
+  // SMC-R: the CdcConnection carries the data
+  // =====================================================================================
+
+  private setupSmcr(conn: CdcConnection): void {
+    const tcp = this.tcp;
+    tcp.allowHalfOpen = true;
+    tcp.on('data', (b: Buffer) => { this.tcpBytesIgnored += b.length; });
+    tcp.on('end', () => { /* Linux sends its FIN on shutdown, before the done CDC: not a close */ });
+    tcp.on('error', (e) => {
+      if (conn.stateName !== 'CLOSED') conn.abort(`TCP connection failed: ${(e as Error).message}`);
+      if (!this.destroyed) this.destroy(e);
+    });
+    conn.on('readable', () => this.pull());
+    conn.on('end', () => this.pull());
+    conn.on('writable', () => this.resumeWrite());
+    conn.on('urgent', (byte: number) => this.emit('urgent', byte));
+    conn.on('abort', (reason: string) => {
+      this.resumeWrite();
+      if (!this.destroyed) this.destroy(err('ECONNRESET', `SMC-R connection aborted: ${reason}`));
+    });
+  }
+
+  private resumeWrite(): void {
+    const w = this.writeWaiter;
+    this.writeWaiter = undefined;
+    w?.();
+  }
+
+  /** Copy `buf` into the send buffer, waiting for room as needed. */
+  private putChunk(buf: Uint8Array, urgent: boolean, cb: Cb): void {
+    const conn = this.conn!;
+    let off = 0;
+    const step = (): void => {
+      try {
+        if (urgent) {
+          if (conn.write(buf, true) === buf.length) off = buf.length;
+        } else {
+          off += conn.write(buf.subarray(off));
+        }
+      } catch (e) {
+        cb(e as Error);
+        return;
+      }
+      if (off >= buf.length) cb();
+      else this.writeWaiter = step;
+    };
+    step();
+  }
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: Cb): void {
+    if (this.mode === 'tcp') { this.tcp.write(chunk, cb); return; }
+    this.putChunk(chunk, this.urgentChunks.has(chunk), cb);
+  }
+
+  override _writev(chunks: Array<{ chunk: Buffer; encoding: BufferEncoding }>, cb: Cb): void {
+    if (this.mode === 'tcp') {
+      this.tcp.cork();
+      for (let i = 0; i < chunks.length; i++) this.tcp.write(chunks[i]!.chunk, i === chunks.length - 1 ? cb : undefined);
+      this.tcp.uncork();
+      return;
+    }
+    let i = 0;
+    const next = (e?: Error | null): void => {
+      if (e) { cb(e); return; }
+      if (i >= chunks.length) { cb(); return; }
+      const c = chunks[i++]!.chunk;
+      this.putChunk(c, this.urgentChunks.has(c), next);
+    };
+    next();
+  }
+
+  override _read(): void {
+    if (this.mode === 'tcp') { this.tcp.resume(); return; }
+    this.reading = true;
+    this.pull();
+  }
+
+  /** Move RMBE bytes into the stream while it wants them. */
+  private pull(): void {
+    const conn = this.conn!;
+    while (this.reading && !this.pushedEof) {
+      const b = conn.read(READ_CHUNK);
+      if (b) {
+        if (!this.push(b)) this.reading = false;
+        continue;
+      }
+      if (conn.peerDone && conn.readableLength === 0 && !conn.aborted) {
+        this.pushedEof = true;
+        this.push(null);
+      }
+      break;
+    }
+  }
+
+  override _final(cb: Cb): void {
+    if (this.mode === 'tcp') { this.tcp.end(cb); return; }
+    const conn = this.conn!;
+    conn.shutdownWrite().then(() => {
+      if (conn.aborted) { cb(err('ECONNRESET', 'SMC-R connection aborted before shutdown completed')); return; }
+      this.tcp.end(); // TCP half-close mirrors the SMC one (Linux smc_shutdown)
+      cb();
+    }, (e: Error) => cb(e));
+  }
+
+  override _destroy(error: Error | null, cb: Cb): void {
+    const tcp = this.tcp;
+    const tcpClosed = (): Promise<void> => new Promise((resolve) => {
+      if (tcp.destroyed && (tcp as unknown as { closed?: boolean }).closed !== false) { resolve(); return; }
+      tcp.once('close', () => resolve());
+      setTimeout(() => { tcp.destroy(); resolve(); }, 5000).unref();
+    });
+    if (this.mode === 'tcp') {
+      tcp.destroy(error ?? undefined);
+      void tcpClosed().then(() => cb(error));
+      return;
+    }
+    const conn = this.conn!;
+    this.resumeWrite();
+    const orderly = !error && this.writableFinished;
+    let done: Promise<void>;
+    if (conn.stateName === 'CLOSED') {
+      done = Promise.resolve();
+    } else if (orderly) {
+      done = conn.close();
+      if (this.closeTimeoutMs > 0) {
+        const t = setTimeout(() => conn.abort(`peer did not close within ${this.closeTimeoutMs} ms`), this.closeTimeoutMs);
+        t.unref();
+        done = done.finally(() => clearTimeout(t));
+      }
+    } else {
+      conn.abort(error ? `socket destroyed: ${error.message}` : 'socket destroyed');
+      done = Promise.resolve();
+    }
+    void done.then(() => {
+      if (conn.aborted) tcp.resetAndDestroy();
+      else tcp.end();
+      return tcpClosed();
+    }).then(() => cb(error));
+  }
+}
