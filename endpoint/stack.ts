@@ -112,6 +112,17 @@ export class SmcStack implements HandshakeContext {
     }
   }
 
+  private readonly locks: Record<Role, Promise<void>> = { client: Promise.resolve(), server: Promise.resolve() };
+
+  lgrLock(role: Role): Promise<() => void> {
+    let release!: () => void;
+    const mine = new Promise<void>((r) => { release = r; });
+    const prev = this.locks[role];
+    this.locks[role] = prev.then(() => mine);
+    let done = false;
+    return prev.then(() => () => { if (!done) { done = true; release(); } });
+  }
+
   findLinkGroup(match: (lg: LinkGroup) => boolean): LinkGroup | undefined {
     for (const lg of this.linkGroups) if (lg.state !== 'TERMINATING' && lg.state !== 'TERMINATED' && match(lg)) return lg;
     return undefined;

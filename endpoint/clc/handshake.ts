@@ -49,6 +49,9 @@ export interface HandshakeContext {
   id: LocalIdentity;
   findLinkGroup(match: (lg: LinkGroup) => boolean): LinkGroup | undefined;
   newLinkGroup(role: Role, version: 1 | 2, release: number, peerId: string, maxConns: number, maxLinks: number): LinkGroup;
+  /** Serialise link-group decisions of one role (Linux smc_server_lgr_pending): concurrent
+   *  first contacts to one peer must end in one link group. Resolves to the unlock function. */
+  lgrLock(role: Role): Promise<() => void>;
 }
 
 export interface Fallback {
@@ -101,6 +104,7 @@ export class PendingSink implements ConnSink {
 }
 
 const FEATURE_MASK_V21 = 1;
+const noop = (): void => {};
 const OS_LINUX = 2;
 
 /** IPv4 prefix of the interface holding `addr` (for the v1 Proposal's IP area and its check):
@@ -178,6 +182,7 @@ export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promi
   let lg: LinkGroup | undefined;
   let newGroup = false;
   let held: { rmb?: BufDesc; sndbuf?: BufDesc; token?: number } = {};
+  let unlock: () => void = noop;
   try {
     if (!v1 && !v2) throw new ClcError(DECL.NOUEID, 'SMC-Rv2 needs a UEID and v1 is disabled');
     const local = plainIpv4(tcp.localAddress);
@@ -197,11 +202,10 @@ export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promi
     const m = await ch.read(o.clcTimeoutMs, 'Accept');
     steps.push({ step: 'proposal→accept', ms: Date.now() - t0 });
     if (m.type === 'decline') return fallbackFromPeer(m);
+    if (m.type === 'accept' && m.typev1 === PATH_D) throw new ClcError(DECL.MODEUNSUPP, 'server chose SMC-D; only SMC-R is supported');
     if (m.type !== 'accept' || !m.r) throw new ClcError(DECL.SYNCERR, `expected CLC Accept, got ${m.type}`);
     const acc = m;
     const r = m.r;
-    // -- what the server chose must be something we offered
-    if (acc.typev1 === PATH_D) throw new ClcError(DECL.MODEUNSUPP, 'server chose SMC-D; only SMC-R is supported');
     if (acc.version >= 2) {
       if (!v2) throw new ClcError(DECL.VERSMISMAT, 'server chose SMC v2, which we did not offer');
       version = 2;
@@ -229,6 +233,7 @@ export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promi
     if (r.mtuCode < 1 || r.mtuCode > 5) throw new ClcError(DECL.SYNCERR, `server MTU code ${r.mtuCode} out of range`);
     // -- link group: new on first contact; else the one whose link talks to the named QP
     let link: Link | undefined;
+    unlock = await ctx.lgrLock('client');
     if (acc.firstContact) {
       lg = ctx.newLinkGroup('client', version, release, r.peerId, maxConns, maxLinks);
       newGroup = true;
@@ -240,6 +245,8 @@ export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promi
       if (!lg) throw new ClcError(DECL.SYNCERR, `server continues a link group (QP 0x${r.qpn.toString(16)}) we do not have`, false, true);
       release = lg.release;
       link = [...lg.links.values()].find((l) => l.peer?.qpn === r.qpn)!;
+      unlock();
+      unlock = noop;
     }
     const mtu = Math.min(r.mtuCode, ctx.id.mtu) as Mtu;
     const rmb = lg.getRmb(o.rmbSize);
@@ -264,6 +271,8 @@ export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promi
       }
       steps.push({ step: 'confirm link', ms: Date.now() - t0 });
     }
+    unlock();
+    unlock = noop;
     rmb.buf.confirmed = true;
     return {
       mode: 'smcr', role: 'client', version, release, firstContact: acc.firstContact, lg, link, token: held.token!, peerToken: r.token,
@@ -273,6 +282,7 @@ export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promi
   } catch (e) {
     return fail(ch, ctx, e, version, lg, newGroup, held);
   } finally {
+    unlock();
     ch.detach();
   }
 }
@@ -287,6 +297,7 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
   let lg: LinkGroup | undefined;
   let newGroup = false;
   let held: { rmb?: BufDesc; sndbuf?: BufDesc; token?: number } = {};
+  let unlock: () => void = noop;
   try {
     const m = await ch.read(o.clcTimeoutMs, 'Proposal');
     if (m.type === 'decline') return fallbackFromPeer(m);
@@ -297,10 +308,13 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
     version = choice.version;
     const { release, maxConns, maxLinks, eid, peerGid } = choice;
     steps.push({ step: 'proposal', ms: Date.now() - t0 });
-    // -- first or subsequent contact
+    // -- first or subsequent contact (decided under the lock: a second Proposal from the same
+    //    peer waits until this first contact has its link group, then joins it)
+    unlock = await ctx.lgrLock('server');
     lg = ctx.findLinkGroup((g) => g.role === 'server' && g.version === version && g.peerId === p.peerId && !g.full
       && (g.state === 'ACTIVE' || g.state === 'IDLE') && [...g.links.values()].some((l) => l.state === 'ACTIVE' && l.peer?.gid === peerGid));
     const first = lg === undefined;
+    if (!first) { unlock(); unlock = noop; }
     let link: Link;
     if (!lg) {
       lg = ctx.newLinkGroup('server', version, release, p.peerId, maxConns, maxLinks);
@@ -339,6 +353,8 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
         throw new ClcError(DECL.TIMEOUT_CL, `first link not confirmed: ${(e as Error).message}`);
       }
       steps.push({ step: 'confirm link', ms: Date.now() - t0 });
+      unlock();
+      unlock = noop;
     } else if (link.peer && r.qpn !== link.peer.qpn) {
       throw new ClcError(DECL.SYNCERR, `Confirm names QP 0x${r.qpn.toString(16)}, the link group's peer QP is 0x${link.peer.qpn.toString(16)}`, false, true);
     }
@@ -351,6 +367,7 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
   } catch (e) {
     return fail(ch, ctx, e, version, lg, newGroup, held);
   } finally {
+    unlock();
     ch.detach();
   }
 }

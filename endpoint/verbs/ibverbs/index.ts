@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  Access, QpState, QpType, SendFlags, VerbsError, WcOpcode, WrOpcode, attrMaskOf, gidBytes, gidText,
+  Access, AsyncEventType as AsyncEvents, QpAttrMask, QpState, QpType, SendFlags, VerbsError, WcOpcode, WrOpcode, attrMaskOf, gidBytes, gidText, gidToIpv4, qpStateName,
   type AhAttr, type AsyncEvent, type AsyncEventType, type Cq, type Device, type DeviceAttr, type GidEntry, type GidType,
   type Mr, type Mtu, type Pd, type PortAttr, type Qp, type QpAttr, type QpCap, type QpInitAttr, type QpStats,
   type RecvWr, type SendWr, type Sge, type WcStatus, type WorkCompletion, type WrId,
@@ -297,6 +297,13 @@ export class IbvCq extends CompletionQueue {
     const r = call(() => dev.native.createCq(dev.ctx, cqe, (wcs) => this.deliver(wcs)));
     this.handle = r.handle;
     dev.cqs.set(r.handle, this);
+    // The addon drains the kernel CQ as soon as its channel fires, so the CQ that can overrun is
+    // this one (`cqe` completions waiting to be polled). As on hardware: its QPs go to ERR and
+    // the device raises IBV_EVENT_CQ_ERR; later completions are dropped (counted in `dropped`).
+    this.onOverrun = () => {
+      for (const q of dev.qps.values()) if (q.sendCq === this || q.recvCq === this) q.toError();
+      dev.emit('async', { type: AsyncEvents.CQ_ERR, cq: this, reason: `IBV_EVENT_CQ_ERR: CQ overrun (${cqe} entries waiting)` } satisfies AsyncEvent);
+    };
   }
   handleOf(): number { return this.handle; }
 
@@ -308,6 +315,9 @@ export class IbvCq extends CompletionQueue {
       };
       if (w.immData !== undefined) wc.immData = w.immData;
       const qp = this.dev.qpByNum(w.qpNum);
+      // libibverbs defines src_qp for UD only and rxe leaves it 0 on RC; the verbs interface
+      // promises the connected QP's number on RC receive completions: filled in from the QP.
+      if ((w.opcode & WcOpcode.RECV) && wc.srcQp === 0 && qp?.destQpn !== undefined) wc.srcQp = qp.destQpn;
       if (qp && (w.opcode & WcOpcode.RECV) && w.status === 0) qp.countRecv(w.byteLen);
       // The channel does not say whether a message had SE: receive completions wake a
       // solicited-only waiter (a superset of what hardware would do), sends do not.
@@ -326,6 +336,10 @@ export class IbvCq extends CompletionQueue {
 export class IbvQp implements Qp {
   readonly qpType = QpType.RC;
   private dead = false;
+  /** The state the last successful modify() set (the kernel may since have moved it to ERR). */
+  private setState: QpState = QpState.RESET;
+  /** The connected QP's number (set at RTR). */
+  destQpn: number | undefined;
   private readonly st: QpStats = {
     txPackets: 0, txBytes: 0, rxPackets: 0, rxBytes: 0, retransmits: 0, timeouts: 0, naksSent: 0, naksReceived: 0,
     seqNaksSent: 0, seqNaksReceived: 0, rnrNaksSent: 0, rnrNaksReceived: 0, acksSent: 0, acksReceived: 0,
@@ -347,6 +361,15 @@ export class IbvQp implements Qp {
     const cur = this.state;
     const next = attr.qpState ?? cur;
     checkTransition(cur, m, next, attr.curQpState);
+    // What the kernel would refuse with a bare EINVAL, refused here with the reason.
+    const bad = (what: string): never => { throw new VerbsError('EINVAL', `ibv_modify_qp: ${what} (EINVAL)`); };
+    if ((m & QpAttrMask.PATH_MTU) && !(Number.isInteger(attr.pathMtu) && attr.pathMtu! >= 1 && attr.pathMtu! <= 5)) bad(`path_mtu ${attr.pathMtu} is not an ibv_mtu (1..5)`);
+    if ((m & QpAttrMask.AV) && attr.ahAttr) {
+      const port = attr.ahAttr.portNum ?? attr.portNum ?? 1;
+      if ((!attr.ahAttr.isGlobal || !attr.ahAttr.grh) && this.pdObj.dev.queryPort(port).linkLayer === 'Ethernet') {
+        bad('RoCE needs a global route (ah_attr.is_global with a GRH)');
+      }
+    }
     const a: Record<string, unknown> = { ...attr };
     delete a.ahAttr;
     if (attr.ahAttr) {
@@ -356,6 +379,15 @@ export class IbvQp implements Qp {
       a.ahAttr = n;
     }
     call(() => this.native.modifyQp(this.handle, a, m));
+    this.setState = next;
+    if (m & QpAttrMask.DEST_QPN) this.destQpn = attr.destQpNum;
+    else if (next === QpState.RESET) this.destQpn = undefined;
+  }
+
+  /** Move to ERR (CQ overrun); never throws. */
+  toError(): void {
+    if (this.dead) return;
+    try { this.native.modifyQp(this.handle, { qpState: QpState.ERR }, QpAttrMask.STATE); this.setState = QpState.ERR; } catch { /* already gone */ }
   }
 
   query(): ReturnType<Qp['query']> {
@@ -369,20 +401,65 @@ export class IbvQp implements Qp {
     };
   }
 
+  /**
+   * ibv_post_send. A bad work request (malformed, more SGEs than max_send_sge, inline data beyond
+   * max_inline_data, QP not yet in RTS) throws VerbsError EINVAL naming it, with `badWr` its index;
+   * the work requests before it are posted, as libibverbs does.
+   */
   postSend(wr: SendWr | readonly SendWr[]): void {
     const list = (Array.isArray(wr) ? wr : [wr]) as readonly SendWr[];
-    const nat = list.map((w, i) => nativeSendWr(w, i));
-    call(() => this.native.postSend(this.handle, nat));
-    for (const w of list) {
-      this.st.messagesSent++;
-      this.st.txBytes += w.inlineData ? w.inlineData.length : (w.sgList ?? []).reduce((s, g) => s + g.length, 0);
+    const nat: Array<Record<string, unknown>> = [];
+    let err: VerbsError | undefined;
+    for (let i = 0; i < list.length && !err; i++) {
+      const w = list[i]!;
+      const where = `ibv_post_send (work request ${i})`;
+      try {
+        if (this.dead) throw new VerbsError('EINVAL', `${where}: the QP is destroyed (EINVAL)`, i);
+        // the work request itself first (as libibverbs' provider validates it), then the QP state
+        const n = nativeSendWr(w, i);
+        const sges = w.sgList?.length ?? 0;
+        if (w.inlineData === undefined && sges > this.cap.maxSendSge) throw new VerbsError('EINVAL', `${where}: ${sges} SGEs > max_send_sge ${this.cap.maxSendSge} (EINVAL)`, i);
+        if ((w.sendFlags ?? 0) & SendFlags.INLINE) {
+          const len = w.inlineData ? w.inlineData.length : (w.sgList ?? []).reduce((s, g) => s + g.length, 0);
+          if (len > this.cap.maxInlineData) throw new VerbsError('EINVAL', `${where}: ${len} inline bytes > max_inline_data ${this.cap.maxInlineData} (EINVAL)`, i);
+        }
+        if (this.setState < QpState.RTS) throw new VerbsError('EINVAL', `${where}: QP ${this.qpNum} is in ${qpStateName(this.setState)}, sending needs RTS (EINVAL)`, i);
+        nat.push(n);
+      } catch (e) {
+        err = e instanceof VerbsError ? e : new VerbsError('EINVAL', `${(e as Error).message} (EINVAL)`, i);
+      }
     }
+    if (nat.length) {
+      call(() => this.native.postSend(this.handle, nat));
+      for (let i = 0; i < nat.length; i++) {
+        const w = list[i]!;
+        this.st.messagesSent++;
+        this.st.txBytes += w.inlineData ? w.inlineData.length : (w.sgList ?? []).reduce((s, g) => s + g.length, 0);
+      }
+    }
+    if (err) throw err;
   }
 
+  /** ibv_post_recv; bad work requests as for postSend (RESET: EINVAL; a full RQ: ENOMEM from libibverbs). */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
     const list = (Array.isArray(wr) ? wr : [wr]) as readonly RecvWr[];
-    const nat = list.map((w, i) => nativeRecvWr(w, i));
-    call(() => this.native.postRecv(this.handle, nat));
+    const nat: Array<Record<string, unknown>> = [];
+    let err: VerbsError | undefined;
+    for (let i = 0; i < list.length && !err; i++) {
+      const where = `ibv_post_recv (work request ${i})`;
+      try {
+        if (this.dead) throw new VerbsError('EINVAL', `${where}: the QP is destroyed (EINVAL)`, i);
+        if (this.setState === QpState.RESET) throw new VerbsError('EINVAL', `${where}: QP ${this.qpNum} is in RESET (EINVAL)`, i);
+        const n = nativeRecvWr(list[i]!, i);
+        const sges = list[i]!.sgList.length;
+        if (sges > this.cap.maxRecvSge) throw new VerbsError('EINVAL', `${where}: ${sges} SGEs > max_recv_sge ${this.cap.maxRecvSge} (EINVAL)`, i);
+        nat.push(n);
+      } catch (e) {
+        err = e instanceof VerbsError ? e : new VerbsError('EINVAL', `${(e as Error).message} (EINVAL)`, i);
+      }
+    }
+    if (nat.length) call(() => this.native.postRecv(this.handle, nat));
+    if (err) throw err;
   }
 
   countRecv(bytes: number): void { this.st.messagesReceived++; this.st.rxBytes += bytes; }
@@ -406,6 +483,11 @@ export class IbvQp implements Qp {
 export interface IbverbsOptions {
   /** Device name (ibv_devices); default: the first device. */
   device?: string;
+  /** Port the endpoint uses (default 1); checked at open. */
+  port?: number;
+  /** GID index QPs send from (ahAttr.grh.sgidIndex); default: the port's first IPv4-mapped
+   *  RoCE v2 GID (see sourceGid()). Checked at open: the entry must exist. */
+  gidIndex?: number;
 }
 
 export class IbvDevice extends EventEmitter implements Device {
@@ -416,7 +498,34 @@ export class IbvDevice extends EventEmitter implements Device {
   private maxInline: number | undefined;
   private closed = false;
 
-  constructor(readonly native: VerbsAddon, readonly name: string, readonly ctx: number) { super(); }
+  /** The port and GID index chosen at open (IbverbsOptions). */
+  readonly port: number;
+  readonly gidIndex: number | undefined;
+  private srcGid = new Map<number, GidEntry>();
+
+  constructor(readonly native: VerbsAddon, readonly name: string, readonly ctx: number, opts: { port?: number; gidIndex?: number } = {}) {
+    super();
+    this.port = opts.port ?? 1;
+    this.gidIndex = opts.gidIndex;
+  }
+
+  /** The GID QPs of this device send from on `port`: the configured gidIndex, else the first
+   *  IPv4-mapped RoCE v2 GID, else the first RoCE v2 GID, else index 0. Looked up once. */
+  sourceGid(port = this.port): GidEntry {
+    const known = this.srcGid.get(port);
+    if (known) return known;
+    let e: GidEntry | undefined;
+    if (this.gidIndex !== undefined && port === this.port) {
+      e = this.entry(port, this.gidIndex);
+      if (!e) throw new VerbsError('ENODATA', `ibv_query_gid: ${this.name} port ${port} GID index ${this.gidIndex} is empty`);
+    } else {
+      const table = this.gidTable(port);
+      e = table.find((g) => g.type === 'RoCE v2' && gidToIpv4(g.gid) !== undefined) ?? table.find((g) => g.type === 'RoCE v2') ?? table[0];
+      if (!e) throw new VerbsError('ENODATA', `ibv_query_gid: ${this.name} port ${port} has no GID`);
+    }
+    this.srcGid.set(port, e);
+    return e;
+  }
 
   qpByNum(n: number): IbvQp | undefined {
     for (const q of this.qps.values()) if (q.qpNum === n) return q;
@@ -533,6 +642,8 @@ export class IbvDevice extends EventEmitter implements Device {
 export async function openIbverbs(opts: IbverbsOptions = {}): Promise<Device> {
   if (typeof opts !== 'object' || opts === null) throw new TypeError('openIbverbs: options must be an object');
   if (opts.device !== undefined && (typeof opts.device !== 'string' || opts.device === '')) throw new TypeError('openIbverbs: device must be a non-empty string');
+  if (opts.port !== undefined && !(Number.isInteger(opts.port) && opts.port >= 1 && opts.port <= 255)) throw new TypeError('openIbverbs: port must be an integer 1..255');
+  if (opts.gidIndex !== undefined && !(Number.isInteger(opts.gidIndex) && opts.gidIndex >= 0)) throw new TypeError('openIbverbs: gidIndex must be a non-negative integer');
   const st = ibverbsStatus();
   if (!st.available) throw new IbverbsUnavailableError(st.code ?? 'ENODEV', st.reason ?? 'libibverbs not available');
   const name = opts.device ?? st.devices[0]!.name;
@@ -542,6 +653,13 @@ export async function openIbverbs(opts: IbverbsOptions = {}): Promise<Device> {
   const native = loadVerbsAddon();
   let dev: IbvDevice | undefined;
   const ctx = call(() => native.open(name, (ev) => dev?.onNativeAsync(ev)));
-  dev = new IbvDevice(native, name, ctx);
+  dev = new IbvDevice(native, name, ctx, { ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.gidIndex !== undefined ? { gidIndex: opts.gidIndex } : {}) });
+  try {
+    dev.queryPort(dev.port); // the port exists
+    if (opts.gidIndex !== undefined) dev.sourceGid(dev.port); // the GID entry exists
+  } catch (e) {
+    await dev.close();
+    throw e;
+  }
   return dev;
 }

@@ -5,7 +5,7 @@
 // (pcap of everything the engine sent and received, as IPv4 frames).
 
 import type dgram from 'node:dgram';
-import { decodeIbPacket, setIcrc, BTH_LEN, ICRC_LEN, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
+import { decodeIbPacket, setIcrc, readIcrc, BTH_LEN, ICRC_LEN, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
 import { u16, u24 } from '../../../dissectors/wire/common.js';
 import { encodeIpv4, ipv4Header, IPPROTO_UDP } from '../../../dissectors/net/ipv4.js';
 import { encodeUdp, udpHeader } from '../../../dissectors/net/udp.js';
@@ -13,7 +13,7 @@ import { LINKTYPE, type CapturedFrame } from '../../../capture/types.js';
 import type { CaptureWriter } from '../../../capture/writer.js';
 import { IcrcChecker, type NetHeader } from './icrc.js';
 import { FaultInjector, type FaultConfig } from './faults.js';
-import { openSocket, sockHelperError, loadSockHelper, type SockHelper } from './sockets.js';
+import { openSocket, openFd, errnoName, sockHelperError, loadSockHelper, type SockHelper, type RxHandle } from './sockets.js';
 
 export interface EngineStats {
   rxPackets: number;
@@ -34,6 +34,15 @@ export interface EngineStats {
   badPkey: number;
   /** Socket send errors (e.g. EMSGSIZE: path MTU above the link MTU). */
   txErrors: number;
+  /** Datagrams handed to the kernel (a GSO send of n packets is one). */
+  txDatagrams: number;
+  /** Datagrams read from the socket (a GRO datagram of n packets is one). */
+  rxDatagrams: number;
+  /** Native receive batches (JavaScript calls; 0 without the socket helper). */
+  rxBatches: number;
+  /** Packets from a source held to the exact check whose ICRC matched an IP ID 1…63: a GSO
+   *  segment the kernel cut for a socket without GRO (see icrc.ts). */
+  icrcSegmentIds: number;
   /** Fault injection counters. */
   faultDropped: number;
   faultDuplicated: number;
@@ -44,7 +53,7 @@ export interface EngineStats {
 export function emptyEngineStats(): EngineStats {
   return {
     rxPackets: 0, rxBytes: 0, txPackets: 0, txBytes: 0, icrcErrors: 0, icrcIdRecovered: 0, malformed: 0,
-    unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
+    unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, txDatagrams: 0, rxDatagrams: 0, rxBatches: 0, icrcSegmentIds: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
   };
 }
 
@@ -55,6 +64,8 @@ export interface EngineQp {
   remoteIp: string;
   /** Called with every packet for this QPN that passed the engine's checks. */
   receive(buf: Uint8Array, srcIp: string): void;
+  /** Send the coalesced ACK, if one is pending (end of a receive batch). */
+  flushAck(): void;
 }
 
 export interface TxPort {
@@ -65,16 +76,50 @@ export interface TxPort {
   tos: number;
   /** Packets waiting for an asynchronous bind (only without the socket helper). */
   queue?: Uint8Array[];
-  /** Socket fd when opened by the helper: transmits are batched into sendmmsg(2) calls. */
+  /** Socket fd when opened by the helper: transmits are staged and sent in sendmmsg(2) batches. */
   fd?: number;
-  /** Packets of this turn waiting for the batch flush (and their destination). */
-  batch?: Uint8Array[];
-  batchIp?: string;
+  /** Staging buffer: this turn's packets back to back, built in place by the QP (txAlloc). */
+  stage?: Uint8Array;
+  stageW?: number;
+  /** Datagram descriptors over the stage: (offset, length, GSO segment size) triples. */
+  desc?: Int32Array;
+  nDesc?: number;
+  /** Destination of the staged packets (IPv4 as a number, and as text). */
+  stageIp?: string;
+  stageIpNum?: number;
+  /** Open GSO run (the last descriptor): segment size, packets, bytes, end offset; ended by a shorter packet. */
+  gso?: boolean;
+  gSeg?: number;
+  gCount?: number;
+  gBytes?: number;
+  gEnd?: number;
+  gOpen?: boolean;
 }
 
 type Tap = (frame: CapturedFrame) => void;
 
 const EPOCH_NS = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();
+
+/** Staging buffer per send socket (bytes) and descriptors per flush. */
+const STAGE_BYTES = 512 << 10;
+/** Staged bytes after which a port is flushed at once instead of at the end of the turn, so
+ *  that the receiver starts on the first packets while the rest are still being built. */
+const FLUSH_AT = Number(process.env.UROCE_FLUSH_KB ?? 128) << 10;
+/** Received bytes after which coalesced ACKs leave in the middle of a receive batch (the
+ *  requester refills its window while this side is still placing data). */
+const ACK_EVERY = Number(process.env.UROCE_ACK_KB ?? 128) << 10;
+const MAX_DESC = 256;
+/** GSO limits: segments per send (the kernel's UDP_MAX_SEGMENTS is 64 before 6.x' 128) and the UDP payload limit. */
+export const GSO_MAX_SEGS = 64;
+const GSO_MAX_BYTES = 65507;
+/** Native receive: datagrams per recvmmsg(2) and slot size (a GRO datagram is at most 64 KiB). */
+const RX_SLOTS = 32;
+const RX_SLOT = 65536;
+
+function ipNum(ip: string): number {
+  const p = ip.split('.');
+  return (((Number(p[0]) << 24) | (Number(p[1]) << 16) | (Number(p[2]) << 8) | Number(p[3])) >>> 0);
+}
 
 
 export class UroceEngine {
@@ -91,30 +136,68 @@ export class UroceEngine {
   exactIcrc = false;
   /** Receive buffer the kernel granted (bytes). */
   rcvbuf = 0;
-  /** Transmit through sendmmsg batches (socket helper loaded; UROCE_NO_BATCH=1 turns it off). */
+  /**
+   * The socket helper's batched paths: staged transmit in sendmmsg(2) batches and the native
+   * receive loop (recvmmsg, one JavaScript call per batch). UROCE_NO_BATCH=1 turns both off
+   * (dgram for everything, as without the helper; the helper still opens the sockets).
+   */
   private readonly helper: SockHelper | undefined = process.env.UROCE_NO_BATCH === '1' ? undefined : loadSockHelper();
-  private readonly pendingBatches: TxPort[] = [];
+  private readonly pendingPorts: TxPort[] = [];
   private flushScheduled = false;
+  /** UDP GSO for runs of equal-size packets (see gso in open()). */
+  readonly gso: boolean;
+  /** Native receive loop (undefined: dgram 'message' path). */
+  private rx: RxHandle | undefined;
+  private rxBuf: Uint8Array | undefined;
+  private rxMeta: Int32Array | undefined;
+  /** True while a receive batch is being handled: ACKs are coalesced until its end. */
+  inBatch = false;
+  private readonly ackQps: EngineQp[] = [];
+  private readonly ipTexts = new Map<number, string>();
 
-  private constructor(readonly address: string) {
+  private constructor(readonly address: string, gso: boolean | undefined) {
     this.checker = new IcrcChecker(address);
+    // GSO by default only towards loopback: there the kernel never cuts a GSO send for a
+    // receiver with UDP_GRO (another uroce), and for one without GRO it cuts it in software
+    // with IP IDs 0, 1, 2 … (which the ICRCs are computed for). On a real interface the IDs of
+    // hardware-segmented packets are the NIC's business, so a kernel peer could drop them.
+    this.gso = process.env.UROCE_NO_GSO === '1' ? false : gso ?? address.startsWith('127.');
   }
 
-  static async open(address: string, o: { rcvbuf?: number; faults?: FaultConfig } = {}): Promise<UroceEngine> {
-    const e = new UroceEngine(address);
-    const s = await openSocket({ address, port: ROCE_V2_PORT, rcvbuf: o.rcvbuf ?? 4 << 20, sndbuf: 1 << 20 });
-    e.sock = s.sock;
-    e.exactIcrc = s.exact;
-    try { e.rcvbuf = s.sock.getRecvBufferSize(); } catch { e.rcvbuf = 0; }
-    s.sock.on('message', (m: Buffer, r: dgram.RemoteInfo) => {
-      // A packet from the network never takes the process down: anything unexpected while
-      // handling one is counted (malformed) and the packet dropped.
-      try { e.onMessage(m, r); } catch { e.stats.malformed++; }
-    });
-    s.sock.on('error', () => { e.stats.txErrors++; });
+  static async open(address: string, o: { rcvbuf?: number; faults?: FaultConfig; gso?: boolean } = {}): Promise<UroceEngine> {
+    const e = new UroceEngine(address, o.gso);
+    const sopts = { address, port: ROCE_V2_PORT, rcvbuf: o.rcvbuf ?? 4 << 20, sndbuf: 1 << 20 };
+    const h = e.helper;
+    if (h) {
+      // The receive socket is read by the helper's loop, never by dgram.
+      const fd = openFd(h, sopts);
+      e.rxBuf = new Uint8Array(RX_SLOTS * RX_SLOT);
+      e.rxMeta = new Int32Array(RX_SLOTS * 4);
+      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, e.gso, (n) => e.onBatch(n));
+      if (typeof r === 'number') { h.closeFd(fd); throw new Error(`uroce: native receive loop: ${errnoName(-r)}`); }
+      e.rx = r;
+      e.checker.segmentIds = !r.gro;
+      e.exactIcrc = true;
+      e.rcvbuf = Math.max(0, h.rcvbufOf(fd));
+    } else {
+      const s = await openSocket(sopts);
+      e.sock = s.sock;
+      e.exactIcrc = s.exact;
+      try { e.rcvbuf = s.sock.getRecvBufferSize(); } catch { e.rcvbuf = 0; }
+      s.sock.on('message', (m: Buffer, r: dgram.RemoteInfo) => {
+        // A packet from the network never takes the process down: anything unexpected while
+        // handling one is counted (malformed) and the packet dropped.
+        e.stats.rxDatagrams++;
+        try { e.onPacket(new Uint8Array(m.buffer, m.byteOffset, m.length), r.address, r.port, 0); } catch { e.stats.malformed++; }
+      });
+      s.sock.on('error', () => { e.stats.txErrors++; });
+    }
     if (o.faults) e.faults = new FaultInjector(o.faults);
     return e;
   }
+
+  /** Whether the receive path is the native batched one, and whether it gets GRO datagrams. */
+  get rxMode(): 'batched+gro' | 'batched' | 'dgram' { return this.rx ? (this.rx.gro ? 'batched+gro' : 'batched') : 'dgram'; }
 
   /** Why the ICRC is not exact on the wire ('' when it is). */
   get icrcNote(): string {
@@ -157,42 +240,71 @@ export class UroceEngine {
   // -------------------------------------------------------------------------------------
 
   /**
-   * Send one IB packet (BTH … ICRC slot) of a QP to its peer: ICRC, faults, socket, tap.
-   * `pkt` is owned by the engine afterwards.
+   * A buffer for one outgoing IB packet of `len` bytes (BTH … ICRC slot), to be filled and
+   * given to transmit(). With the socket helper it is a view into the port's staging buffer
+   * (no allocation; valid until transmit()); otherwise a new array.
+   */
+  txAlloc(port: TxPort, len: number): Uint8Array {
+    const st = this.stageOf(port);
+    if (!st || len > st.length) return new Uint8Array(len);
+    if (port.stageW! + len > FLUSH_AT || port.nDesc! >= MAX_DESC) this.flushPort(port);
+    const o = port.stageW!;
+    port.stageW = o + len;
+    return st.subarray(o, o + len);
+  }
+
+  /** The port's staging buffer (made on first use), or undefined without the helper's batched path. */
+  private stageOf(port: TxPort): Uint8Array | undefined {
+    if (port.stage) return port.stage;
+    if (port.fd === undefined || !this.helper || !port.sock) return undefined;
+    port.desc = new Int32Array(3 * MAX_DESC);
+    port.stageW = 0;
+    port.nDesc = 0;
+    port.gOpen = false;
+    port.gso = this.gso && this.helper.gsoSupported(port.fd) === 1;
+    return (port.stage = new Uint8Array(STAGE_BYTES));
+  }
+
+  /**
+   * Send one IB packet (BTH … ICRC slot) of a QP to its peer: faults, ICRC, socket, tap.
+   * `pkt` is owned by the engine afterwards (best from txAlloc: then it is sent in place).
    */
   transmit(port: TxPort, pkt: Uint8Array, dstIp: string): void {
     if (this.closed) return;
     // send socket still binding (no helper): the ICRC needs its port, so wait for it
     if (!port.sock) { (port.queue ??= []).push(pkt); return; }
-    setIcrc(pkt, port.net.icrc(pkt, 0));
     const f = this.faults;
-    if (f) {
-      const a = f.decide(u24(pkt, 5), u24(pkt, 9), pkt[0]!, pkt[0] === 0x11 || pkt[0] === 0x12 ? pkt[BTH_LEN]! : 0);
-      switch (a) {
-        case 'drop': this.stats.faultDropped++; return;
-        case 'duplicate': this.stats.faultDuplicated++; this.send(port, pkt, dstIp); break;
-        case 'reorder': {
-          this.stats.faultReordered++;
-          const prev = this.held;
-          this.held = { port, pkt, ip: dstIp };
-          if (prev) this.send(prev.port, prev.pkt, prev.ip);
-          if (!this.heldTimer) this.heldTimer = setTimeout(() => this.flushHeld(), 1);
-          return;
-        }
-        case 'corrupt': case 'corruptPayload': {
-          this.stats.faultCorrupted++;
-          const i = FaultInjector.flipIndex(pkt.length, a === 'corruptPayload', u24(pkt, 9));
-          pkt[i] = pkt[i]! ^ 0x5a;
-          break;
-        }
-        default: break;
+    if (!f) { this.emit(port, pkt, dstIp); return; }
+    const a = f.decide(u24(pkt, 5), u24(pkt, 9), pkt[0]!, pkt[0] === 0x11 || pkt[0] === 0x12 ? pkt[BTH_LEN]! : 0);
+    switch (a) {
+      case 'drop': this.stats.faultDropped++; return;
+      case 'duplicate': {
+        this.stats.faultDuplicated++;
+        const copy = pkt.slice();
+        this.emit(port, pkt, dstIp);
+        this.emit(port, copy, dstIp);
+        break;
       }
+      case 'reorder': {
+        // held back (a copy: the staging buffer moves on) and sent after the next packet
+        this.stats.faultReordered++;
+        const prev = this.held;
+        this.held = { port, pkt: pkt.slice(), ip: dstIp };
+        if (prev) this.emit(prev.port, prev.pkt, prev.ip);
+        if (!this.heldTimer) this.heldTimer = setTimeout(() => this.flushHeld(), 1);
+        return;
+      }
+      case 'corrupt': case 'corruptPayload': {
+        this.stats.faultCorrupted++;
+        this.emit(port, pkt, dstIp, FaultInjector.flipIndex(pkt.length, a === 'corruptPayload', u24(pkt, 9)));
+        break;
+      }
+      default: this.emit(port, pkt, dstIp); break;
     }
-    this.send(port, pkt, dstIp);
     if (this.held) {
       const h = this.held;
       this.held = undefined;
-      this.send(h.port, h.pkt, h.ip);
+      this.emit(h.port, h.pkt, h.ip);
     }
   }
 
@@ -200,54 +312,147 @@ export class UroceEngine {
     this.heldTimer = undefined;
     const h = this.held;
     this.held = undefined;
-    if (h && !this.closed) this.send(h.port, h.pkt, h.ip);
+    if (h && !this.closed) this.emit(h.port, h.pkt, h.ip);
   }
 
-  private send(port: TxPort, pkt: Uint8Array, ip: string): void {
-    const s = port.sock;
-    if (!s) return;
-    this.stats.txPackets++;
-    this.stats.txBytes += pkt.length;
-    if (this.taps.length) this.emitTap(this.address, ip, port.port, pkt, port.ttl, port.tos, 0);
-    if (port.fd !== undefined && this.helper) {
-      // Collect this turn's packets and hand them to the kernel in sendmmsg(2) batches once
-      // the current JavaScript job is done (one syscall for up to 64 datagrams).
-      if (port.batch && port.batchIp !== ip) this.flushPort(port);
-      (port.batch ??= []).push(pkt);
-      port.batchIp = ip;
-      if (port.batch.length === 1) this.pendingBatches.push(port);
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        queueMicrotask(() => this.flushBatches());
-      }
+  /**
+   * Put the ICRC on a packet and queue it. Staged: the packet joins the open GSO run if it
+   * directly follows it with the same size (or is the shorter last one); its IP ID is then
+   * its index in the run (the kernel numbers the segments it cuts 0, 1, 2 …), which the ICRC
+   * covers. `flip`: index of a byte to corrupt after the ICRC (fault injection).
+   */
+  private emit(port: TxPort, pkt: Uint8Array, ip: string, flip = -1): void {
+    const st = this.stats;
+    st.txPackets++;
+    st.txBytes += pkt.length;
+    const stage = this.stageOf(port);
+    if (stage && port.nDesc! > 0 && port.stageIp !== ip) this.flushPort(port);
+    if (stage && (pkt.buffer !== stage.buffer || pkt.byteOffset - stage.byteOffset + pkt.length !== port.stageW)) {
+      // not the packet txAlloc handed out last (an ACK, a fault copy): copy it into the stage
+      const c = this.txAlloc(port, pkt.length);
+      c.set(pkt);
+      pkt = c;
+    }
+    if (!stage || pkt.buffer !== stage.buffer) {
+      setIcrc(pkt, port.net.icrc(pkt, 0));
+      if (flip >= 0) pkt[flip] = pkt[flip]! ^ 0x5a;
+      this.sendDgram(port, pkt, ip);
       return;
     }
-    s.send(pkt, ROCE_V2_PORT, ip);
+    const off = pkt.byteOffset - stage.byteOffset;
+    const len = pkt.length;
+    const d = port.desc!;
+    let id = 0;
+    if (port.gOpen && off === port.gEnd && len <= port.gSeg! && port.gCount! < GSO_MAX_SEGS && port.gBytes! + len <= GSO_MAX_BYTES) {
+      id = port.gCount!;
+      port.gCount = id + 1;
+      port.gBytes = port.gBytes! + len;
+      port.gEnd = off + len;
+      const j = 3 * (port.nDesc! - 1) + 1;
+      d[j] = d[j]! + len;
+      if (len < port.gSeg!) port.gOpen = false;
+    } else {
+      const i = port.nDesc!;
+      port.nDesc = i + 1;
+      d[3 * i] = off;
+      d[3 * i + 1] = len;
+      d[3 * i + 2] = port.gso ? len : 0;
+      port.gSeg = len; port.gCount = 1; port.gBytes = len; port.gEnd = off + len;
+      port.gOpen = port.gso === true;
+    }
+    setIcrc(pkt, port.net.icrc(pkt, id));
+    if (flip >= 0) pkt[flip] = pkt[flip]! ^ 0x5a; // after the ICRC: the receiver must drop it
+    if (port.nDesc === 1 && id === 0) {
+      port.stageIp = ip;
+      port.stageIpNum = ipNum(ip);
+      this.pendingPorts.push(port);
+      // once the current JavaScript job is done: one sendmmsg(2) for the whole turn
+      this.scheduleFlush();
+    }
   }
 
-  private flushBatches(): void {
+  private sendDgram(port: TxPort, pkt: Uint8Array, ip: string): void {
+    const s = port.sock;
+    if (!s) return;
+    this.stats.txDatagrams++;
+    if (this.taps.length) this.emitTap(this.address, ip, port.port, pkt, port.ttl, port.tos, 0);
+    try { s.send(pkt, ROCE_V2_PORT, ip); } catch { this.stats.txErrors++; }
+  }
+
+  private flushAll(): void {
     this.flushScheduled = false;
-    const ports = this.pendingBatches.splice(0);
+    if (this.ackQps.length && !this.inBatch) this.flushAcks(false);
+    const ports = this.pendingPorts.splice(0);
     for (const p of ports) this.flushPort(p);
   }
 
-  /** Send what a port has batched (also before its socket is closed). */
+  /** Send what a port has staged (also before its socket is closed). */
   flushPort(port: TxPort): void {
-    const b = port.batch;
-    const ip = port.batchIp!;
-    port.batch = undefined;
-    if (!b || b.length === 0 || !port.sock) return;
-    try {
-      let done = 0;
-      // Node's own queue (after an EAGAIN) goes first, so packets never overtake each other.
-      if (port.sock.getSendQueueCount() === 0) {
-        const r = this.helper!.sendBatch(port.fd!, ip, ROCE_V2_PORT, b);
-        if (r > 0) done = r;
-        else if (r < 0) this.stats.txErrors++;
+    const n = port.nDesc ?? 0;
+    const stage = port.stage;
+    port.nDesc = 0;
+    port.stageW = 0;
+    port.gOpen = false;
+    if (!n || !stage || !port.sock) return;
+    const d = port.desc!;
+    const ip = port.stageIp!;
+    if (this.taps.length) {
+      for (let i = 0; i < n; i++) {
+        const seg = d[3 * i + 2]! || d[3 * i + 1]!;
+        for (let o = d[3 * i]!, end = o + d[3 * i + 1]!, id = 0; o < end; o += seg, id++) {
+          this.emitTap(this.address, ip, port.port, stage.subarray(o, Math.min(end, o + seg)), port.ttl, port.tos, id);
+        }
       }
-      for (let i = done; i < b.length; i++) port.sock.send(b[i]!, ROCE_V2_PORT, ip);
+    }
+    let i = 0;
+    try {
+      // Node's own queue (after an EAGAIN) goes first, so packets never overtake each other.
+      while (i < n && port.sock.getSendQueueCount() === 0) {
+        const r = this.helper!.sendPackets(port.fd!, port.stageIpNum!, ROCE_V2_PORT, stage, i === 0 ? d : d.subarray(3 * i), n - i);
+        if (r > 0) {
+          this.stats.txDatagrams += r;
+          i += r;
+          continue;
+        }
+        if (r === 0) break; // EAGAIN: the rest through dgram's queue
+        // The first descriptor failed. A GSO send the kernel refuses: no more GSO on this
+        // port, its packets go one by one. Anything else (EMSGSIZE: path MTU above the link
+        // MTU) is counted and that datagram dropped, never fragmented.
+        if (d[3 * i + 2]! > 0 && d[3 * i + 2]! < d[3 * i + 1]! && ['EINVAL', 'EIO', 'ENOPROTOOPT', 'EOPNOTSUPP'].includes(errnoName(-r))) {
+          port.gso = false;
+          this.sendSingles(port, stage, d, i, i + 1, ip, true);
+        } else this.stats.txErrors++;
+        i++;
+      }
+      if (i < n) this.sendSingles(port, stage, d, i, n, ip, false);
     } catch {
       this.stats.txErrors++; // socket already closed (QP destroyed)
+    }
+  }
+
+  /**
+   * Descriptors [from, to) one datagram at a time: through the helper when `direct`, else via
+   * dgram's queue (copies: the stage is reused). A GSO segment sent alone leaves with IP ID 0,
+   * so its ICRC is moved from ID k to ID 0 (CRC is affine: the change does not depend on the
+   * bytes, so an injected corruption stays a corruption).
+   */
+  private sendSingles(port: TxPort, stage: Uint8Array, d: Int32Array, from: number, to: number, ip: string, direct: boolean): void {
+    const one = new Int32Array(3);
+    for (let i = from; i < to; i++) {
+      const seg = d[3 * i + 2]! || d[3 * i + 1]!;
+      for (let o = d[3 * i]!, end = o + d[3 * i + 1]!, id = 0; o < end; o += seg, id++) {
+        const l = Math.min(end, o + seg) - o;
+        const pkt = stage.subarray(o, o + l);
+        if (id !== 0) setIcrc(pkt, (readIcrc(pkt) ^ port.net.icrc(pkt, id) ^ port.net.icrc(pkt, 0)) >>> 0);
+        if (direct) {
+          one[0] = o; one[1] = l; one[2] = 0;
+          const r = this.helper!.sendPackets(port.fd!, port.stageIpNum!, ROCE_V2_PORT, stage, one, 1);
+          if (r === 1) { this.stats.txDatagrams++; continue; }
+          if (r < 0) { this.stats.txErrors++; continue; }
+        }
+        this.stats.txDatagrams++;
+        port.sock!.send(pkt.slice(), ROCE_V2_PORT, ip);
+      }
     }
   }
 
@@ -263,23 +468,95 @@ export class UroceEngine {
   // Receive
   // -------------------------------------------------------------------------------------
 
-  private onMessage(m: Buffer, r: dgram.RemoteInfo): void {
+  private ipText(n: number): string {
+    let s = this.ipTexts.get(n);
+    if (s === undefined) {
+      if (this.ipTexts.size > 4096) this.ipTexts.clear();
+      s = `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+      this.ipTexts.set(n, s);
+    }
+    return s;
+  }
+
+  /** One batch from the native receive loop: n datagrams (GRO ones cut into their packets). */
+  private onBatch(n: number): void {
+    const meta = this.rxMeta!, buf = this.rxBuf!, st = this.stats;
+    st.rxBatches++;
+    this.inBatch = true;
+    let sinceAck = 0;
+    try {
+      for (let i = 0; i < n; i++) {
+        const len = meta[4 * i]!, seg = meta[4 * i + 3]!;
+        st.rxDatagrams++;
+        if (sinceAck >= ACK_EVERY && this.ackQps.length) { sinceAck = 0; this.flushAcks(true); }
+        sinceAck += len;
+        if (len < 0) { st.rxPackets++; st.malformed++; continue; } // larger than a slot: not RoCE
+        const src = this.ipText(meta[4 * i + 1]! >>> 0), port = meta[4 * i + 2]!;
+        const base = i * RX_SLOT;
+        if (seg > 0 && len > seg) {
+          for (let o = 0, k = 0; o < len; o += seg, k++) {
+            // A packet from the network never takes the process down: anything unexpected
+            // while handling one is counted (malformed) and the packet dropped.
+            try { this.onPacket(buf.subarray(base + o, base + Math.min(len, o + seg)), src, port, k); } catch { st.malformed++; }
+          }
+        } else {
+          try { this.onPacket(buf.subarray(base, base + len), src, port, 0); } catch { st.malformed++; }
+        }
+      }
+    } finally {
+      this.inBatch = false;
+      // The batch's ACKs are built in the transmit flush, after the application has reacted
+      // to the completions (microtasks): requests it posts go first, the ACK (a shorter packet)
+      // then ends their GSO run, so a request and the ACK leave as one datagram — one wake-up
+      // of the peer instead of two. The ACK still leaves before any completion of this batch
+      // can lead to anything else (destroy_qp flushes it first).
+      if (this.ackQps.length) this.scheduleFlush();
+    }
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    queueMicrotask(() => this.flushAll());
+  }
+
+  /** Send the coalesced ACKs; `now`: hand them to the kernel at once (mid-batch). */
+  private flushAcks(now: boolean): void {
+    const q = this.ackQps;
+    for (let i = 0; i < q.length; i++) { try { q[i]!.flushAck(); } catch { this.stats.malformed++; } }
+    q.length = 0;
+    if (now) this.flushAll();
+  }
+
+  /** A QP has an ACK to send with this turn's transmit flush (coalescing). */
+  deferAck(qp: EngineQp): void {
+    if (!this.ackQps.includes(qp)) this.ackQps.push(qp);
+  }
+
+  /** Whether a QP's ACK waits for the transmit flush. */
+  ackDeferred(qp: EngineQp): boolean { return this.ackQps.includes(qp); }
+
+  /**
+   * One IB packet (BTH … ICRC) from src:port. `segment` = its index in a GRO datagram (the IP
+   * ID a GSO sender gave it), 0 for a datagram of its own.
+   */
+  private onPacket(buf: Uint8Array, src: string, srcPort: number, segment: number): void {
     const st = this.stats;
     st.rxPackets++;
-    st.rxBytes += m.length;
-    const buf = new Uint8Array(m.buffer, m.byteOffset, m.length);
+    st.rxBytes += buf.length;
     if (buf.length < BTH_LEN + ICRC_LEN) { st.malformed++; return; }
-    const v = this.checker.check(buf, r.address, r.port);
-    if (this.taps.length) this.emitTap(r.address, this.address, r.port, buf, 64, 0, v === 'recovered' ? this.checker.lastId : 0);
+    const v = this.checker.check(buf, src, srcPort, segment);
+    if (this.taps.length) this.emitTap(src, this.address, srcPort, buf, 64, 0, v === 'bad' ? 0 : this.checker.lastId);
     if (v === 'bad') { st.icrcErrors++; return; }
     if (v === 'recovered') st.icrcIdRecovered++;
+    else if (v === 'segment') st.icrcSegmentIds++;
     const opcode = buf[0]!;
     if (opcode >= 0x20) { st.malformed++; return; } // not RC (UD, CNP …): uroce has only RC QPs
     if ((u16(buf, 2) & 0x7fff) !== 0x7fff) { st.badPkey++; return; }
     const qp = this.qps.get(u24(buf, 5));
     if (!qp) { st.unknownQp++; return; }
-    if (qp.remoteIp && qp.remoteIp !== r.address) { st.badSource++; return; }
-    qp.receive(buf, r.address);
+    if (qp.remoteIp && qp.remoteIp !== src) { st.badSource++; return; }
+    qp.receive(buf, src);
   }
 
   /** Decode helper for QPs (the one IB codec). */
@@ -290,6 +567,7 @@ export class UroceEngine {
     this.closed = true;
     if (this.heldTimer) clearTimeout(this.heldTimer);
     this.taps = [];
+    if (this.rx) { this.helper!.recvStop(this.rx); this.rx = undefined; }
     const s = this.sock;
     this.sock = undefined;
     if (s) await new Promise<void>((res) => s.close(() => res()));

@@ -16,7 +16,8 @@
 // data is placed straight into the registered memory; ACKs are coalesced (one per event-loop
 // turn, for the newest PSN).
 
-import { encodeIbPacket, makeAeth, opcodeInfo, rnrTimerMs, ibPadFor, IB_OP, type Bth, type IbPacket } from '../../../dissectors/wire/ib.js';
+import { encodeIbPacket, encodeBth, encodeReth, makeAeth, opcodeInfo, rnrTimerMs, ibPadFor, IB_OP, BTH_LEN, ICRC_LEN, type Bth, type IbPacket } from '../../../dissectors/wire/ib.js';
+import { put24, put32 } from '../../../dissectors/wire/common.js';
 import {
   Access, Mtu, QpAttrMask, QpState, QpType, SendFlags, VerbsError, WcFlags, WcOpcode, WcStatus, WrOpcode, AsyncEventType,
   ackTimeoutMs, attrMaskOf, gidText, gidToIpv4, mtuBytes, qpStateName,
@@ -53,6 +54,8 @@ interface SendWqe {
   npkts: number;
   /** Local error found at post (completes with it when its turn comes). */
   localErr: number;
+  /** RETH of an RDMA WRITE, encoded once (first packet, and its retransmissions). */
+  reth?: Uint8Array;
 }
 
 interface RecvWqe {
@@ -115,6 +118,9 @@ export class UroceQp implements Qp, EngineQp {
   private ah: AhAttr | undefined;
   remoteIp = '';
   private tx: TxPort | undefined;
+  /** This QP's BTH as encoded by the IB codec (P_Key, DestQP); per packet only the opcode,
+   *  SE/PadCnt, AckReq and PSN bytes are patched in place. */
+  private bthTpl: Uint8Array = EMPTY;
 
   // requester
   private sq: SendWqe[] = [];
@@ -260,6 +266,10 @@ export class UroceQp implements Qp, EngineQp {
   get sourcePort(): number { return this.tx?.port ?? 0; }
 
   private openTx(): void {
+    this.bthTpl = encodeBth({
+      opcode: 0, se: false, migReq: false, padCount: 0, tver: 0, pkey: 0xffff, fecn: false, becn: false, resv6: 0,
+      destQp: this.destQpn, ackReq: false, resv7: 0, psn: 0,
+    });
     const g = this.ah!.grh!;
     const want = roceSourcePort(g.flowLabel ?? 0, this.qpNum, this.destQpn);
     const ttl = g.hopLimit > 0 ? g.hopLimit : 64;
@@ -439,7 +449,8 @@ export class UroceQp implements Qp, EngineQp {
     this.pumping = true;
     // A coalesced ACK still waiting goes out before new requests (it would otherwise trail
     // them by an event-loop turn: request/response protocols wait for it).
-    if (this.ackPending && this.txIdx < this.sq.length) this.flushAck();
+    // (unless it waits for the engine's transmit flush: then it follows them in the same one)
+    if (this.ackPending && this.txIdx < this.sq.length && !this.engine.ackDeferred(this)) this.flushAck();
     try {
       const win = this.tune.window;
       while (this.txIdx < this.sq.length) {
@@ -464,23 +475,19 @@ export class UroceQp implements Qp, EngineQp {
     this.armTimer();
   }
 
-  private gather(w: SendWqe, off: number, len: number): Uint8Array {
-    if (len === 0) return EMPTY;
+  /** Copy `len` bytes of the WQE's gather list from offset `off` into out[at …]. */
+  private gatherInto(w: SendWqe, off: number, len: number, out: Uint8Array, at: number): void {
     const segs = w.segs;
-    if (segs.length === 1) return segs[0]!.subarray(off, off + len);
     let i = 0;
-    while (off >= segs[i]!.length) { off -= segs[i]!.length; i++; }
-    if (off + len <= segs[i]!.length) return segs[i]!.subarray(off, off + len);
-    const out = new Uint8Array(len);
+    while (i < segs.length && off >= segs[i]!.length) { off -= segs[i]!.length; i++; }
     let o = 0;
     while (o < len) {
       const s = segs[i++]!;
       const n = Math.min(s.length - off, len - o);
-      out.set(s.subarray(off, off + n), o);
+      out.set(off === 0 && n === s.length ? s : s.subarray(off, off + n), at + o);
       o += n;
       off = 0;
     }
-    return out;
   }
 
   private sendRequest(w: SendWqe, k: number, psn: number, windowAck: boolean): void {
@@ -502,16 +509,21 @@ export class UroceQp implements Qp, EngineQp {
       else if (last) opcode = imm ? 0x03 : IB_OP.SEND_LAST;
       else opcode = IB_OP.SEND_MIDDLE;
     }
-    const payload = this.gather(w, off, len);
-    const pad = ibPadFor(payload.length);
-    const bth: Bth = {
-      opcode, se: last && w.solicited && (!isWrite || imm), migReq: false, padCount: pad, tver: 0, pkey: 0xffff,
-      fecn: false, becn: false, resv6: 0, destQp: this.destQpn, ackReq: last || windowAck, resv7: 0, psn,
-    };
-    const p: IbPacket = { bth, payload, padCount: pad, icrc: 0 };
-    if (isWrite && first) p.reth = { va: w.remoteAddr, rkey: w.rkey, dmaLen: w.length };
-    if (imm && last) p.immDt = w.immData! >>> 0;
-    const pkt = encodeIbPacket(p);
+    const pad = ibPadFor(len);
+    const withReth = isWrite && first, withImm = imm && last;
+    const hdr = BTH_LEN + (withReth ? 16 : 0) + (withImm ? 4 : 0);
+    // Built in place, in the engine's staging buffer: BTH template (P_Key, DestQP from the
+    // IB codec) with this packet's fields, RETH / ImmDt, payload, pad; the engine adds the ICRC.
+    const pkt = this.engine.txAlloc(this.tx!, hdr + len + pad + ICRC_LEN);
+    pkt.set(this.bthTpl, 0);
+    pkt[0] = opcode;
+    pkt[1] = (last && w.solicited && (!isWrite || imm) ? 0x80 : 0) | (pad << 4); // SE, M 0, PadCnt, TVer 0
+    pkt[8] = last || windowAck ? 0x80 : 0; // AckReq
+    put24(pkt, 9, psn);
+    if (withReth) pkt.set(w.reth ??= encodeReth({ va: w.remoteAddr, rkey: w.rkey, dmaLen: w.length }), BTH_LEN);
+    if (withImm) put32(pkt, hdr - 4, w.immData! >>> 0);
+    if (len) this.gatherInto(w, off, len, pkt, hdr);
+    for (let i = hdr + len, e = hdr + len + pad; i < e; i++) pkt[i] = 0;
     this.stats.txPackets++;
     this.stats.txBytes += pkt.length;
     this.engine.transmit(this.tx!, pkt, this.remoteIp);
@@ -677,6 +689,8 @@ export class UroceQp implements Qp, EngineQp {
 
   private scheduleAck(): void {
     this.ackPending = true;
+    // Inside a native receive batch: one ACK per QP at the end of the batch.
+    if (this.engine.inBatch) { this.engine.deferAck(this); return; }
     if (this.ackScheduled) return;
     this.ackScheduled = true;
     setImmediate(() => {
@@ -685,7 +699,8 @@ export class UroceQp implements Qp, EngineQp {
     });
   }
 
-  private flushAck(): void {
+  /** Send the pending (coalesced) ACK for the newest PSN. */
+  flushAck(): void {
     if (!this.ackPending) return;
     this.ackPending = false;
     const st = this._state;
@@ -826,10 +841,12 @@ export class UroceQp implements Qp, EngineQp {
     this.ePsn = (this.ePsn + 1) & PSN_MASK;
     this.seqNakSent = false;
     if (p.bth.ackReq) {
-      // The end of a message is acknowledged at once, as an RNIC does before the application
-      // sees the receive completion (which it may answer by destroying the QP); AckReq inside
-      // a message and re-ACKs of duplicates are coalesced to one ACK per event-loop turn.
-      if (info.isLast || info.isOnly) { this.ackPending = true; this.flushAck(); }
+      // The end of a message is acknowledged before the application sees the receive
+      // completion (which it may answer by destroying the QP), as an RNIC does: at once, or,
+      // inside a native receive batch, at the end of the batch (completions reach the
+      // application only after it). AckReq inside a message and re-ACKs of duplicates are
+      // coalesced to one ACK per batch or event-loop turn.
+      if ((info.isLast || info.isOnly) && !this.engine.inBatch) { this.ackPending = true; this.flushAck(); }
       else this.scheduleAck();
     }
   }

@@ -21,10 +21,31 @@ import { join } from 'node:path';
 import { VerbsError } from '../types.js';
 import { packageRoot } from '../../../native/paths.js';
 
+/** Opaque handle of a native receive loop (recvStart). */
+export interface RxHandle { readonly gro: boolean }
+
 export interface SockHelper {
   openUdp4(address: string, port: number, tos: number, ttl: number, rcvbuf: number, sndbuf: number): number;
-  /** sendmmsg(2) of whole datagrams; returns how many were taken (0 on EAGAIN) or -errno. */
-  sendBatch(fd: number, address: string, port: number, datagrams: Uint8Array[]): number;
+  /**
+   * sendmmsg(2) of packets laid out in `buf`: desc[3i..3i+2] = offset, length, GSO segment
+   * size (0 or >= length: one datagram; else one UDP_SEGMENT send). Returns how many
+   * descriptors were taken (fewer on EAGAIN) or -errno if the first one failed.
+   */
+  sendPackets(fd: number, addr: number, port: number, buf: Uint8Array, desc: Int32Array, n: number): number;
+  /** 1 if the kernel has UDP_SEGMENT. */
+  gsoSupported(fd: number): number;
+  /**
+   * Read `fd` (ownership passes to the loop) with recvmmsg(2) from a libuv poll handle; `cb(n)`
+   * once per batch, datagram i in buf[i*slotSize …], meta[4i..4i+3] = length (-1 truncated),
+   * source IPv4 (host order), source port, GRO segment size (0: one datagram). Negative errno on failure.
+   */
+  recvStart(fd: number, buf: Uint8Array, meta: Int32Array, slots: number, slotSize: number, gro: boolean, cb: (n: number) => void): RxHandle | number;
+  /** Stop the loop and close its fd. */
+  recvStop(h: RxHandle): number;
+  /** Whether the loop keeps the process alive (default yes). */
+  recvRef(h: RxHandle, ref: boolean): number;
+  /** SO_RCVBUF of fd (bytes) or -errno. */
+  rcvbufOf(fd: number): number;
   boundPort(fd: number): number;
   closeFd(fd: number): number;
 }
@@ -57,7 +78,7 @@ export function loadSockHelper(): SockHelper | undefined {
 
 export function sockHelperError(): string { return helperError; }
 
-function errnoName(n: number): string {
+export function errnoName(n: number): string {
   for (const [k, v] of Object.entries(osConstants.errno)) if (v === n) return k;
   return `errno ${n}`;
 }
@@ -129,6 +150,19 @@ export async function openSocket(o: SocketOptions): Promise<OpenedSocket> {
     sock = await tryBind(0);
   }
   return { sock, port: sock.address().port, exact: false };
+}
+
+/**
+ * A bound socket fd from the helper, not handed to dgram (the engine's receive socket, read
+ * by the helper's own batched receive loop). Errors are VerbsErrors with a clear message.
+ */
+export function openFd(h: SockHelper, o: SocketOptions): number {
+  const fd = h.openUdp4(o.address, o.port, o.tos ?? 0, o.ttl ?? 0, o.rcvbuf ?? 0, o.sndbuf ?? 0);
+  if (fd < 0) {
+    const code = errnoName(-fd);
+    throw new VerbsError(code, explain(code, o.address, o.port));
+  }
+  return fd;
 }
 
 /**

@@ -7,17 +7,40 @@
 //                                     know it: 0 is the only value it can know in advance.
 //   IP_TOS                            DSCP/ECN of the QP's traffic class
 //   IP_TTL                            hop limit of the QP's address vector
-// The fd is handed to dgram.Socket#bind({ fd }) (public Node API); nothing else lives here.
+// The fd of a QP's send socket is handed to dgram.Socket#bind({ fd }) (public Node API).
+//
+// And the two per-datagram costs a JavaScript engine cannot avoid through dgram:
+//   sendPackets  packets laid out back to back in one buffer, described by (offset, length,
+//                segment size) triples, go out in sendmmsg(2) batches; a triple with a segment
+//                size is one UDP GSO send (UDP_SEGMENT): the kernel cuts it into datagrams of
+//                that size (the last may be shorter), so a 64 KiB RDMA WRITE crosses the
+//                socket layer as 2 sends instead of 16.
+//   recvStart    the engine's receive socket is read here, not by dgram: a libuv poll handle
+//                on the fd, recvmmsg(2) into a caller-provided buffer of fixed-size slots, and
+//                ONE JavaScript call per batch (count; lengths, sources, GRO segment sizes in
+//                a caller-provided Int32Array). UDP_GRO is asked for, so a GSO send that stayed
+//                whole (loopback) arrives as one datagram plus its segment size.
+// No protocol work happens here: the ICRC, headers and every decision stay in TypeScript.
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
 #include <node_api.h>
+#include <uv.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <sys/uio.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
 static napi_value num(napi_env env, double v) {
   napi_value r;
@@ -76,59 +99,17 @@ static napi_value BoundPort(napi_env env, napi_callback_info info) {
   return num(env, ntohs(sa.sin_port));
 }
 
-// sendBatch(fd, address, port, buffers[]) -> datagrams sent (0 when the socket buffer is
-// full: EAGAIN) or -errno. One sendmmsg(2) per 64 datagrams instead of one sendmsg per
-// datagram through Node's dgram: the engine's transmit fast path (the caller sends what was
-// not taken through dgram, which queues on EAGAIN).
-#define BATCH 64
-static napi_value SendBatch(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4) return num(env, -EINVAL);
-  int32_t fd = -1, port = 0;
-  char addr[64];
-  size_t alen = 0;
-  uint32_t n = 0;
-  if (napi_get_value_int32(env, argv[0], &fd) != napi_ok) return num(env, -EINVAL);
-  if (napi_get_value_string_utf8(env, argv[1], addr, sizeof addr, &alen) != napi_ok) return num(env, -EINVAL);
-  napi_get_value_int32(env, argv[2], &port);
-  if (napi_get_array_length(env, argv[3], &n) != napi_ok) return num(env, -EINVAL);
-  struct sockaddr_in sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons((uint16_t)port);
-  if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) return num(env, -EINVAL);
-  struct mmsghdr msgs[BATCH];
-  struct iovec iov[BATCH];
-  uint32_t done = 0;
-  while (done < n) {
-    uint32_t k = n - done < BATCH ? n - done : BATCH;
-    for (uint32_t i = 0; i < k; i++) {
-      napi_value el;
-      void *data = NULL;
-      size_t len = 0;
-      napi_typedarray_type type;
-      napi_value ab;
-      size_t off = 0;
-      if (napi_get_element(env, argv[3], done + i, &el) != napi_ok ||
-          napi_get_typedarray_info(env, el, &type, &len, &data, &ab, &off) != napi_ok || type != napi_uint8_array) return num(env, -EINVAL);
-      iov[i].iov_base = data;
-      iov[i].iov_len = len;
-      memset(&msgs[i], 0, sizeof msgs[i]);
-      msgs[i].msg_hdr.msg_name = &sa;
-      msgs[i].msg_hdr.msg_namelen = sizeof sa;
-      msgs[i].msg_hdr.msg_iov = &iov[i];
-      msgs[i].msg_hdr.msg_iovlen = 1;
-    }
-    int r = sendmmsg(fd, msgs, k, MSG_DONTWAIT);
-    if (r < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) break;
-      return num(env, done > 0 ? (double)done : (double)-errno);
-    }
-    done += (uint32_t)r;
-    if ((uint32_t)r < k) break;
-  }
-  return num(env, done);
+// rcvbufOf(fd) -> SO_RCVBUF (what the kernel granted) or -errno
+static napi_value RcvbufOf(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  int32_t fd = -1;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok) return num(env, -EINVAL);
+  int v = 0;
+  socklen_t l = sizeof v;
+  if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &l) < 0) return num(env, -errno);
+  return num(env, v);
 }
 
 // closeFd(fd): for an fd that never reached a dgram socket
@@ -141,12 +122,294 @@ static napi_value CloseFd(napi_env env, napi_callback_info info) {
   return num(env, close(fd) < 0 ? -errno : 0);
 }
 
+
+// gsoSupported(fd) -> 1 when the kernel knows UDP_SEGMENT (Linux >= 4.18), else 0.
+static napi_value GsoSupported(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  int32_t fd = -1;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok) return num(env, 0);
+  int v = 0;
+  socklen_t l = sizeof v;
+  return num(env, getsockopt(fd, SOL_UDP, UDP_SEGMENT, &v, &l) == 0 ? 1 : 0);
+}
+
+// sendPackets(fd, addr (IPv4, host order), port, buf: Uint8Array, desc: Int32Array, n)
+//   -> number of descriptors sent (fewer when the socket buffer is full: EAGAIN) or -errno
+//   when the first one failed. desc[3i] = offset in buf, desc[3i+1] = length, desc[3i+2] =
+//   GSO segment size (0: one datagram).
+#define SBATCH 64
+static napi_value SendPackets(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 6) return num(env, -EINVAL);
+  int32_t fd = -1, port = 0, n = 0;
+  uint32_t addr = 0;
+  if (napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_uint32(env, argv[1], &addr) != napi_ok ||
+      napi_get_value_int32(env, argv[2], &port) != napi_ok || napi_get_value_int32(env, argv[5], &n) != napi_ok) return num(env, -EINVAL);
+  napi_typedarray_type bt, dt;
+  size_t blen = 0, dlen = 0, boff = 0, doff = 0;
+  void *bdata = NULL, *ddata = NULL;
+  napi_value ab;
+  if (napi_get_typedarray_info(env, argv[3], &bt, &blen, &bdata, &ab, &boff) != napi_ok || bt != napi_uint8_array) return num(env, -EINVAL);
+  if (napi_get_typedarray_info(env, argv[4], &dt, &dlen, &ddata, &ab, &doff) != napi_ok || dt != napi_int32_array) return num(env, -EINVAL);
+  if (n < 0 || (size_t)n * 3 > dlen) return num(env, -EINVAL);
+  const int32_t *desc = (const int32_t *)ddata;
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)port);
+  sa.sin_addr.s_addr = htonl(addr);
+  struct mmsghdr msgs[SBATCH];
+  struct iovec iov[SBATCH];
+  union { char buf[CMSG_SPACE(sizeof(uint16_t))]; struct cmsghdr align; } ctrl[SBATCH];
+  int32_t done = 0;
+  while (done < n) {
+    int k = n - done < SBATCH ? n - done : SBATCH;
+    for (int i = 0; i < k; i++) {
+      const int32_t *d = desc + 3 * (done + i);
+      if (d[0] < 0 || d[1] < 0 || (size_t)d[0] + (size_t)d[1] > blen) return num(env, done > 0 ? done : -EINVAL);
+      iov[i].iov_base = (uint8_t *)bdata + d[0];
+      iov[i].iov_len = (size_t)d[1];
+      memset(&msgs[i], 0, sizeof msgs[i]);
+      msgs[i].msg_hdr.msg_name = &sa;
+      msgs[i].msg_hdr.msg_namelen = sizeof sa;
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+      if (d[2] > 0 && d[1] > d[2]) {
+        memset(ctrl[i].buf, 0, sizeof ctrl[i].buf);
+        msgs[i].msg_hdr.msg_control = ctrl[i].buf;
+        msgs[i].msg_hdr.msg_controllen = sizeof ctrl[i].buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msgs[i].msg_hdr);
+        c->cmsg_level = SOL_UDP;
+        c->cmsg_type = UDP_SEGMENT;
+        c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        uint16_t seg = (uint16_t)d[2];
+        memcpy(CMSG_DATA(c), &seg, sizeof seg);
+      }
+    }
+    int r = sendmmsg(fd, msgs, (unsigned)k, MSG_DONTWAIT);
+    if (r < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) break;
+      return num(env, done > 0 ? (double)done : (double)-errno);
+    }
+    done += r;
+    if (r < k) break;
+  }
+  return num(env, done);
+}
+
+// ---------------------------------------------------------------------------------------
+// Batched receive
+// ---------------------------------------------------------------------------------------
+
+typedef struct {
+  uv_poll_t poll;
+  napi_env env;
+  napi_ref cb, bufRef, metaRef, self;
+  napi_async_context actx;
+  int fd;
+  int slots;
+  size_t slotSize;
+  uint8_t *buf;
+  int32_t *meta;
+  int gro;
+  int stopped;
+  struct mmsghdr *msgs;
+  struct iovec *iov;
+  struct sockaddr_in *from;
+  char *ctrl;
+} rx_t;
+
+#define CTRL_SZ CMSG_SPACE(sizeof(int))
+// Datagrams per readable event before libuv gets control back (other handles, timers).
+#define MAX_ROUNDS 8
+
+static void rx_free(rx_t *r) {
+  free(r->msgs);
+  free(r->iov);
+  free(r->from);
+  free(r->ctrl);
+  free(r);
+}
+
+static void on_closed(uv_handle_t *h) {
+  rx_t *r = (rx_t *)h->data;
+  close(r->fd);
+  rx_free(r);
+}
+
+static void on_readable(uv_poll_t *h, int status, int events) {
+  rx_t *r = (rx_t *)h->data;
+  (void)events;
+  if (r->stopped) return;
+  napi_env env = r->env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+  for (int round = 0; round < MAX_ROUNDS && !r->stopped && status == 0; round++) {
+    for (int i = 0; i < r->slots; i++) {
+      memset(&r->msgs[i].msg_hdr, 0, sizeof r->msgs[i].msg_hdr);
+      r->iov[i].iov_base = r->buf + (size_t)i * r->slotSize;
+      r->iov[i].iov_len = r->slotSize;
+      r->msgs[i].msg_hdr.msg_iov = &r->iov[i];
+      r->msgs[i].msg_hdr.msg_iovlen = 1;
+      r->msgs[i].msg_hdr.msg_name = &r->from[i];
+      r->msgs[i].msg_hdr.msg_namelen = sizeof r->from[i];
+      r->msgs[i].msg_hdr.msg_control = r->ctrl + (size_t)i * CTRL_SZ;
+      r->msgs[i].msg_hdr.msg_controllen = CTRL_SZ;
+      r->msgs[i].msg_len = 0;
+    }
+    int n = recvmmsg(r->fd, r->msgs, (unsigned)r->slots, MSG_DONTWAIT, NULL);
+    if (n <= 0) break; // EAGAIN (nothing more) or an error the next event will show again
+    for (int i = 0; i < n; i++) {
+      int32_t *m = r->meta + 4 * i;
+      struct msghdr *mh = &r->msgs[i].msg_hdr;
+      m[0] = (mh->msg_flags & MSG_TRUNC) ? -1 : (int32_t)r->msgs[i].msg_len;
+      m[1] = (int32_t)ntohl(r->from[i].sin_addr.s_addr);
+      m[2] = ntohs(r->from[i].sin_port);
+      m[3] = 0;
+      for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+          int seg = 0;
+          memcpy(&seg, CMSG_DATA(c), sizeof seg);
+          m[3] = seg;
+        }
+      }
+    }
+    napi_value cb, recv, arg, result;
+    if (napi_get_reference_value(env, r->cb, &cb) != napi_ok || napi_get_reference_value(env, r->self, &recv) != napi_ok) break;
+    napi_create_int32(env, n, &arg);
+    // make_callback: after the call Node runs the nextTick and microtask queues, as it does
+    // after dgram's 'message' (the engine's transmit batches are flushed there).
+    napi_status st = napi_make_callback(env, r->actx, recv, cb, 1, &arg, &result);
+    if (st == napi_pending_exception) {
+      napi_value ex;
+      napi_get_and_clear_last_exception(env, &ex);
+      napi_fatal_exception(env, ex);
+      break;
+    }
+    if (n < r->slots) break;
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+static void rx_finalize(napi_env env, void *data, void *hint) {
+  (void)env; (void)data; (void)hint;
+  // the rx_t lives until its poll handle is closed (recvStop), not with the JS object
+}
+
+// recvStart(fd, buf: Uint8Array, meta: Int32Array, slots, slotSize, gro, cb) -> handle object
+//   (pass to recvStop) or a negative errno. Takes ownership of fd (closed by recvStop).
+//   cb(n) is called with n datagrams in slots 0..n-1 of buf; meta[4i..4i+3] = length (-1 if
+//   truncated), source IPv4 (host order, signed), source port, GRO segment size (0: one
+//   datagram). The buffers are reused as soon as cb returns.
+static napi_value RecvStart(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) return num(env, -EINVAL);
+  int32_t fd = -1, slots = 0, slotSize = 0;
+  bool gro = false;
+  if (napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_int32(env, argv[3], &slots) != napi_ok ||
+      napi_get_value_int32(env, argv[4], &slotSize) != napi_ok || napi_get_value_bool(env, argv[5], &gro) != napi_ok) return num(env, -EINVAL);
+  if (fd < 0 || slots < 1 || slots > 1024 || slotSize < 64) return num(env, -EINVAL);
+  napi_typedarray_type bt, mt;
+  size_t blen = 0, mlen = 0, off = 0;
+  void *bdata = NULL, *mdata = NULL;
+  napi_value ab;
+  if (napi_get_typedarray_info(env, argv[1], &bt, &blen, &bdata, &ab, &off) != napi_ok || bt != napi_uint8_array) return num(env, -EINVAL);
+  if (napi_get_typedarray_info(env, argv[2], &mt, &mlen, &mdata, &ab, &off) != napi_ok || mt != napi_int32_array) return num(env, -EINVAL);
+  if (blen < (size_t)slots * (size_t)slotSize || mlen < (size_t)slots * 4) return num(env, -EINVAL);
+  napi_valuetype ct;
+  if (napi_typeof(env, argv[6], &ct) != napi_ok || ct != napi_function) return num(env, -EINVAL);
+  uv_loop_t *loop = NULL;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || !loop) return num(env, -EINVAL);
+
+  rx_t *r = calloc(1, sizeof *r);
+  if (!r) return num(env, -ENOMEM);
+  r->msgs = calloc((size_t)slots, sizeof *r->msgs);
+  r->iov = calloc((size_t)slots, sizeof *r->iov);
+  r->from = calloc((size_t)slots, sizeof *r->from);
+  r->ctrl = calloc((size_t)slots, CTRL_SZ);
+  if (!r->msgs || !r->iov || !r->from || !r->ctrl) { rx_free(r); return num(env, -ENOMEM); }
+  r->env = env;
+  r->fd = fd;
+  r->slots = slots;
+  r->slotSize = (size_t)slotSize;
+  r->buf = bdata;
+  r->meta = mdata;
+  if (gro) {
+    int one = 1;
+    r->gro = setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
+  }
+  napi_value self, name;
+  napi_create_object(env, &self);
+  napi_value groV;
+  napi_get_boolean(env, r->gro != 0, &groV);
+  napi_set_named_property(env, self, "gro", groV);
+  napi_wrap(env, self, r, rx_finalize, NULL, NULL);
+  napi_create_reference(env, argv[6], 1, &r->cb);
+  napi_create_reference(env, argv[1], 1, &r->bufRef);
+  napi_create_reference(env, argv[2], 1, &r->metaRef);
+  napi_create_reference(env, self, 1, &r->self);
+  napi_create_string_utf8(env, "uroce:recv", NAPI_AUTO_LENGTH, &name);
+  napi_async_init(env, NULL, name, &r->actx);
+  if (uv_poll_init(loop, &r->poll, fd) != 0) {
+    napi_async_destroy(env, r->actx);
+    napi_delete_reference(env, r->cb); napi_delete_reference(env, r->bufRef); napi_delete_reference(env, r->metaRef); napi_delete_reference(env, r->self);
+    napi_remove_wrap(env, self, NULL);
+    rx_free(r);
+    return num(env, -EINVAL);
+  }
+  r->poll.data = r;
+  uv_poll_start(&r->poll, UV_READABLE, on_readable);
+  return self;
+}
+
+// recvStop(handle): stop reading, close the fd, free (idempotent).
+static napi_value RecvStop(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1) return num(env, -EINVAL);
+  rx_t *r = NULL;
+  if (napi_remove_wrap(env, argv[0], (void **)&r) != napi_ok || !r) return num(env, -EINVAL);
+  r->stopped = 1;
+  uv_poll_stop(&r->poll);
+  napi_async_destroy(env, r->actx);
+  napi_delete_reference(env, r->cb);
+  napi_delete_reference(env, r->bufRef);
+  napi_delete_reference(env, r->metaRef);
+  napi_delete_reference(env, r->self);
+  uv_close((uv_handle_t *)&r->poll, on_closed);
+  return num(env, 0);
+}
+
+// recvRef(handle, ref): keep the event loop alive while open (default) or not.
+static napi_value RecvRef(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  rx_t *r = NULL;
+  bool ref = true;
+  if (argc < 2 || napi_unwrap(env, argv[0], (void **)&r) != napi_ok || !r) return num(env, -EINVAL);
+  napi_get_value_bool(env, argv[1], &ref);
+  if (ref) uv_ref((uv_handle_t *)&r->poll);
+  else uv_unref((uv_handle_t *)&r->poll);
+  return num(env, 0);
+}
+
 static napi_value Init(napi_env env, napi_value exports) {
   napi_property_descriptor d[] = {
     { "openUdp4", NULL, OpenUdp4, NULL, NULL, NULL, napi_default, NULL },
     { "boundPort", NULL, BoundPort, NULL, NULL, NULL, napi_default, NULL },
     { "closeFd", NULL, CloseFd, NULL, NULL, NULL, napi_default, NULL },
-    { "sendBatch", NULL, SendBatch, NULL, NULL, NULL, napi_default, NULL },
+    { "sendPackets", NULL, SendPackets, NULL, NULL, NULL, napi_default, NULL },
+    { "gsoSupported", NULL, GsoSupported, NULL, NULL, NULL, napi_default, NULL },
+    { "recvStart", NULL, RecvStart, NULL, NULL, NULL, napi_default, NULL },
+    { "recvStop", NULL, RecvStop, NULL, NULL, NULL, napi_default, NULL },
+    { "rcvbufOf", NULL, RcvbufOf, NULL, NULL, NULL, napi_default, NULL },
+    { "recvRef", NULL, RecvRef, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof d / sizeof d[0], d);
   return exports;
