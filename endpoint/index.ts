@@ -52,14 +52,44 @@ export async function closeAll(): Promise<void> {
   await Promise.all(all.map((e) => e.stack.then((s) => s.close(), () => undefined)));
 }
 
+/** How a socket's SMC handshake went (for smcping-style reports). */
+export interface HandshakeInfo {
+  mode: 'smcr' | 'tcp';
+  /** Fallback: who declined ('peer' or 'local') and why, in one line. */
+  declinedBy?: 'peer' | 'local';
+  reason?: string;
+  /** SMC-R: steps with milliseconds since the TCP connection was up. */
+  steps: Array<{ step: string; ms: number }>;
+  eid?: string;
+  peerHost?: string;
+  /** Link group name, our token, the peer's token. */
+  linkGroup?: string;
+  token?: number;
+  peerToken?: number;
+}
+
+const handshakes = new WeakMap<SmcSocket, HandshakeInfo>();
+
+/** The handshake record of a socket made by this module. */
+export function handshakeOf(s: SmcSocket): HandshakeInfo | undefined { return handshakes.get(s); }
+
 /** Turn a handshake result into the application's socket. */
 export function socketFor(stack: SmcStack, tcp: Socket, r: HandshakeResult): SmcSocket {
-  if (r.mode === 'tcp') return new SmcSocket({ tcp, mode: 'tcp', fallbackCode: r.code });
+  if (r.mode === 'tcp') {
+    const s = new SmcSocket({ tcp, mode: 'tcp', fallbackCode: r.code });
+    handshakes.set(s, { mode: 'tcp', declinedBy: r.declinedBy, reason: r.reason, steps: [] });
+    return s;
+  }
   const conn = stack.attach(r);
-  return new SmcSocket({
+  const s = new SmcSocket({
     tcp, mode: 'smcr', conn,
     info: { version: r.version, release: r.release, linkGroup: r.lg.name, link: r.link.id, firstContact: r.firstContact },
   });
+  handshakes.set(s, {
+    mode: 'smcr', steps: r.steps, linkGroup: r.lg.name, token: r.token, peerToken: r.peerToken,
+    ...(r.eid ? { eid: r.eid } : {}), ...(r.peerHost ? { peerHost: r.peerHost } : {}),
+  });
+  return s;
 }
 
 export interface ConnectOptions extends SmcOptions {

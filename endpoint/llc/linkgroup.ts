@@ -282,13 +282,16 @@ export class LinkGroup extends EventEmitter {
 
   /** Wait for an LLC message matching `match` (on any link), with the LLC timeout. */
   private expect(match: Waiter['match'], what: string): Promise<LlcMessage> {
-    return new Promise((resolve, reject) => {
+    const p = new Promise<LlcMessage>((resolve, reject) => {
       const w: Waiter = {
         match, resolve, reject,
         timer: setTimeout(() => { this.waiters = this.waiters.filter((x) => x !== w); reject(new Error(`timeout (${this.timers.llcTimeoutMs} ms) waiting for LLC ${what}`)); }, this.timers.llcTimeoutMs),
       };
       this.waiters.push(w);
     });
+    // Marked handled: the caller may fail on its send before it awaits the answer.
+    p.catch(() => undefined);
+    return p;
   }
 
   /** Run local LLC flows one at a time. */
@@ -371,8 +374,9 @@ export class LinkGroup extends EventEmitter {
         const rsp: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, true), kind: 'delete_link', all: dl.all, orderly: dl.orderly, linkId: dl.linkId, reason: dl.reason };
         await this.sendLlc(link, rsp).catch(() => undefined);
         const target = dl.all ? undefined : this.links.get(dl.linkId);
-        if (dl.all || !target || this.links.size <= 1) this.terminate(`peer deleted the link group (${deleteLinkReason(dl.reason)})`, false);
-        else this.dropLink(target, 'deleted by peer');
+        if (!dl.all && !target) return; // a link we do not have (Linux ignores it too)
+        if (dl.all || this.links.size <= 1) this.terminate(`peer deleted the link group (${deleteLinkReason(dl.reason)})`, false);
+        else this.dropLink(target!, 'deleted by peer');
         return;
       }
       case 'confirm_link':
