@@ -127,3 +127,33 @@ test.serial('an idle link group is deleted after its timer (DELETE LINK to the p
     await Promise.all([a.close(), b.close()]);
   }
 });
+
+test.serial('handshake and data through uroce fault injection (5 % loss, 2 % reorder/duplicate/ICRC corruption)', async (t) => {
+  const faults = { seed: 7, loss: 0.05, reorder: 0.02, duplicate: 0.02, corrupt: 0.02 };
+  let opened: [SmcStack, SmcStack] | undefined;
+  for (let n = 0; n < 20 && !opened; n++) {
+    const x = `127.0.${200 + n}.1`, y = `127.0.${200 + n}.2`;
+    try {
+      const { SmcStack: S } = await import('../../endpoint/stack.js');
+      const s1 = await S.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: x, faults } });
+      try {
+        opened = [s1, await S.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: y, faults: { ...faults, seed: 8 } } })];
+      } catch (e) { await s1.close(); throw e; }
+    } catch (e) { if ((e as { code?: string }).code !== 'EADDRINUSE') throw e; }
+  }
+  const [a, b] = opened!;
+  try {
+    for (let i = 0; i < 2; i++) {
+      const [xc, xs, end] = await conn(a, b);
+      t.is(xc.firstContact, i === 0);
+      const X = [a.attach(xc), b.attach(xs)] as const;
+      t.true(await roundTrip(X[0], X[1], 4 << 20));
+      t.true(await roundTrip(X[1], X[0], 4 << 20));
+      end();
+    }
+    const st = (a.device as unknown as { engine: { faults?: { counters: Record<string, number> } } }).engine;
+    t.log(JSON.stringify(st.faults?.counters ?? {}));
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});
