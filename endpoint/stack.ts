@@ -62,6 +62,9 @@ function macOf(netdev: string | undefined): string {
 
 export class SmcStack implements HandshakeContext {
   readonly linkGroups = new Set<LinkGroup>();
+  /** Live connections by "LGn/token", and the final state of the last closed ones (for state views). */
+  readonly conns = new Map<string, { lg: LinkGroup; conn: CdcConnection; since: number }>();
+  readonly closedConns: object[] = [];
   private closed = false;
 
   private constructor(
@@ -169,10 +172,15 @@ export class SmcStack implements HandshakeContext {
       },
       log: (l) => this.opts.log(`${lg.name} conn ${token}: ${l}`),
     });
+    const key = `${lg.name}/${token}`;
+    this.conns.set(key, { lg, conn, since: Date.now() });
     let released = false;
     const release = (): void => {
       if (released) return;
       released = true;
+      this.conns.delete(key);
+      this.closedConns.push({ key, linkGroup: lg.name, ...conn.state(), closedAt: new Date().toISOString() });
+      if (this.closedConns.length > 256) this.closedConns.shift();
       lg.removeConn(token);
       lg.putBuffers(est.rmb, est.sndbuf);
     };
@@ -188,6 +196,8 @@ export class SmcStack implements HandshakeContext {
       device: this.device.name, provider: this.device.provider, peerId: this.id.peerId, gid: this.id.gid, mac: this.id.mac, mtu: this.id.mtu,
       tcpOption: this.opts.tcpOption === 'ebpf' ? (this.tcpOption ? 'ebpf' : `unavailable: ${this.tcpOptionError}`) : 'ignored',
       linkGroups: [...this.linkGroups].map((lg) => lg.snapshot()),
+      connections: [...this.conns.entries()].map(([key, c]) => ({ key, linkGroup: c.lg.name, since: new Date(c.since).toISOString(), ...c.conn.state() })),
+      closedConnections: this.closedConns,
     };
   }
 
