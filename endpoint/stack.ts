@@ -168,7 +168,7 @@ export class SmcStack implements HandshakeContext {
       buffers: { rmbe: est.rmb.mr.buffer, sndbuf: est.sndbuf.mr, peerRmbeSize: est.peerRmbeSize },
       transport: {
         write: (srcOff, len, dstOff) => lg.writeFor(token, est.sndbuf.mr, srcOff, len, dstOff),
-        sendCdc: (msg) => lg.sendCdc(msg),
+        sendCdc: (msg) => lg.sendCdcFor(token, msg),
       },
       log: (l) => this.opts.log(`${lg.name} conn ${token}: ${l}`),
     });

@@ -719,9 +719,11 @@ export class CdcConnection extends EventEmitter {
   /** smc_close_passive_abort_received. */
   private passiveAbort(): void {
     const reason = 'the peer aborted the connection';
-    if (this.abortReason === undefined) this.abortReason = reason;
-    this.log(`peer abort received in state ${this.st}`);
-    const wasClosed = this.st === 'CLOSED';
+    const first = this.abortReason === undefined;
+    if (first) {
+      this.abortReason = reason;
+      this.log(`peer abort received in state ${this.st}`);
+    }
     switch (this.st) {
       case 'ACTIVE':
       case 'APPCLOSEWAIT1':
@@ -740,7 +742,7 @@ export class CdcConnection extends EventEmitter {
       default:
         break;
     }
-    if (!wasClosed) this.emit('abort', reason);
+    if (first) this.emit('abort', reason);
     // An app that already asked to close does not need to be told twice.
     if (this.st === 'PROCESSABORT' && (this.appClosed || this.pendingClose === 'close')) { this.pendingClose = undefined; this.doClose(); }
     this.wake();
@@ -749,7 +751,8 @@ export class CdcConnection extends EventEmitter {
   /** Local abort (app, hostile peer, link down): abort CDC when the link allows it, then CLOSED. */
   private localAbort(reason: string, sendCdc: boolean): void {
     if (this.st === 'CLOSED') return;
-    this.abortReason = reason;
+    const first = this.abortReason === undefined;
+    if (first) this.abortReason = reason;
     this.log(`abort: ${reason}`);
     if (sendCdc && !this.txAbort) {
       this.txAbort = true;
@@ -758,7 +761,7 @@ export class CdcConnection extends EventEmitter {
     }
     this.txAbort = true;
     this.setState('CLOSED');
-    this.emit('abort', reason);
+    if (first) this.emit('abort', reason);
   }
 
   /** The abort CDC: its failure must not re-enter localAbort. */

@@ -64,7 +64,11 @@ export interface BufDesc {
 /** The peer's RMB of one connection on one link. */
 export interface Rtoken { rkey: number; addr: bigint }
 
-interface ConnEntry { sink: ConnSink; peerToken: number; rtokens: Map<number, Rtoken>; peerRmbeSize: number }
+interface ConnEntry {
+  sink: ConnSink; peerToken: number; rtokens: Map<number, Rtoken>; peerRmbeSize: number;
+  /** Writes queued by writeFor(), posted with the connection's next CDC. */
+  writes: Array<{ mr: Mr; off: number; len: number; dstOff: number }>;
+}
 
 export class Link {
   state: LinkState = 'ACTIVATING';
@@ -185,7 +189,7 @@ export class LinkGroup extends EventEmitter {
   /** Register a connection's token as soon as it is allocated, so CDCs that race the end of the
    *  handshake (3.5.2.4) reach its sink; the peer's side is set once CLC has told it. */
   addConn(token: number, sink: ConnSink): void {
-    this.conns.set(token, { sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0 });
+    this.conns.set(token, { sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0, writes: [] });
     if (this.idleTimer) { clearTimeout(this.idleTimer); this.idleTimer = undefined; }
     this.state = 'ACTIVE';
   }
@@ -209,20 +213,23 @@ export class LinkGroup extends EventEmitter {
     }
   }
 
-  /** RDMA WRITE from a connection's send buffer into the peer RMBE on the active link. */
+  /** Queue an RDMA WRITE from a connection's send buffer into the peer's RMBE; it is posted
+   *  together with the connection's next CDC (sendCdcFor), on the link that CDC goes on. */
   writeFor(token: number, sndbuf: Mr, srcOff: number, len: number, dstOff: number): void {
-    const link = this.activeLink();
     const c = this.conns.get(token);
-    const rt = link && c?.rtokens.get(link.id);
-    if (!link || !rt) throw new LinkDownError(`${this.name}: no active link for connection ${token}`);
-    link.wr.write(sndbuf, srcOff, len, rt.addr + BigInt(dstOff), rt.rkey);
+    if (!c || !this.activeLink()) throw new LinkDownError(`${this.name}: no active link for connection ${token}`);
+    c.writes.push({ mr: sndbuf, off: srcOff, len, dstOff });
   }
 
-  /** SEND a CDC message on the active link. */
-  sendCdc(msg: Uint8Array): Promise<void> {
+  /** SEND a connection's CDC on the active link, after the writes queued for it. */
+  sendCdcFor(token: number, msg: Uint8Array): Promise<void> {
     const link = this.activeLink();
-    if (!link) return Promise.reject(new LinkDownError(`${this.name}: no active link`));
-    return link.wr.send(msg);
+    const c = this.conns.get(token);
+    if (!link || !c) return Promise.reject(new LinkDownError(`${this.name}: no active link`));
+    const rt = c.rtokens.get(link.id);
+    const queued = c.writes.splice(0);
+    if (queued.length > 0 && !rt) return Promise.reject(new LinkDownError(`${this.name}: no rkey of connection ${token} on link ${link.id}`));
+    return link.wr.sendWithWrites(queued.map((w) => ({ mr: w.mr, off: w.off, len: w.len, remoteAddr: rt!.addr + BigInt(w.dstOff), rkey: rt!.rkey })), msg);
   }
 
   // --------------------------------------------------------------- buffers --

@@ -51,6 +51,12 @@ export class LinkDownError extends Error {
 
 interface Pending { resolve: () => void; reject: (e: Error) => void; slot: number }
 
+/** An RDMA WRITE to post just before a message (see sendWithWrites). */
+export interface PendingWrite { mr: Mr; off: number; len: number; remoteAddr: bigint; rkey: number }
+
+/** RDMA WRITEs one message may carry (a CDC's data split at the ring's wrap: 2). */
+export const MAX_WRITES_PER_MSG = 4;
+
 const WRID_SEND = 1n << 40n;
 const WRID_WRITE = 2n << 40n;
 const WRID_RECV = 3n << 40n;
@@ -81,7 +87,7 @@ export class WrLink extends EventEmitter {
     const slots = o.sendSlots ?? 16;
     this.recvCount = o.recvCount ?? 48;
     this.bufSize = o.bufSize ?? 8192;
-    const maxWrites = o.maxWrites ?? 64;
+    const maxWrites = o.maxWrites ?? slots * MAX_WRITES_PER_MSG;
     this.cq = pd.device.createCq(slots + maxWrites + this.recvCount + 16);
     this.qp = pd.createQp({
       sendCq: this.cq, recvCq: this.cq,
@@ -136,13 +142,31 @@ export class WrLink extends EventEmitter {
     return this.sendInSlot(this.freeSlots.pop()!, msg);
   }
 
-  private sendInSlot(slot: number, msg: Uint8Array): Promise<void> {
+  /**
+   * RDMA WRITEs and then the message that announces them, posted together once a send slot is
+   * free: the send queue never holds more than (slots × (1 + writes per message)) requests, so
+   * posting cannot overrun it however many connections share the link (Linux reserves the CDC
+   * slot before posting a connection's writes for the same reason).
+   */
+  async sendWithWrites(writes: readonly PendingWrite[], msg: Uint8Array): Promise<void> {
+    if (msg.length > this.bufSize) throw new RangeError(`message of ${msg.length} bytes exceeds the link's ${this.bufSize}-byte buffers`);
+    if (writes.length > MAX_WRITES_PER_MSG) throw new RangeError(`${writes.length} RDMA WRITEs for one message (at most ${MAX_WRITES_PER_MSG})`);
+    const slot = await this.takeSlot();
+    return this.sendInSlot(slot, msg, writes);
+  }
+
+  private sendInSlot(slot: number, msg: Uint8Array, writes: readonly PendingWrite[] = []): Promise<void> {
     const off = slot * this.bufSize;
     this.sendMr.buffer.set(msg, off);
     const wrId = WRID_SEND | this.nextSendId++;
     return new Promise<void>((resolve, reject) => {
       this.pending.set(wrId, { resolve, reject, slot });
       try {
+        for (const w of writes) {
+          this.qp.postSend({ wrId: WRID_WRITE, opcode: WrOpcode.RDMA_WRITE, sgList: [w.mr.sge(w.off, w.len)], rdma: { remoteAddr: w.remoteAddr, rkey: w.rkey } });
+          this.stats.writes++;
+          this.stats.writeBytes += w.len;
+        }
         this.qp.postSend({ wrId, opcode: WrOpcode.SEND, sgList: [this.sendMr.sge(off, msg.length)], sendFlags: SendFlags.SIGNALED | SendFlags.SOLICITED });
         this.stats.sent++;
       } catch (e) {

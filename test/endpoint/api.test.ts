@@ -5,10 +5,12 @@ import { createHash } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { Readable, Writable } from 'node:stream';
 import { createServer, connect, closeAll, type SmcSocket } from '../../endpoint/index.js';
+import { freePair } from './stacks.js';
 
 const UEID = 'SMCSCOPE-API';
 // Loopback pair of our own (other test files use 127.0.0.1/.2 and 127.0.150+.x).
-const A = '127.0.99.1', B = '127.0.99.2';
+let A = '', B = '';
+test.before(async () => { [A, B] = await freePair(99); });
 
 test.after.always(() => closeAll());
 

@@ -8,9 +8,11 @@ import { once } from 'node:events';
 import { encodeClc, decodeClc, CLC_ACCEPT, CLC_DECLINE, CLC_PROPOSAL, PATH_D, PATH_N, PATH_R, type ClcInput, type ClcMessage, type ClcDecline } from '../../dissectors/wire/clc.js';
 import { createServer, connect, closeAll, type SmcSocket } from '../../endpoint/index.js';
 import { ClcChannel } from '../../endpoint/clc/channel.js';
+import { freePair } from './stacks.js';
 
 const UEID = 'SMCSCOPE-DECL';
-const SRV = '127.0.98.2', CLI = '127.0.98.1';
+let SRV = '', CLI = '';
+test.before(async () => { [CLI, SRV] = await freePair(98); });
 const base = { ueids: [UEID], tcpOption: 'ignore' as const, clcTimeoutMs: 400, llcTimeoutMs: 400 };
 
 test.after.always(() => closeAll());

@@ -42,3 +42,21 @@ export async function tcpPair(clientAddr: string, serverAddr: string): Promise<[
 export function addrOf(s: SmcStack): string {
   return (s.opts.device as { address: string }).address;
 }
+
+/**
+ * A pair of loopback addresses where nobody holds UDP 4791 right now (other test files and
+ * developers run uroce engines in parallel): 127.<b>.<n>.1/.2 for the first free n.
+ */
+export async function freePair(b: number): Promise<[string, string]> {
+  const { createSocket } = await import('node:dgram');
+  const free = (addr: string): Promise<boolean> => new Promise((resolve) => {
+    const s = createSocket('udp4');
+    s.once('error', () => { s.close(); resolve(false); });
+    s.bind(4791, addr, () => { s.close(() => resolve(true)); });
+  });
+  for (let n = 1; n < 250; n++) {
+    const x = `127.${b}.${n}.1`, y = `127.${b}.${n}.2`;
+    if (await free(x) && await free(y)) return [x, y];
+  }
+  throw new Error(`no free loopback pair in 127.${b}.x`);
+}

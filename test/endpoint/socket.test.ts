@@ -1,0 +1,176 @@
+// SmcSocket over real sockets: TCP fallback mode on a plain TCP pair, and SMC-R mode on a real
+// TCP pair + a uroce RDMA link pair (CdcConnection over WrLink), piping files through it.
+import test from 'ava';
+import net from 'node:net';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream, mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Readable, Writable } from 'node:stream';
+import { SmcSocket } from '../../endpoint/socket/socket.js';
+import { linkPair, connPair, type LinkPair } from './cdc-harness.js';
+import { until } from '../verbs/harness.js';
+
+async function tcpPair(): Promise<[net.Socket, net.Socket, () => void]> {
+  const srv = net.createServer({ allowHalfOpen: true });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as net.AddressInfo).port;
+  const accepted = new Promise<net.Socket>((r) => srv.once('connection', r));
+  const c = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+  await new Promise<void>((r, j) => { c.once('connect', r); c.once('error', j); });
+  const s = await accepted;
+  return [c, s, () => srv.close()];
+}
+
+const hashStream = (): { sink: Writable; digest: Promise<string>; bytes: () => number } => {
+  const h = createHash('sha256');
+  let n = 0;
+  let done!: (s: string) => void;
+  const digest = new Promise<string>((r) => { done = r; });
+  const sink = new Writable({
+    write(chunk: Buffer, _e, cb) { h.update(chunk); n += chunk.length; cb(); },
+    final(cb) { done(h.digest('hex')); cb(); },
+  });
+  return { sink, digest, bytes: () => n };
+};
+const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+const closed = (s: SmcSocket): Promise<void> => new Promise((r) => (s.closed ? r() : s.once('close', () => r())));
+
+let dir: string;
+test.before(() => { dir = mkdtempSync(join(tmpdir(), 'smcsock-')); });
+test.after.always(() => { rmSync(dir, { recursive: true, force: true }); });
+
+test.serial('fallback mode: data flows over TCP, reason code and name, half-close, close', async (t) => {
+  const [c, s, stop] = await tcpPair();
+  const a = new SmcSocket({ tcp: c, mode: 'tcp', fallbackCode: 0x03010000 });
+  const b = new SmcSocket({ tcp: s, mode: 'tcp', fallbackCode: 0x03010000 });
+  t.is(a.mode, 'tcp');
+  t.deepEqual(a.fallback && { code: a.fallback.code, name: a.fallback.name }, { code: 0x03010000, name: 'PEERNOSMC' });
+  t.is(a.smcr, undefined);
+  t.is(a.remotePort, s.localPort);
+  t.is(b.remoteAddress, '127.0.0.1');
+  await t.throwsAsync(a.sendUrgent('x'), { code: 'ERR_SMC_NO_URGENT' });
+  const data = randomBytes(5 << 20);
+  const hb = hashStream();
+  // a → b with a.end() (half-close); b answers afterwards on its still-open direction
+  const toB = pipeline(Readable.from([data.subarray(0, 1 << 20), data.subarray(1 << 20)]), a);
+  const atB = pipeline(b, hb.sink);
+  await toB;
+  t.is(await hb.digest, sha(data));
+  const reply = randomBytes(100_000);
+  const ha = hashStream();
+  const atA = pipeline(a, ha.sink);
+  b.end(reply);
+  await Promise.all([atA, atB]);
+  t.is(await ha.digest, sha(reply));
+  await Promise.all([closed(a), closed(b)]);
+  t.true(c.destroyed && s.destroyed);
+  stop();
+});
+
+let L: LinkPair;
+test.before(async () => { L = await linkPair(['127.0.0.7', '127.0.0.8']); });
+const smcPair = async (o: Parameters<typeof connPair>[1] = {}): Promise<{ a: SmcSocket; b: SmcSocket; stop: () => void; cA: ReturnType<typeof connPair>['a']; cB: ReturnType<typeof connPair>['b'] }> => {
+  const [c, s, stop] = await tcpPair();
+  const { a: cA, b: cB } = connPair(L, o);
+  const info = { version: 2, release: 1, linkGroup: 1, link: 1, firstContact: true };
+  const a = new SmcSocket({ tcp: c, mode: 'smcr', conn: cA.conn, info });
+  const b = new SmcSocket({ tcp: s, mode: 'smcr', conn: cB.conn, info: { ...info, firstContact: false } });
+  return { a, b, stop, cA, cB };
+};
+
+test.serial('SMC-R mode: a file piped both ways with stream.pipeline arrives intact; TCP carries no data; close after both', async (t) => {
+  const { a, b, stop, cA } = await smcPair({ rmbeA: 65536, rmbeB: 65536 });
+  t.is(a.mode, 'smcr');
+  t.is(a.smcr?.version, 2);
+  t.is(a.fallback, undefined);
+  t.is(a.localPort, b.remotePort);
+  a.setNoDelay(true);
+  const fileA = join(dir, 'a.bin'), fileB = join(dir, 'b.bin'), outB = join(dir, 'at-b.bin');
+  const dataA = randomBytes(12 << 20), dataB = randomBytes(3 << 20);
+  writeFileSync(fileA, dataA); writeFileSync(fileB, dataB);
+  const ha = hashStream();
+  const tcpBefore = [a.tcp.bytesWritten, b.tcp.bytesWritten];
+  await Promise.all([
+    pipeline(createReadStream(fileA), a),
+    pipeline(b, createWriteStream(outB)),
+    pipeline(createReadStream(fileB), b),
+    pipeline(a, ha.sink),
+  ]);
+  t.is(sha(readFileSync(outB)), sha(dataA), 'file A → B');
+  t.is(await ha.digest, sha(dataB), 'file B → A');
+  t.deepEqual([a.tcp.bytesWritten, b.tcp.bytesWritten], tcpBefore, 'no data on TCP in SMC-R mode');
+  await Promise.all([closed(a), closed(b)]);
+  t.is(cA.conn.stateName, 'CLOSED');
+  t.false(cA.conn.aborted);
+  t.true(a.tcp.destroyed && b.tcp.destroyed);
+  stop();
+});
+
+test.serial('SMC-R mode: a slow reader blocks the writer through the window, and nothing is lost', async (t) => {
+  const { a, b, stop, cA, cB } = await smcPair({ rmbeA: 16384, rmbeB: 16384 });
+  const data = randomBytes(2 << 20);
+  const writing = pipeline(Readable.from([data]), a);
+  a.resume(); // a's readable side must be consumed to see the peer's end (as with net.Socket)
+  b.pause();
+  t.true(await until(() => cA.conn.state().tx.writeBlocked && cA.conn.writableSpace === 0, 5000), 'writer blocked');
+  t.true(await until(() => cB.conn.readableLength === 16384, 5000), 'RMBE full, consumer cursor not advanced');
+  const sent = cA.conn.state().counters.bytesSent;
+  await new Promise((r) => setTimeout(r, 100));
+  t.is(cA.conn.state().counters.bytesSent, sent, 'no progress while the reader does not read');
+  t.true(a.writableLength > 0, 'backpressure reached the app');
+  const hb = hashStream();
+  await Promise.all([writing, pipeline(b, hb.sink)]);
+  t.is(await hb.digest, sha(data));
+  b.end();
+  await Promise.all([closed(a), closed(b)]);
+  stop();
+});
+
+test.serial('SMC-R mode: urgent data through the socket', async (t) => {
+  const { a, b, stop } = await smcPair();
+  a.resume();
+  const got: Buffer[] = [];
+  b.on('data', (d: Buffer) => got.push(d));
+  const urgent = new Promise<number>((r) => b.once('urgent', r));
+  a.write('normal ');
+  await a.sendUrgent('!U');
+  a.write(' after');
+  t.is(String.fromCharCode(await urgent), 'U');
+  t.true(await until(() => Buffer.concat(got).toString() === 'normal ! after'));
+  a.end(); b.end();
+  await Promise.all([closed(a), closed(b)]);
+  stop();
+});
+
+test.serial('SMC-R mode: destroy() aborts; the peer socket gets ECONNRESET and both close', async (t) => {
+  const { a, b, stop, cB } = await smcPair();
+  a.write('x');
+  await new Promise((r) => setTimeout(r, 20));
+  const errB = new Promise<Error>((r) => b.once('error', r));
+  a.destroy();
+  const e = await errB;
+  t.is((e as Error & { code?: string }).code, 'ECONNRESET');
+  t.regex(e.message, /peer aborted|TCP connection failed/, "abort CDC or the TCP reset, whichever arrives first");
+  await Promise.all([closed(a), closed(b)]);
+  t.is(cB.conn.stateName, 'CLOSED');
+  stop();
+});
+
+test.serial('SMC-R mode: a TCP reset while SMC-R is active aborts the connection on both sides', async (t) => {
+  const { a, b, stop, cA, cB } = await smcPair();
+  const errA = new Promise<Error>((r) => a.once('error', r));
+  const errB = new Promise<Error>((r) => b.once('error', r));
+  b.tcp.resetAndDestroy();
+  const ea = await errA;
+  t.regex(ea.message, /ECONNRESET|aborted/);
+  await errB.catch(() => undefined);
+  await Promise.all([closed(a), closed(b)]);
+  t.true(cA.conn.aborted);
+  t.is(cB.conn.stateName, 'CLOSED');
+  t.is(cA.conn.stateName, 'CLOSED');
+  stop();
+});
+
+test.after.always(async () => { await L?.close(); });
