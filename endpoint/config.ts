@@ -6,6 +6,8 @@ import type { DeviceSpec } from './verbs/index.js';
 export interface SmcOptions {
   /** The RDMA device: `{ provider: 'uroce', address: '10.0.0.1' }` or `{ provider: 'ibverbs', … }`. */
   device: DeviceSpec;
+  /** More RDMA devices for a second link per link group (ADD LINK, SMC-Rv2); failover needs one. */
+  alternates?: DeviceSpec[];
   /** User EIDs (SMC-Rv2 needs one in common with the peer; Linux: `smc_ueid add`). */
   ueids?: string[];
   /** SMC-R versions offered/accepted, preferred first (default [2, 1]). */
@@ -60,6 +62,7 @@ export function resolveOptions(o: SmcOptions): ResolvedOptions {
   if (!Number.isInteger(maxLinks) || maxLinks < 1 || maxLinks > 8) throw new RangeError(`maxLinks ${maxLinks}: 1…8`);
   return {
     device: o.device,
+    alternates: o.alternates ?? [],
     ueids,
     versions,
     release: o.release ?? 1,

@@ -55,6 +55,18 @@ async function releaseDevice(spec: DeviceSpec): Promise<void> {
   await e.dev.then((d) => d.close(), () => undefined);
 }
 
+/** The identity of one local RoCE port: its RoCEv2 GID (the one of the configured address), MAC, MTU, a PD. */
+function identityOf(device: Device, spec: DeviceSpec, instance: number): LocalIdentity {
+  const port = device.queryPort(1);
+  const want = 'address' in spec ? (spec as { address?: string }).address : undefined;
+  const table = device.gidTable(1);
+  const entry = table.find((g) => g.type === 'RoCE v2' && (want === undefined || gidToIpv4(g.gid) === want))
+    ?? table.find((g) => g.type === 'RoCE v2') ?? table[0];
+  if (!entry) throw new Error(`${device.name}: no GID on port 1`);
+  const mac = macOf(entry.ndev ?? port.netdev);
+  return { peerId: `${instance}@${mac}`, gid: entry.gid, mac, mtu: port.activeMtu as Mtu, sgidIndex: entry.index, pd: device.allocPd() };
+}
+
 function macOf(netdev: string | undefined): string {
   if (!netdev) return '00:00:00:00:00:00';
   try { return readFileSync(`/sys/class/net/${netdev}/address`, 'utf8').trim() || '00:00:00:00:00:00'; } catch { return '00:00:00:00:00:00'; }
@@ -67,36 +79,34 @@ export class SmcStack implements HandshakeContext {
   readonly closedConns: object[] = [];
   private closed = false;
 
+  readonly id: LocalIdentity;
+  readonly device: Device;
+
   private constructor(
     readonly opts: ResolvedOptions,
-    readonly device: Device,
-    readonly id: LocalIdentity,
+    /** Every local RoCE port; the first is the one CLC announces. */
+    readonly ports: readonly LocalIdentity[],
     /** The TCP option program; null when it could not be loaded (then every connection falls back). */
     readonly tcpOption: TcpOptionSignal | null,
     private readonly tcpOptionError: string | undefined,
-  ) {}
+  ) {
+    this.id = ports[0]!;
+    this.device = this.id.pd.device;
+  }
 
-  /** Open the device and (unless tcpOption 'ignore') the TCP option program. */
+  /** Open the device(s) and (unless tcpOption 'ignore') the TCP option program. */
   static async open(options: SmcOptions): Promise<SmcStack> {
     const opts = resolveOptions(options);
-    let device: Device;
+    const specs = [opts.device, ...opts.alternates];
+    const opened: DeviceSpec[] = [];
     try {
-      device = await acquireDevice(opts.device);
-    } catch (e) {
-      await releaseDevice(opts.device);
-      throw e;
-    }
-    try {
-      const port = device.queryPort(1);
-      const want = 'address' in opts.device ? (opts.device as { address?: string }).address : undefined;
-      const table = device.gidTable(1);
-      const entry = table.find((g) => g.type === 'RoCE v2' && (want === undefined || gidToIpv4(g.gid) === want))
-        ?? table.find((g) => g.type === 'RoCE v2') ?? table[0];
-      if (!entry) throw new Error(`${device.name}: no GID on port 1`);
-      const mac = macOf(entry.ndev ?? port.netdev);
-      const id: LocalIdentity = {
-        peerId: `${randomInt(1, 0xffff)}@${mac}`, gid: entry.gid, mac, mtu: port.activeMtu as Mtu, sgidIndex: entry.index, pd: device.allocPd(),
-      };
+      const ports: LocalIdentity[] = [];
+      const instance = randomInt(1, 0xffff);
+      for (const spec of specs) {
+        let device: Device;
+        try { device = await acquireDevice(spec); } finally { opened.push(spec); }
+        ports.push(identityOf(device, spec, instance));
+      }
       let sig: TcpOptionSignal | null = null;
       let err: string | undefined;
       if (opts.tcpOption === 'ebpf') {
@@ -108,9 +118,9 @@ export class SmcStack implements HandshakeContext {
           opts.log(`smc: TCP option 254 unavailable, connections fall back to TCP: ${err}`);
         }
       }
-      return new SmcStack(opts, device, id, sig, err);
+      return new SmcStack(opts, ports, sig, err);
     } catch (e) {
-      await releaseDevice(opts.device);
+      for (const spec of opened) await releaseDevice(spec);
       throw e;
     }
   }
@@ -132,7 +142,8 @@ export class SmcStack implements HandshakeContext {
   }
 
   newLinkGroup(role: Role, version: 1 | 2, release: number, peerId: string, maxConns: number, maxLinks: number): LinkGroup {
-    const lg = new LinkGroup(role, version, release, peerId, this.id, maxConns, maxLinks, {
+    // SMC-Rv1 link groups stay on one link here (v1 ADD LINK CONT rkey exchange is not implemented).
+    const lg = new LinkGroup(role, version, release, peerId, version === 2 ? this.ports : [this.id], maxConns, version === 2 ? maxLinks : 1, {
       llcTimeoutMs: this.opts.llcTimeoutMs, testLinkMs: this.opts.testLinkMs, idleMs: this.opts.idleLinkGroupMs,
     }, this.opts.log);
     this.linkGroups.add(lg);
@@ -186,7 +197,16 @@ export class SmcStack implements HandshakeContext {
     };
     conn.once('closed', release);
     conn.once('abort', release);
-    est.sink.attach({ receiveCdc: (b) => conn.receiveCdc(b), linkGroupDown: (why) => conn.linkDown(why) });
+    est.sink.attach({
+      receiveCdc: (b) => conn.receiveCdc(b),
+      linkGroupDown: (why) => conn.linkDown(why),
+      // Failover (4.6): the connection re-validates and replays on the surviving link.
+      linkSwitched: (why) => {
+        const c = conn as CdcConnection & { switchLink?: (reason: string) => void };
+        if (c.switchLink) c.switchLink(why);
+        else conn.linkDown(`${why} (no failover in this build)`);
+      },
+    });
     return conn;
   }
 
@@ -212,6 +232,6 @@ export class SmcStack implements HandshakeContext {
     }));
     await Promise.all(ends);
     if (this.tcpOption) await releaseTcpOption().catch(() => undefined);
-    await releaseDevice(this.opts.device);
+    for (const spec of [this.opts.device, ...this.opts.alternates]) await releaseDevice(spec);
   }
 }

@@ -46,7 +46,10 @@ export interface LocalIdentity {
 /** What a handshake needs from the stack. */
 export interface HandshakeContext {
   opts: ResolvedOptions;
+  /** The first local RoCE port (its identity goes into CLC). */
   id: LocalIdentity;
+  /** Every local RoCE port, `id` first (more than one: links can be added). */
+  ports: readonly LocalIdentity[];
   findLinkGroup(match: (lg: LinkGroup) => boolean): LinkGroup | undefined;
   newLinkGroup(role: Role, version: 1 | 2, release: number, peerId: string, maxConns: number, maxLinks: number): LinkGroup;
   /** Serialise link-group decisions of one role (Linux smc_server_lgr_pending): concurrent
@@ -94,12 +97,15 @@ export class PendingSink implements ConnSink {
   private q: Uint8Array[] = [];
   private target: ConnSink | undefined;
   private down: string | undefined;
+  private switched: string | undefined;
   receiveCdc(b: Uint8Array): void { if (this.target) this.target.receiveCdc(b); else if (this.q.length < 1024) this.q.push(b); }
   linkGroupDown(reason: string): void { if (this.target) this.target.linkGroupDown(reason); else this.down = reason; }
+  linkSwitched(reason: string): void { if (this.target) this.target.linkSwitched(reason); else this.switched = reason; }
   attach(t: ConnSink): void {
     this.target = t;
     for (const b of this.q.splice(0)) t.receiveCdc(b);
     if (this.down !== undefined) t.linkGroupDown(this.down);
+    else if (this.switched !== undefined) t.linkSwitched(this.switched);
   }
 }
 
@@ -260,7 +266,7 @@ export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promi
     }
     await ch.send(withoutLength(acceptConfirm(ctx, 'confirm', version, acc.firstContact, link, held.token!, rmb.buf, mtu, {
       ...(r.eid !== undefined ? { eid: r.eid } : {}),
-      fce: fce(ctx, release, maxConns, maxLinks), gidList: [ctx.id.gid],
+      fce: fce(ctx, release, maxConns, maxLinks), gidList: ctx.ports.map((p) => p.gid),
     })));
     steps.push({ step: 'confirm sent', ms: Date.now() - t0 });
     if (acc.firstContact) {
@@ -346,6 +352,7 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
     const peerRmb: Rtoken = { rkey: r.rkey, addr: r.rmbVa };
     lg.setConnPeer(held.token!, r.token, peerRmb, sizeFromCode(r.rmbeSizeCode), link);
     if (first) {
+      lg.peerGids = [...new Set([r.gid, ...(r.gidList ?? [])])];
       lg.connectLink(link, { gid: r.gid, mac: r.mac, qpn: r.qpn, psn: r.psn, mtu: r.mtuCode as Mtu }, true);
       try {
         await lg.serverConfirmLink(link);
@@ -359,6 +366,9 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
       throw new ClcError(DECL.SYNCERR, `Confirm names QP 0x${r.qpn.toString(16)}, the link group's peer QP is 0x${link.peer.qpn.toString(16)}`, false, true);
     }
     rmb.buf.confirmed = true;
+    // A second link over another device, if both sides have one (in the background, like Linux's
+    // add-link work; LLC flows are serialised, so a CONFIRM RKEY of the next connection waits).
+    if (first && ctx.ports.length > 1 && lg.maxLinks > 1) void lg.addLink();
     return {
       mode: 'smcr', role: 'server', version, release: lg.release, firstContact: first, lg, link, token: held.token!, peerToken: r.token,
       rmb: rmb.buf, sndbuf: held.sndbuf!, peerRmb, peerRmbeSize: sizeFromCode(r.rmbeSizeCode),

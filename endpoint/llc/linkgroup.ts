@@ -1,7 +1,9 @@
 // A link group (RFC 7609 3.2, Linux smc_core.c + smc_llc.c): the links (RC QPs) to one peer, the
 // connections multiplexed over them (by alert token), the RMBs they use, and link-layer control
-// (LLC): CONFIRM LINK, ADD LINK (rejected: one device), DELETE LINK, CONFIRM/DELETE RKEY, TEST
-// LINK. Every LLC message is built and parsed by the analyzer's codec (dissectors/wire/llc.ts).
+// (LLC): CONFIRM LINK, ADD LINK (a second link over another local device, SMC-Rv2; rejected when
+// there is none), DELETE LINK, CONFIRM/DELETE RKEY, TEST LINK, and failover of connections to
+// the surviving link. Every LLC message is built and parsed by the analyzer's codec
+// (dissectors/wire/llc.ts).
 //
 // States (explicit, named):
 //   link:  ACTIVATING (QP up, CONFIRM LINK pending) → ACTIVE → DELETING → DOWN
@@ -20,6 +22,7 @@ import {
 import { CDC_TYPE } from '../../dissectors/wire/cdc.js';
 import { Access, type Mr, type Mtu, type Pd } from '../verbs/index.js';
 import { WrLink, LinkDownError, type QpPeer } from './wr.js';
+import type { LlcRkeyEntry } from '../../dissectors/wire/llc.js';
 
 export type Role = 'client' | 'server';
 export type LinkState = 'ACTIVATING' | 'ACTIVE' | 'DELETING' | 'DOWN';
@@ -50,11 +53,16 @@ export interface ConnSink {
   receiveCdc(bytes: Uint8Array): void;
   /** The link group died under the connection (no link left). */
   linkGroupDown(reason: string): void;
+  /** The connection's link died and another link of the group carries it from now on (4.6). */
+  linkSwitched(reason: string): void;
 }
 
 /** One RMB (receive buffer with remote write) or send buffer, kept for reuse. */
 export interface BufDesc {
+  /** The registration on the group's first port (the one CLC announces). */
   mr: Mr;
+  /** Registrations of the same memory on every port of the group (rkeys per link). */
+  mrs: Map<LocalPort, Mr>;
   size: number;
   inUse: boolean;
   /** RMB only: the peer knows its rkey (CLC or CONFIRM RKEY). */
@@ -74,7 +82,7 @@ export class Link {
   state: LinkState = 'ACTIVATING';
   peer: { gid: string; mac: string; qpn: number; psn: number; mtu: Mtu } | undefined;
   lastRx = Date.now();
-  constructor(readonly id: number, readonly wr: WrLink) {}
+  constructor(readonly id: number, readonly wr: WrLink, readonly port: LocalPort) {}
   get qpn(): number { return this.wr.qpn; }
 }
 
@@ -105,7 +113,8 @@ export class LinkGroup extends EventEmitter {
     readonly release: number,
     /** Peer system ID ("instance@mac") as CLC carried it. */
     readonly peerId: string,
-    readonly port: LocalPort,
+    /** Local RoCE ports: the first carries the first link; others can carry added links. */
+    readonly ports: readonly LocalPort[],
     readonly maxConns: number,
     readonly maxLinks: number,
     readonly timers: LinkGroupTimers,
@@ -119,6 +128,11 @@ export class LinkGroup extends EventEmitter {
   }
 
   get name(): string { return `LG${this.num}`; }
+  get port(): LocalPort { return this.ports[0]!; }
+  /** The peer's RoCE GIDs (server: from the client's Confirm GID list), for adding links. */
+  peerGids: string[] = [];
+  /** The peer's RMBs: per RMB, its rtoken on each link (Linux lgr->rtokens). Connections share these maps. */
+  private readonly peerRmbs: Array<Map<number, Rtoken>> = [];
   get full(): boolean { return this.conns.size >= this.maxConns; }
 
   /** The first ACTIVE link (the one connections use). */
@@ -129,12 +143,11 @@ export class LinkGroup extends EventEmitter {
 
   // ---------------------------------------------------------------- links --
 
-  /** Create a link (QP in INIT with receives posted), id 1 for the first. */
-  createLink(): Link {
-    let id = 1;
-    while (this.links.has(id)) id++;
-    const wr = new WrLink(this.port.pd, { bufSize: this.version === 2 ? 8192 : LLC_MSG_SIZE });
-    const link = new Link(id, wr);
+  /** Create a link on `port` (QP in INIT with receives posted), id 1 for the first. */
+  createLink(port: LocalPort = this.port, id?: number): Link {
+    if (id === undefined) { id = 1; while (this.links.has(id)) id++; }
+    const wr = new WrLink(port.pd, { bufSize: this.version === 2 ? 8192 : LLC_MSG_SIZE });
+    const link = new Link(id, wr, port);
     wr.init();
     wr.on('message', (b: Uint8Array) => this.onMessage(link, b));
     wr.on('down', (reason: string) => this.onLinkDown(link, reason));
@@ -145,8 +158,8 @@ export class LinkGroup extends EventEmitter {
   /** Bring a link's QP to RTR toward the peer (and RTS when `rts`). */
   connectLink(link: Link, peer: { gid: string; mac: string; qpn: number; psn: number; mtu: Mtu }, rts: boolean): void {
     link.peer = peer;
-    const qp: QpPeer = { qpn: peer.qpn, psn: peer.psn, gid: peer.gid, mtu: Math.min(peer.mtu, this.port.mtu) as Mtu };
-    link.wr.rtr(qp, this.port.sgidIndex);
+    const qp: QpPeer = { qpn: peer.qpn, psn: peer.psn, gid: peer.gid, mtu: Math.min(peer.mtu, link.port.mtu) as Mtu };
+    link.wr.rtr(qp, link.port.sgidIndex);
     if (rts) link.wr.rts();
   }
 
@@ -156,7 +169,7 @@ export class LinkGroup extends EventEmitter {
   private confirmLinkMsg(link: Link, response: boolean): LlcConfirmLink {
     return {
       ...this.hdr(LlcCode.CONFIRM_LINK, response), kind: 'confirm_link', noRmbeEyecatcher: true,
-      mac: this.port.mac, gid: this.port.gid, qpn: link.qpn, linkId: link.id, linkUid: this.linkUid(link),
+      mac: link.port.mac, gid: link.port.gid, qpn: link.qpn, linkId: link.id, linkUid: this.linkUid(link),
       maxLinks: this.maxLinks, maxConns: this.maxConns,
     };
   }
@@ -199,8 +212,17 @@ export class LinkGroup extends EventEmitter {
     const c = this.conns.get(token);
     if (!c) return;
     c.peerToken = peerToken;
-    c.rtokens.set(link.id, peerRmb);
+    c.rtokens = this.peerRmb(link.id, peerRmb.rkey, peerRmb.addr);
     c.peerRmbeSize = peerRmbeSize;
+  }
+
+  /** The rtoken map of the peer RMB known on `linkId` by (rkey, addr); created when new. */
+  private peerRmb(linkId: number, rkey: number, addr?: bigint): Map<number, Rtoken> {
+    const found = this.peerRmbs.find((m) => { const r = m.get(linkId); return r !== undefined && r.rkey === rkey && (addr === undefined || r.addr === addr); });
+    if (found) return found;
+    const m = new Map<number, Rtoken>([[linkId, { rkey, addr: addr ?? 0n }]]);
+    this.peerRmbs.push(m);
+    return m;
   }
 
   /** Forget a connection; the group goes IDLE when it was the last one. */
@@ -213,6 +235,12 @@ export class LinkGroup extends EventEmitter {
     }
   }
 
+  /** The active link a connection runs on: the first one its peer RMB has an rtoken for. */
+  private linkFor(c: ConnEntry): Link | undefined {
+    for (const l of this.links.values()) if (l.state === 'ACTIVE' && c.rtokens.has(l.id)) return l;
+    return undefined;
+  }
+
   /** Queue an RDMA WRITE from a connection's send buffer into the peer's RMBE; it is posted
    *  together with the connection's next CDC (sendCdcFor), on the link that CDC goes on. */
   writeFor(token: number, sndbuf: Mr, srcOff: number, len: number, dstOff: number): void {
@@ -223,8 +251,8 @@ export class LinkGroup extends EventEmitter {
 
   /** SEND a connection's CDC on the active link, after the writes queued for it. */
   sendCdcFor(token: number, msg: Uint8Array): Promise<void> {
-    const link = this.activeLink();
     const c = this.conns.get(token);
+    const link = c ? this.linkFor(c) : undefined;
     if (!link || !c) return Promise.reject(new LinkDownError(`${this.name}: no active link`));
     const rt = c.rtokens.get(link.id);
     const queued = c.writes.splice(0);
@@ -237,8 +265,9 @@ export class LinkGroup extends EventEmitter {
   /** An RMB of `size` bytes (reused when a free one exists). `fresh`: the peer does not know it yet. */
   getRmb(size: number): { buf: BufDesc; fresh: boolean } {
     for (const b of this.rmbs) if (!b.inUse && b.size === size) { b.inUse = true; return { buf: b, fresh: !b.confirmed }; }
-    const mr = this.port.pd.regMr(new Uint8Array(size), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
-    const buf: BufDesc = { mr, size, inUse: true, confirmed: false };
+    const mem = new Uint8Array(size);
+    const mrs = new Map(this.ports.map((p) => [p, p.pd.regMr(mem, Access.LOCAL_WRITE | Access.REMOTE_WRITE)] as const));
+    const buf: BufDesc = { mr: mrs.get(this.port)!, mrs, size, inUse: true, confirmed: false };
     this.rmbs.push(buf);
     return { buf, fresh: true };
   }
@@ -246,7 +275,9 @@ export class LinkGroup extends EventEmitter {
   /** A send buffer (local access only). */
   getSndbuf(size: number): BufDesc {
     for (const b of this.sndbufs) if (!b.inUse && b.size === size) { b.inUse = true; return b; }
-    const buf: BufDesc = { mr: this.port.pd.regMr(new Uint8Array(size), Access.LOCAL_WRITE), size, inUse: true, confirmed: true };
+    const mem = new Uint8Array(size);
+    const mrs = new Map(this.ports.map((p) => [p, p.pd.regMr(mem, Access.LOCAL_WRITE)] as const));
+    const buf: BufDesc = { mr: mrs.get(this.port)!, mrs, size, inUse: true, confirmed: true };
     this.sndbufs.push(buf);
     return buf;
   }
@@ -261,9 +292,14 @@ export class LinkGroup extends EventEmitter {
     await this.serial(async () => {
       const link = this.activeLink();
       if (!link) throw new LinkDownError(`${this.name}: no active link`);
+      // rtoken 0 is the RMB on the link this goes on; the others name it on the other links
+      const others = [...this.links.values()].filter((l) => l !== link && l.state === 'ACTIVE').slice(0, 2)
+        .map((l) => ({ linkId: l.id, rkey: buf.mrs.get(l.port)!.rkey, vaddr: buf.mrs.get(l.port)!.addr }));
+      const zero = { linkId: 0, rkey: 0, vaddr: 0n };
+      const lm = buf.mrs.get(link.port)!;
       const m: LlcConfirmRkey = {
-        ...this.hdr(LlcCode.CONFIRM_RKEY, false), kind: 'confirm_rkey', negative: false, retry: false, numRtokens: 0,
-        rkey: buf.mr.rkey, vaddr: buf.mr.addr, others: [{ linkId: 0, rkey: 0, vaddr: 0n }, { linkId: 0, rkey: 0, vaddr: 0n }],
+        ...this.hdr(LlcCode.CONFIRM_RKEY, false), kind: 'confirm_rkey', negative: false, retry: false, numRtokens: others.length,
+        rkey: lm.rkey, vaddr: lm.addr, others: [others[0] ?? zero, others[1] ?? zero],
       };
       const rsp = this.expect((r, l) => l === link && r.kind === 'confirm_rkey' && r.response, 'CONFIRM RKEY response');
       await this.sendLlc(link, m);
@@ -347,8 +383,12 @@ export class LinkGroup extends EventEmitter {
       }
       case 'confirm_rkey': {
         const r = m as LlcConfirmRkey;
-        // The peer's RMB on this link (rtoken 0); other rtokens name other links we do not have.
-        const ok = r.numRtokens <= 2;
+        // The peer's RMB on this link (rtoken 0) and, for the others, on the links they name.
+        const ok = r.numRtokens <= 2 && r.others.slice(0, r.numRtokens).every((o) => this.links.has(o.linkId));
+        if (ok) {
+          const e = this.peerRmb(link.id, r.rkey, r.vaddr);
+          for (const o of r.others.slice(0, r.numRtokens)) e.set(o.linkId, { rkey: o.rkey, addr: o.vaddr });
+        }
         await this.sendLlc(link, { ...r, ...this.hdr(LlcCode.CONFIRM_RKEY, true), negative: !ok, retry: false });
         return;
       }
@@ -362,9 +402,10 @@ export class LinkGroup extends EventEmitter {
         return;
       }
       case 'add_link': {
-        // One RoCE device here: no alternate path. Linux 6.12 sends reason 0 in a v2 reject (the
-        // v2 length shares byte 2); do the same so a v2 length reads 44.
         const a = m as LlcAddLink;
+        if (await this.acceptAddLink(link, a)) return;
+        // No other local device (or not SMC-Rv2): no alternate path. Linux 6.12 sends reason 0 in
+        // a v2 reject (the v2 length shares byte 2); do the same so a v2 length reads 44.
         this.stats.rejectsSent++;
         const rej: LlcAddLink = {
           ...this.hdr(LlcCode.ADD_LINK, true), kind: 'add_link', rejected: true, rejectReason: this.version === 2 ? 0 : 1,
@@ -393,6 +434,94 @@ export class LinkGroup extends EventEmitter {
     }
   }
 
+  // -------------------------------------------------------------- add link --
+
+  /** A local port no link of the group uses yet (the alternate path for a new link). */
+  private freePort(prefer?: string): LocalPort | undefined {
+    const used = new Set([...this.links.values()].map((l) => l.port));
+    const free = this.ports.filter((p) => !used.has(p));
+    return free.find((p) => p.gid === prefer) ?? free[0];
+  }
+
+  /** Our RMBs as ADD LINK lists them: rkey on `from`, rkey and address on `to`. */
+  private rkeyList(from: LocalPort, to: LocalPort): LlcRkeyEntry[] {
+    return this.rmbs.filter((b) => b.confirmed || b.inUse).map((b) => ({ rkey: b.mrs.get(from)!.rkey, rkeyNew: b.mrs.get(to)!.rkey, vaddrNew: b.mrs.get(to)!.addr }));
+  }
+
+  /** The peer's rkey list of an ADD LINK: its RMBs (named by their rkey on `from`) on link `to`. */
+  private learnRkeys(fromLink: number, toLink: number, list: readonly LlcRkeyEntry[]): void {
+    for (const e of list) {
+      const m = this.peerRmbs.find((x) => x.get(fromLink)?.rkey === e.rkey);
+      if (m) m.set(toLink, { rkey: e.rkeyNew, addr: e.vaddrNew });
+    }
+  }
+
+  private addLinkMsg(response: boolean, link: Link, targetGid: string, rkeys: LlcRkeyEntry[]): LlcAddLink {
+    return {
+      ...this.hdr(LlcCode.ADD_LINK, response), length: 72 + 16 * rkeys.length, kind: 'add_link', rejected: false, rejectReason: 0,
+      mac: link.port.mac, gid: link.port.gid, qpn: link.qpn, linkId: link.id, mtu: link.port.mtu, psn: link.wr.psn,
+      v2: { direct: true, targetGid, numRkeys: rkeys.length, numRkeysOrder: 'le', rkeys },
+    };
+  }
+
+  /**
+   * Server: add a second link over another local device toward another GID of the peer (SMC-Rv2,
+   * 3.5.5.1 / Linux smc_llc_srv_add_link): ADD LINK with our RMBs' rkeys on the new QP, the
+   * client's ADD LINK response with its QP and rkeys, QP to RTS, CONFIRM LINK on the new link.
+   * Resolves true when the link is ACTIVE, false when there is no second path or the peer rejects.
+   */
+  addLink(): Promise<boolean> {
+    return this.serial(async () => {
+      const l1 = this.activeLink();
+      if (!l1 || this.version !== 2 || this.role !== 'server' || this.links.size >= this.maxLinks) return false;
+      const used = new Set([...this.links.values()].map((l) => l.peer?.gid));
+      const target = this.peerGids.find((g) => !used.has(g));
+      const port = this.freePort();
+      if (!port || !target) return false;
+      const l2 = this.createLink(port);
+      try {
+        const rsp = this.expect((m, l) => l === l1 && m.kind === 'add_link' && m.response, 'ADD LINK response');
+        await this.sendLlc(l1, this.addLinkMsg(false, l2, target, this.rkeyList(l1.port, port)));
+        const r = (await rsp) as LlcAddLink;
+        if (r.rejected) { this.dropLink(l2, 'ADD LINK rejected by the peer'); return false; }
+        this.connectLink(l2, { gid: r.gid, mac: r.mac, qpn: r.qpn, psn: r.psn, mtu: r.mtu as Mtu }, true);
+        this.learnRkeys(l1.id, l2.id, r.v2?.rkeys ?? []);
+        const crsp = this.expect((m, l) => l === l2 && m.kind === 'confirm_link' && m.response, 'CONFIRM LINK response on the new link');
+        await this.sendLlc(l2, this.confirmLinkMsg(l2, false));
+        await crsp;
+        l2.state = 'ACTIVE';
+        this.log(`${this.name}/L${l2.id} added (QP 0x${l2.qpn.toString(16)} → 0x${r.qpn.toString(16)} ${r.gid})`);
+        return true;
+      } catch (e) {
+        if (this.links.get(l2.id) === l2) this.dropLink(l2, `add link failed: ${(e as Error).message}`);
+        return false;
+      }
+    });
+  }
+
+  /** Client: answer the server's ADD LINK with a new QP on another local device; false = reject. */
+  private async acceptAddLink(l1: Link, a: LlcAddLink): Promise<boolean> {
+    if (this.version !== 2 || this.role !== 'client' || !a.v2 || this.links.size >= this.maxLinks || this.links.has(a.linkId)) return false;
+    const port = this.freePort(a.v2.targetGid);
+    if (!port) return false;
+    const l2 = this.createLink(port, a.linkId);
+    try {
+      this.connectLink(l2, { gid: a.gid, mac: a.mac, qpn: a.qpn, psn: a.psn, mtu: a.mtu as Mtu }, false);
+      this.learnRkeys(l1.id, l2.id, a.v2.rkeys);
+      const conf = this.expect((m, l) => l === l2 && m.kind === 'confirm_link' && !m.response, 'CONFIRM LINK request on the new link');
+      await this.sendLlc(l1, this.addLinkMsg(true, l2, a.gid, this.rkeyList(l1.port, port)));
+      await conf;
+      l2.wr.rts();
+      l2.state = 'ACTIVE';
+      await this.sendLlc(l2, this.confirmLinkMsg(l2, true));
+      this.log(`${this.name}/L${l2.id} added (QP 0x${l2.qpn.toString(16)} → 0x${a.qpn.toString(16)} ${a.gid})`);
+      return true;
+    } catch (e) {
+      if (this.links.get(l2.id) === l2) this.dropLink(l2, `add link failed: ${(e as Error).message}`);
+      return true; // answered (the server times out or sees the link fail)
+    }
+  }
+
   // ------------------------------------------------------------- liveness --
 
   private keepalive(): void {
@@ -410,14 +539,29 @@ export class LinkGroup extends EventEmitter {
   private onLinkDown(link: Link, reason: string): void {
     if (link.state === 'DOWN') return;
     this.log(`${this.name}/L${link.id} down: ${reason}`);
+    const survivor = [...this.links.values()].find((l) => l !== link && l.state === 'ACTIVE');
+    // Tell the peer on the surviving link (disorderly DELETE LINK, "lost path"), so it switches too.
+    if (survivor && this.state !== 'TERMINATING' && this.state !== 'TERMINATED') {
+      const m: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, false), kind: 'delete_link', all: false, orderly: false, linkId: link.id, reason: 0x00010000 };
+      void this.sendLlc(survivor, m).catch(() => undefined);
+    }
     this.dropLink(link, reason);
   }
 
+  /** Remove a link; its connections move to a surviving link (failover), else the group ends. */
   private dropLink(link: Link, reason: string): void {
+    const wasActive = link.state === 'ACTIVE';
     link.state = 'DOWN';
     link.wr.destroy();
-    this.links.delete(link.id);
-    if (!this.activeLink() && this.state !== 'TERMINATED') this.terminate(`no link left (${reason})`, false);
+    if (this.links.get(link.id) === link) this.links.delete(link.id);
+    for (const m of this.peerRmbs) m.delete(link.id);
+    if (this.state === 'TERMINATING' || this.state === 'TERMINATED') return;
+    if (!this.activeLink()) { this.terminate(`no link left (${reason})`, false); return; }
+    if (!wasActive) return;
+    for (const [token, c] of this.conns) {
+      if (this.linkFor(c)) c.sink.linkSwitched(`link ${link.id} down: ${reason}`);
+      else c.sink.linkGroupDown(`connection ${token} has no rkey on a surviving link`);
+    }
   }
 
   /**
@@ -458,7 +602,7 @@ export class LinkGroup extends EventEmitter {
     return {
       name: this.name, role: this.role, version: this.version, release: this.release, state: this.state, peerId: this.peerId,
       maxConns: this.maxConns, maxLinks: this.maxLinks,
-      links: [...this.links.values()].map((l) => ({ id: l.id, state: l.state, qpn: l.qpn, psn: l.wr.psn, peer: l.peer, uid: this.linkUid(l), stats: l.wr.stats })),
+      links: [...this.links.values()].map((l) => ({ id: l.id, state: l.state, gid: l.port.gid, qpn: l.qpn, psn: l.wr.psn, peer: l.peer, uid: this.linkUid(l), stats: l.wr.stats })),
       conns: [...this.conns.entries()].map(([token, c]) => ({ token, peerToken: c.peerToken, peerRmbeSize: c.peerRmbeSize, rtokens: [...c.rtokens.entries()].map(([id, r]) => ({ link: id, rkey: r.rkey, addr: '0x' + r.addr.toString(16) })) })),
       rmbs: this.rmbs.map((b) => ({ size: b.size, rkey: b.mr.rkey, addr: '0x' + b.mr.addr.toString(16), inUse: b.inUse, confirmed: b.confirmed })),
       stats: this.stats,

@@ -1,0 +1,93 @@
+// A second link per link group over a second device on each side (ADD LINK, SMC-Rv2), and
+// what happens to connections when a link dies: they move to the surviving link (failover).
+import test from 'ava';
+import { createHash, randomBytes } from 'node:crypto';
+import { SmcStack } from '../../endpoint/stack.js';
+import { freePair, tcpPair } from './stacks.js';
+import type { CdcConnection } from '../../endpoint/cdc/connection.js';
+
+const UEID = 'SMCSCOPE-ADDLINK';
+
+async function twoDeviceStacks(extra: Record<string, unknown> = {}): Promise<[SmcStack, SmcStack, string, string]> {
+  const [a1, b1] = await freePair(70);
+  const [a2, b2] = await freePair(71);
+  const a = await SmcStack.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: a1 }, alternates: [{ provider: 'uroce', address: a2 }], ...extra });
+  const b = await SmcStack.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: b1 }, alternates: [{ provider: 'uroce', address: b2 }], ...extra });
+  return [a, b, a1, b1];
+}
+
+async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!cond()) { if (Date.now() > end) return false; await new Promise((r) => setTimeout(r, 10)); }
+  return true;
+}
+
+async function send(x: CdcConnection, y: CdcConnection, data: Buffer): Promise<string> {
+  const got: Buffer[] = [];
+  let len = 0;
+  const done = new Promise<void>((resolve, reject) => {
+    const pull = (): void => { for (let b = y.read(); b; b = y.read()) { got.push(Buffer.from(b)); len += b.length; } if (len >= data.length) resolve(); };
+    y.on('readable', pull);
+    y.once('abort', (r: string) => reject(new Error(r)));
+    pull();
+  });
+  let off = 0;
+  const pump = (): void => { while (off < data.length) { const k = x.write(data.subarray(off)); if (!k) return; off += k; } };
+  x.on('writable', pump);
+  pump();
+  await done;
+  x.off('writable', pump);
+  return createHash('sha256').update(Buffer.concat(got)).digest('hex');
+}
+
+test.serial('server adds a second link over the other devices; both sides see two ACTIVE links; rkeys known on both', async (t) => {
+  const [a, b, a1, b1] = await twoDeviceStacks();
+  try {
+    const [c, s, srv] = await tcpPair(a1, b1);
+    const [rc, rs] = await Promise.all([a.handshake('client', c), b.handshake('server', s)]);
+    if (rc.mode !== 'smcr' || rs.mode !== 'smcr') { t.fail('no SMC-R'); return; }
+    t.true(await until(() => [...rs.lg.links.values()].filter((l) => l.state === 'ACTIVE').length === 2 && [...rc.lg.links.values()].filter((l) => l.state === 'ACTIVE').length === 2));
+    const l2s = rs.lg.links.get(2)!, l2c = rc.lg.links.get(2)!;
+    t.is(l2s.peer?.qpn, l2c.qpn);
+    t.is(l2c.peer?.qpn, l2s.qpn);
+    t.not(l2s.port.gid, rs.link.port.gid);
+    // the connection's peer RMB is known on both links on both sides
+    const snapA = rc.lg.snapshot() as { conns: Array<{ rtokens: unknown[] }> };
+    const snapB = rs.lg.snapshot() as { conns: Array<{ rtokens: unknown[] }> };
+    t.is(snapA.conns[0]!.rtokens.length, 2);
+    t.is(snapB.conns[0]!.rtokens.length, 2);
+    const X = [a.attach(rc), b.attach(rs)] as const;
+    const data = randomBytes(2 << 20);
+    t.is(await send(X[0], X[1], data), createHash('sha256').update(data).digest('hex'));
+    // a second connection (subsequent contact) gets its RMB confirmed on both links
+    const [c2, s2, srv2] = await tcpPair(a1, b1);
+    const [rc2, rs2] = await Promise.all([a.handshake('client', c2), b.handshake('server', s2)]);
+    if (rc2.mode !== 'smcr' || rs2.mode !== 'smcr') { t.fail('no SMC-R (2)'); return; }
+    t.false(rc2.firstContact);
+    const Y = [a.attach(rc2), b.attach(rs2)] as const;
+    t.is(await send(Y[1], Y[0], data), createHash('sha256').update(data).digest('hex'));
+    for (const conn of [...X, ...Y]) void conn.close();
+    c.destroy(); s.destroy(); srv.close(); c2.destroy(); s2.destroy(); srv2.close();
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});
+
+test.serial('one device on the client: no second GID to reach, so no second link', async (t) => {
+  const [a1, b1] = await freePair(72);
+  const [, b2] = await freePair(73);
+  const a = await SmcStack.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: a1 } });
+  const b = await SmcStack.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: b1 }, alternates: [{ provider: 'uroce', address: b2 }] });
+  try {
+    const [c, s, srv] = await tcpPair(a1, b1);
+    const [rc, rs] = await Promise.all([a.handshake('client', c), b.handshake('server', s)]);
+    if (rc.mode !== 'smcr' || rs.mode !== 'smcr') { t.fail('no SMC-R'); return; }
+    // the client has one GID only, so the server has no target GID for a second link: none is tried
+    await new Promise((r) => setTimeout(r, 200));
+    t.is(rs.lg.links.size, 1);
+    t.is(rc.lg.links.size, 1);
+    c.destroy(); s.destroy(); srv.close();
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});
