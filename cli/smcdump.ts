@@ -22,6 +22,10 @@ import { parseFollow, renderFollow, type FollowDir, type FollowFormat } from './
 import { CliError, die, makeChalk, Out, writeAll } from './output.js';
 import { jsonReplacer } from '../dissectors/wire/common.js';
 import { Progress, wantProgress } from './progress.js';
+import { StateJoin, parseEndpointState, type EndpointState, type StateAnomaly } from '../dissectors/tracker/compare.js';
+import type { FrameNote } from '../dissectors/tracker/model.js';
+import { queryControl, watchControl, type ControlWatch } from '../endpoint/control.js';
+import { disagreementsJson, fetchState, loadStateFile, renderDisagreements, renderState } from './state.js';
 
 const PROTOS: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma', 'roce'];
 
@@ -75,6 +79,8 @@ export function buildProgram(): Command {
     .option('--ladder', 'instead of frames: a ladder diagram of the flows between the hosts (TCP/CLC single, RoCE double arrows)')
     .option('--ladder-svg <file>', 'also write the ladder diagram as SVG to FILE')
     .option('--no-track', 'no correlation (no [link conn] tags or anomalies): plain per-frame decoding, faster')
+    .option('--endpoint <sock>', "an smcscope endpoint's control socket: alone (with --summary) its state like smcss; with -r/-i frames get the endpoint's names and every disagreement between wire and endpoint state is flagged")
+    .option('--state <file>', 'a saved endpoint state (--state-json, or {"cmd":"state"} on the control socket): like --endpoint, offline')
     .argument('[filter...]', 'capture filter in pcap-filter (BPF) syntax, for -i and -r, e.g. "udp port 4791 or tcp"')
     .addHelpText('after', `
 Examples:
@@ -90,6 +96,9 @@ Examples:
                                                      the 2 MiB the client sent over RDMA
   smcdump -r pcaps/a-first-contact.pcap --ladder     the flow, drawn like RFC 7609's figures
   smcdump -D                                         interfaces to capture on
+  smcdump --endpoint /run/smcscope/4242.sock --summary
+                                                     a running endpoint's link groups, links, connections
+  smcdump -r cap.pcapng --state state.json           frames in the endpoint's names, state disagreements
   smcdump -i eth0 udp port 4791 or tcp               live: Soft-RoCE (rxe) and CLC on eth0
   smcdump -i lo -w smc.pcapng -q                     record to pcapng (Wireshark opens it), Ctrl-C ends
 
@@ -106,6 +115,7 @@ interface Opts {
   verbose?: boolean; tree?: boolean; json?: boolean; only?: SmcProto[]; issues?: boolean; rocePort: number[];
   time: TimeFormat; icrc: boolean; quiet?: boolean; progress?: boolean; color: boolean;
   summary?: boolean; follow?: string; followFormat: FollowFormat; followDir: FollowDir; ladder?: boolean; ladderSvg?: string; track: boolean;
+  endpoint?: string; state?: string;
 }
 
 const COUNTED: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma'];
@@ -125,6 +135,12 @@ class Dump {
   /** Correlation across frames (off with --no-track); report modes print from it at the end. */
   readonly tracker: Tracker | undefined;
   readonly ladder: Ladder | undefined;
+  /** --endpoint / --state with a capture: the endpoint's names on frames, disagreements at the end. */
+  join: StateJoin | undefined;
+  /** Called after each frame (live: refresh the endpoint state when it named something unknown). */
+  afterFrame: (() => void) | undefined;
+  /** The disagreements found by finish(). */
+  disagreements: StateAnomaly[] = [];
   /** --summary / --follow / --ladder print a report at the end instead of frames. */
   private readonly report: boolean;
   /** `-w FILE -q` (no report asked): record like `tcpdump -w`, without decoding — the fast path
@@ -148,7 +164,11 @@ class Dump {
     if (!selected) {
       // A read filter narrows what is shown, not what correlation sees (-r only: a live
       // filter runs in the kernel and the tracker is told that frames may be hidden).
-      if (this.tracker) this.tracker.feed(this.decoder.decode(f));
+      if (this.tracker || this.join) {
+        const d = this.decoder.decode(f);
+        this.tracker?.feed(d);
+        this.join?.feed(d);
+      }
       return;
     }
     this.writer?.write(f);
@@ -160,8 +180,16 @@ class Dump {
     if (mask !== 0) for (let i = 0; i < COUNTED.length; i++) if (mask & PROTO_BIT[COUNTED[i]!]) this.counts[i]!++;
     this.issues += d.issues.length;
     for (const i of d.issues) if (i.severity === 'error') this.errors++;
-    const note = this.tracker?.feed(d);
+    let note = this.tracker?.feed(d);
     if (note) this.ladder?.add(d, note);
+    const ep = this.join?.feed(d);
+    this.afterFrame?.();
+    if (ep) {
+      // the endpoint's own names: [LG2/L1 LG2/5 out] (JSON keeps the tracker's and adds them)
+      const base: FrameNote = note ?? { anomalies: [] };
+      note = this.o.json ? { ...base, endpoint: ep } as FrameNote
+        : { ...base, link: `${ep.link}${ep.conn !== undefined ? ' ' + ep.conn : ''} ${ep.dir}`, conn: undefined, dir: undefined };
+    }
     const o = this.o;
     if (o.quiet || this.report) return;
     const anomalies = note ? note.anomalies.length : 0;
@@ -176,9 +204,22 @@ class Dump {
   /** End of input: the report of --summary / --follow / --ladder, and the SVG. Returns a line for stderr. */
   finish(): string | undefined {
     const t = this.tracker;
-    if (!t) return undefined;
-    t.finish();
     const o = this.o;
+    if (this.join) {
+      this.disagreements = this.join.compare();
+      if (t) t.anomalies.push(...this.disagreements);
+    }
+    const stateReport = (): void => {
+      if (!this.join) return;
+      if (o.summary && o.json) return; // in the summary object
+      if (o.json) this.out.line(JSON.stringify({ stateDisagreements: disagreementsJson(this.disagreements) }));
+      else if (o.summary || this.report) this.out.line('\n' + renderDisagreements(this.disagreements, this.join.current, this.chalk));
+    };
+    if (!t) {
+      stateReport();
+      return this.join && !o.json ? renderDisagreements(this.disagreements, this.join.current, makeChalk(false)) : undefined;
+    }
+    t.finish();
     let line: string | undefined;
     if (o.follow !== undefined) {
       line = renderFollow(t, o.followFormat, o.followDir, this.chalk, (b) => {
@@ -186,7 +227,17 @@ class Dump {
         else { this.out.flush(); writeAll(1, b); }
       });
     }
-    if (o.summary) this.out.line(o.json ? JSON.stringify(summaryJson(t), jsonReplacer) : renderSummary(t, this.chalk));
+    if (o.summary) {
+      if (o.json) {
+        const j = summaryJson(t) as Record<string, unknown>;
+        if (this.join) { j.endpointState = this.join.current; j.stateDisagreements = disagreementsJson(this.disagreements); }
+        this.out.line(JSON.stringify(j, jsonReplacer));
+      } else {
+        this.out.line(renderSummary(t, this.chalk));
+        if (this.join) this.out.line('\n' + renderState(this.join.current, this.chalk));
+      }
+    }
+    stateReport();
     if (o.ladder && this.ladder) this.out.line(this.ladder.renderText(this.chalk));
     if (o.ladderSvg && this.ladder) {
       try { writeFileSync(o.ladderSvg, this.ladder.renderSvg()); } catch (e) { throw new CliError(`cannot write ${o.ladderSvg}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
@@ -196,6 +247,8 @@ class Dump {
       for (const a of t.anomalies) bySev[a.severity]++;
       line = (line ? line + '\n' : '') + `${t.anomalies.length} anomal${t.anomalies.length === 1 ? 'y' : 'ies'} (${bySev.error} errors, ${bySev.warn} warnings, ${bySev.note} notes): --summary lists them`;
     }
+    // frames on stdout, the state comparison with the closing summary on stderr
+    if (this.join && !o.summary && !o.json && !this.report) line = (line ? line + '\n' : '') + renderDisagreements(this.disagreements, this.join.current, makeChalk(false));
     return line;
   }
 
@@ -249,13 +302,31 @@ export async function main(argv: string[]): Promise<void> {
   if (o.write === '-') o.quiet = true;
   if (o.listInterfaces) return listIfaces(o);
   if (o.interface !== undefined && o.read !== undefined) throw new CliError('-r and -i exclude each other: read a file or capture live');
+  if (o.endpoint !== undefined && o.state !== undefined) throw new CliError('--endpoint and --state exclude each other: a live endpoint or a saved state');
+  if ((o.endpoint !== undefined || o.state !== undefined) && o.interface === undefined && o.read === undefined) return stateView(o);
   if (o.interface !== undefined) return live(o, filter);
   if (!o.read) throw new CliError('no input: give a capture file with -r FILE or an interface with -i IFACE (see --help)');
   return replay(o, filter);
 }
 
+/** `smcdump --endpoint SOCK` / `--state FILE` without a capture: the endpoint's state, smcss-like. */
+async function stateView(o: Opts): Promise<void> {
+  const { state, raw } = o.endpoint !== undefined ? await fetchState(o.endpoint) : loadStateFile(o.state!);
+  const out = new Out();
+  out.line(o.json ? JSON.stringify(raw, jsonReplacer) : renderState(state, makeChalk(o.color)));
+  out.flush();
+}
+
+/** The state to join a capture with (--endpoint: asked now; --state: the file). */
+async function initialState(o: Opts): Promise<EndpointState | undefined> {
+  if (o.endpoint !== undefined) return (await fetchState(o.endpoint)).state;
+  if (o.state !== undefined) return loadStateFile(o.state).state;
+  return undefined;
+}
+
 async function replay(o: Opts, filter: string): Promise<void> {
   const bpf = filter !== '' ? new BpfMatcher(filter) : undefined;
+  const st = await initialState(o);
   const reader = await openCapture(o.read!);
   let writer: CaptureWriter | undefined;
   let read = 0;
@@ -267,6 +338,7 @@ async function replay(o: Opts, filter: string): Promise<void> {
     if (bpf && reader.linktype >= 0) bpf.compile(reader.linktype);
     writer = openWriter(o, { linktype: reader.format === 'pcap' ? reader.linktype : undefined });
     dump = new Dump(o, writer);
+    if (st) dump.join = new StateJoin(st);
     if (wantProgress(o.progress)) progress = new Progress({ total: reader.fileSize, delayMs: o.progress ? 0 : 1000 });
     for (let f = reader.next(); f; f = reader.next()) {
       read++;
@@ -277,6 +349,8 @@ async function replay(o: Opts, filter: string): Promise<void> {
       if (o.count !== undefined && dump.frames >= o.count) break;
     }
     if (progress) { progress.update(reader.bytesRead, read); progress.end(); }
+    // a live endpoint: compare with its state as it is now, after the whole file
+    if (o.endpoint !== undefined && dump.join) dump.join.update((await fetchState(o.endpoint)).state);
     const closing = dump.finish();
     if (closing) after.push(closing);
   } finally {
@@ -293,6 +367,7 @@ async function replay(o: Opts, filter: string): Promise<void> {
 }
 
 async function live(o: Opts, filter: string): Promise<void> {
+  const st = await initialState(o);
   const cap = LiveCapture.open({
     device: o.interface!, filter: filter || undefined, snaplen: o.snaplen || 262144, promisc: o.promiscuousMode,
     bufferSize: o.bufferSize !== undefined ? o.bufferSize * 1024 : undefined, immediate: o.immediate === true,
@@ -307,6 +382,25 @@ async function live(o: Opts, filter: string): Promise<void> {
   // The interface block goes out now, so even a capture that ends empty opens in Wireshark.
   if (writer instanceof PcapngWriter) writer.addInterface(cap.linktype, cap.name);
   const dump = new Dump(o, writer, filter !== '');
+  let watch: ControlWatch | undefined;
+  if (st) {
+    const join = new StateJoin(st, { live: o.endpoint !== undefined });
+    dump.join = join;
+    // newer snapshots name the link groups and connections that come up during the capture
+    if (o.endpoint !== undefined) {
+      const sock = o.endpoint;
+      const apply = (v: unknown): void => { const p = parseEndpointState(v); if (p.state) join.update(p.state); };
+      watch = watchControl(sock, 1000, apply, (e) => process.stderr.write(`smcdump: warning: ${e.message}\n`));
+      // a link or connection newer than the last snapshot: ask at once (at most every 100 ms)
+      let asking = false, lastAsk = 0;
+      dump.afterFrame = () => {
+        if (!join.stale || asking || Date.now() - lastAsk < 100) return;
+        asking = true;
+        lastAsk = Date.now();
+        queryControl(sock).then(apply, () => undefined).finally(() => { asking = false; });
+      };
+    }
+  }
   if (cap.warning) process.stderr.write(`smcdump: warning: ${cap.warning}\n`);
   process.stderr.write(`smcdump: listening on ${cap.name}, link-type ${cap.dltName} (${cap.dltDescription}), snapshot length ${cap.snaplen} bytes\n`);
 
@@ -340,10 +434,14 @@ async function live(o: Opts, filter: string): Promise<void> {
     });
   } finally {
     for (const [s, h] of handlers) process.removeListener(s, h);
+    watch?.close();
     dump.out.flush();
     try { writer?.close(); } catch (e) { failure ??= e as Error; }
   }
   if (failure) throw new CliError(failure.message.split('\n')[0]!);
+  if (o.endpoint !== undefined && dump.join) {
+    try { dump.join.update((await fetchState(o.endpoint)).state); } catch (e) { process.stderr.write(`smcdump: warning: final endpoint state unavailable, compared with the last one seen: ${(e as Error).message}\n`); }
+  }
   const closing = dump.finish();
   dump.out.flush();
   const err = process.stderr;

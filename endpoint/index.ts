@@ -155,7 +155,9 @@ export class SmcServer extends EventEmitter {
     const stack = this.stack!;
     this.pending++;
     try {
-      tcp.resume();
+      // Stays paused until the CLC reader is attached (ClcChannel resumes it): the TCP option
+      // lookup comes first and is asynchronous, and a flowing socket without a 'data' listener
+      // would drop the client's Proposal if it arrived meanwhile.
       const r = await stack.handshake('server', tcp);
       if (tcp.destroyed) { if (r.mode === 'smcr') stack.attach(r).abort('TCP connection gone before the handshake finished'); return; }
       this.emit('connection', socketFor(stack, tcp, r));

@@ -35,6 +35,25 @@
 // A peer that breaks the protocol (cursor outside the ring or moving backwards, data after it
 // said it was done, a token that is not ours …) gets an abort CDC and an 'abort' event with one
 // reason line; receiveCdc() never throws and never touches memory outside the two buffers.
+//
+// Link failover (RFC 7609 4.6; Linux smc_switch_conns → smc_switch_cursor,
+// smcr_cdc_msg_send_validation, smc_cdc_msg_validate): the link group calls switchLink() when the
+// connection's link died and another link of the group took over (the transport already routes
+// to it). Data written on the old link after the last acknowledged CDC may not have landed, so
+//   1. the send cursor rewinds to `fin` (the producer cursor of the last acknowledged CDC), or to
+//      the peer's consumer cursor if that is further (the peer read it: it landed);
+//   2. a CDC with failover_validation and seq = the last acknowledged sequence number goes out
+//      on the new link (cursors zero, as Linux sends it);
+//   3. the bytes from there on are RDMA-written again — identical bytes to identical ring
+//      positions — and announced with new CDCs (the sequence continues, so the peer drops any
+//      late CDC of the old link as stale); if nothing is left to write but CDCs were not
+//      acknowledged, one CDC re-announces cursors and close flags.
+// Completions of the old link (acknowledged or failed) belong to an older link epoch and are
+// ignored: they neither abort the connection nor move cursors. The receiver of a validation CDC
+// checks that it has seen that sequence number (a newer one: CDCs were lost, the connection is
+// out of sync → abort) and otherwise changes nothing; until the peer's replay caught up, a
+// producer cursor behind ours is the replay of bytes we already have (ignored, like Linux's
+// smc_cdc_cursor_to_host), not a violation.
 
 import { EventEmitter } from 'node:events';
 import {
@@ -82,6 +101,16 @@ export interface CdcCounters {
   lateCdcs: number;
   urgentSent: number;
   urgentReceived: number;
+  /** switchLink() calls that moved this connection to another link. */
+  failovers: number;
+  /** Bytes RDMA-written again after a failover (already written on the old link, not known to have landed). */
+  replayedBytes: number;
+  /** Failover-validation CDCs sent (one per failover). */
+  validationsSent: number;
+  /** Failover-validation CDCs received from the peer (and found in sync). */
+  validationsReceived: number;
+  /** CDCs of the peer's replay whose producer cursor was behind ours (bytes we already had). */
+  replayCdcsReceived: number;
 }
 
 export interface CdcConnectionState {
@@ -102,6 +131,12 @@ export interface CdcConnectionState {
     /** Free bytes in the peer's RMBE as we know it. */
     peerSpace: number;
     writeBlocked: boolean;
+    /** Sequence number of the last CDC the peer's RNIC acknowledged (sent in a failover validation). */
+    finSeq: number;
+    /** Bytes still to be written again after a failover (rewound but not re-written yet). */
+    replayPending: number;
+    /** Link epoch: failovers so far; completions of older epochs are ignored. */
+    linkEpoch: number;
   };
   rx: {
     seq: number;
@@ -113,6 +148,8 @@ export interface CdcConnectionState {
     rmbeSize: number;
     /** Bytes in our RMBE not read by the app yet. */
     unread: number;
+    /** The peer sent a failover validation and its replay has not caught up with our producer cursor. */
+    peerReplaying: boolean;
   };
   counters: CdcCounters;
   abortReason?: string;
@@ -168,6 +205,14 @@ export class CdcConnection extends EventEmitter {
   private peerCons = 0;
   private peerConsCurs: CdcCursor = { wrap: 0, count: 0 };
   private txSeq = 0;
+  /** Sequence number of the last acknowledged CDC (Linux tx_cdc_seq_fin). */
+  private finSeq = 0;
+  /** Highest byte total ever RDMA-written (sent may rewind below it on failover). */
+  private sentHigh = 0;
+  /** Bumped by switchLink(): completions of sends posted in an older epoch are ignored. */
+  private linkEpoch = 0;
+  /** Stream position just after the last urgent byte written by the app. */
+  private urgEnd = 0;
   private txWriteBlocked = false;
   private txUrgPending = false;
   private txUrgPresent = false;
@@ -191,6 +236,8 @@ export class CdcConnection extends EventEmitter {
   private peerWriteBlocked = false;
   private peerCursReq = false;
   private rxUrgPending = false;
+  /** The peer validated a failover; producer cursors behind ours are its replay until it catches up. */
+  private peerReplay = false;
   private rxDone = false;
   private rxClosed = false;
   private rxAbort = false;
@@ -209,6 +256,7 @@ export class CdcConnection extends EventEmitter {
   readonly counters: CdcCounters = {
     bytesSent: 0, bytesReceived: 0, cdcSent: 0, cdcReceived: 0, rdmaWrites: 0, windowStalls: 0,
     cursorUpdates: 0, staleCdcs: 0, lateCdcs: 0, urgentSent: 0, urgentReceived: 0,
+    failovers: 0, replayedBytes: 0, validationsSent: 0, validationsReceived: 0, replayCdcsReceived: 0,
   };
 
   constructor(o: CdcConnectionOptions) {
@@ -284,6 +332,7 @@ export class CdcConnection extends EventEmitter {
     if (urgent) {
       this.txUrgPending = true;
       this.urgTxPend = true;
+      this.urgEnd = this.prep;
       this.counters.urgentSent++;
       this.flush();
     } else {
@@ -362,6 +411,42 @@ export class CdcConnection extends EventEmitter {
     this.localAbort(`link down: ${reason}`, false);
   }
 
+  /**
+   * Failover (RFC 7609 4.6, Linux smc_switch_cursor): the connection's link died and another
+   * link of the group took over; the transport already routes write()/sendCdc() to it. Call
+   * synchronously from the link-down handling, before the old link's pending sends reject (they
+   * are ignored from now on). The old link must not deliver anything any more (its QP in ERR or
+   * destroyed — for an orderly DELETE LINK move it to ERR first): a late RDMA WRITE of the old
+   * link could otherwise land on ring bytes the replay has already handed over to newer data.
+   * Rewinds the send cursor to the last acknowledged CDC, sends the failover-validation CDC and
+   * re-writes the unacknowledged bytes. No-op once CLOSED.
+   */
+  switchLink(): void {
+    if (this.st === 'CLOSED') return;
+    this.linkEpoch++;
+    this.counters.failovers++;
+    this.cdcInFlight = 0; // the old link's CDCs: their completions are ignored (older epoch)
+    const unacked = this.txSeq !== this.finSeq;
+    const before = this.sent;
+    // the peer may have read bytes whose CDC we never saw acknowledged: they landed
+    const freed = this.peerCons > this.fin;
+    if (freed) this.fin = this.peerCons;
+    this.sent = this.fin;
+    const rewound = before - this.sent;
+    // an urgent byte not known to have landed is announced again with its data
+    if (this.urgTxPend && this.urgEnd > this.sent) this.txUrgPending = true;
+    this.log(`failover ${this.linkEpoch}: send cursor rewound by ${rewound} bytes to ${this.sent}, validation seq ${this.finSeq} (last sent ${this.txSeq})`);
+    this.sendValidation();
+    const cdcs = this.counters.cdcSent;
+    this.flush(); // the replay, then new data
+    if (this.counters.cdcSent === cdcs && unacked && this.stateName !== 'CLOSED' && !this.txAbort && !this.rxAbort) {
+      // nothing to write, but a CDC may have been lost: re-announce cursors and close flags
+      this.sendCdc('update');
+    }
+    if (freed) this.emit('writable');
+    this.wake();
+  }
+
   /** Snapshot for endpoint-state views: tokens, cursors, sequence numbers, flags, state name, counters. */
   state(): CdcConnectionState {
     const f = (a: Array<[boolean, string]>): string => a.filter(([b]) => b).map(([, s]) => s).join(',');
@@ -380,6 +465,9 @@ export class CdcConnection extends EventEmitter {
         peerRmbeSize: this.peerSize,
         peerSpace: this.peerSpace(),
         writeBlocked: this.txWriteBlocked,
+        finSeq: this.finSeq,
+        replayPending: Math.max(0, this.sentHigh - this.sent),
+        linkEpoch: this.linkEpoch,
       },
       rx: {
         seq: this.rxSeq,
@@ -389,6 +477,7 @@ export class CdcConnection extends EventEmitter {
         flags: f([[this.peerWriteBlocked, 'wb'], [this.rxUrgPending, 'urgpend'], [this.peerCursReq, 'curreq'], [this.rxDone, 'done'], [this.rxClosed, 'closed'], [this.rxAbort, 'abort']]),
         rmbeSize: this.rmbeSize,
         unread: this.rxProd - this.cons,
+        peerReplaying: this.peerReplay,
       },
       counters: { ...this.counters },
     };
@@ -441,8 +530,12 @@ export class CdcConnection extends EventEmitter {
         this.localAbort(`RDMA WRITE failed: ${(e as Error).message}`, false);
         return;
       }
+      // after a failover the bytes below sentHigh are a replay, not new stream bytes
+      const fresh = Math.max(0, this.sent + len - Math.max(this.sent, this.sentHigh));
       this.sent += len;
-      this.counters.bytesSent += len;
+      if (this.sent > this.sentHigh) this.sentHigh = this.sent;
+      this.counters.bytesSent += fresh;
+      this.counters.replayedBytes += len - fresh;
       if (this.urgTxPend && this.sent === this.prep && this.txUrgPending) this.txUrgPresent = true;
       this.sendCdc('data');
       if (this.txUrgPresent) { this.txUrgPresent = false; this.txUrgPending = false; }
@@ -462,7 +555,25 @@ export class CdcConnection extends EventEmitter {
     this.peerCursReq = false;
     this.counters.cdcSent++;
     if (kind === 'update') this.counters.cursorUpdates++;
+    this.postCdc(msg, this.txSeq);
+  }
+
+  /**
+   * smcr_cdc_msg_send_validation: type, length, token, failover_validation and the sequence
+   * number of the last acknowledged CDC; everything else zero, as Linux sends it.
+   */
+  private sendValidation(): void {
+    const zero = { wrap: 0, count: 0 };
+    const msg = makeCdc(this.finSeq, this.peerToken, zero, zero, { failoverValidation: true });
+    this.counters.cdcSent++;
+    this.counters.validationsSent++;
+    this.postCdc(msg, undefined);
+  }
+
+  /** Send a CDC on the current link; `seq` (undefined for a validation) becomes finSeq when acknowledged. */
+  private postCdc(msg: CdcMessage, seq: number | undefined): void {
     const sentAt = this.sent;
+    const epoch = this.linkEpoch;
     this.cdcInFlight++;
     let p: Promise<void>;
     try {
@@ -470,15 +581,19 @@ export class CdcConnection extends EventEmitter {
     } catch (e) {
       p = Promise.reject(e);
     }
-    p.then(() => this.onCdcAcked(sentAt), (e: Error) => {
+    p.then(() => this.onCdcAcked(sentAt, seq, epoch), (e: Error) => {
+      // posted on a link we have failed over from: the replay covers it
+      if (epoch !== this.linkEpoch) return;
       this.cdcInFlight--;
       this.localAbort(`CDC send failed: ${e.message}`, false);
     });
   }
 
   /** smc_cdc_tx_handler: the CDC (and the writes before it) reached the peer. */
-  private onCdcAcked(sentAt: number): void {
+  private onCdcAcked(sentAt: number, seq: number | undefined, epoch: number): void {
+    if (epoch !== this.linkEpoch) return; // old link: switchLink() already rewound past it
     this.cdcInFlight--;
+    if (seq !== undefined) this.finSeq = seq;
     if (sentAt > this.fin) {
       this.fin = sentAt;
       this.emit('writable');
@@ -518,7 +633,11 @@ export class CdcConnection extends EventEmitter {
     if (m.prodFlags.failoverValidation) {
       // Linux smc_cdc_msg_validate: a validation message naming a sequence number we never
       // saw means CDCs were lost with the old link: the connection cannot continue.
-      if (seqNewer(m.seq, this.rxSeq)) return this.violation(`failover validation names seq ${m.seq}, last received ${this.rxSeq}: CDCs were lost`, m);
+      if (seqNewer(m.seq, this.rxSeq)) return this.violation(`failover validation names seq ${m.seq}, last received ${this.rxSeq}: CDCs were lost (out of sync)`, m);
+      // in sync: nothing changes; the peer now re-writes what it is not sure landed
+      this.counters.validationsReceived++;
+      this.peerReplay = true;
+      this.log(`failover validation seq ${m.seq} (last received ${this.rxSeq}): the peer switched links`);
       return;
     }
     if (this.rxSeen && !seqNewer(m.seq, this.rxSeq)) {
@@ -530,8 +649,11 @@ export class CdcConnection extends EventEmitter {
     // ---- cursors ----
     if (m.prod.reserved || m.cons.reserved) return this.violation('cursor reserved bytes not zero', m);
     if (m.prod.count >= this.rmbeSize) return this.violation(`producer cursor count ${m.prod.count} beyond our ${this.rmbeSize}-byte RMBE`, m);
-    const dProd = cursorDistance(this.rxProdCurs, m.prod, this.rmbeSize);
-    if (dProd < 0) return this.violation(`producer cursor moved backwards by ${-dProd} bytes`, m);
+    let dProd = cursorDistance(this.rxProdCurs, m.prod, this.rmbeSize);
+    const replayed = dProd < 0 && this.peerReplay && -dProd <= this.rmbeSize;
+    if (dProd < 0 && !replayed) return this.violation(`producer cursor moved backwards by ${-dProd} bytes`, m);
+    // the peer's replay after a failover: bytes we already have (our cursor stays)
+    if (replayed) { dProd = 0; this.counters.replayCdcsReceived++; } else this.peerReplay = false;
     if (this.rxProd + dProd - this.confirmed > this.rmbeSize) {
       return this.violation(`producer cursor ${dProd} bytes ahead overruns unconsumed data (only ${this.rmbeSize - (this.rxProd - this.confirmed)} bytes were free)`, m);
     }
@@ -539,13 +661,20 @@ export class CdcConnection extends EventEmitter {
     if (m.cons.count >= this.peerSize) return this.violation(`consumer cursor count ${m.cons.count} beyond the peer's ${this.peerSize}-byte RMBE`, m);
     const dCons = cursorDistance(this.peerConsCurs, m.cons, this.peerSize);
     if (dCons < 0) return this.violation(`consumer cursor moved backwards by ${-dCons} bytes`, m);
-    if (this.peerCons + dCons > this.sent) return this.violation(`consumer cursor ${this.peerCons + dCons - this.sent} bytes beyond what we wrote`, m);
+    if (this.peerCons + dCons > this.sentHigh) return this.violation(`consumer cursor ${this.peerCons + dCons - this.sentHigh} bytes beyond what we wrote`, m);
     // ---- accepted ----
     this.rxSeq = m.seq;
     this.rxSeen = true;
-    this.rxProdCurs = { wrap: m.prod.wrap, count: m.prod.count };
+    if (!replayed) this.rxProdCurs = { wrap: m.prod.wrap, count: m.prod.count };
     this.peerConsCurs = { wrap: m.cons.wrap, count: m.cons.count };
     this.peerCons += dCons;
+    if (this.peerCons > this.sent) {
+      // only after a failover rewind: the peer read bytes whose CDC was lost with the old link,
+      // so they landed and need no replay
+      this.sent = this.peerCons;
+    }
+    const freed = this.peerCons > this.fin;
+    if (freed) this.fin = this.peerCons;
     this.rxProd += dProd;
     this.counters.bytesReceived += dProd;
     this.peerWriteBlocked = m.prodFlags.writeBlocked;
@@ -569,6 +698,8 @@ export class CdcConnection extends EventEmitter {
     if (dCons > 0) {
       if (this.urgTxPend && this.peerSpace() === this.peerSize) {
         this.urgTxPend = false; // the peer consumed the urgent data: ready for more
+        this.emit('writable');
+      } else if (freed) {
         this.emit('writable');
       }
       if (this.prep > this.sent) this.flush();

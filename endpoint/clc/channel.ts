@@ -45,6 +45,8 @@ export class ClcChannel {
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('error', this.onError);
+    // Flowing only now that the listener is attached (a server socket arrives paused).
+    socket.resume();
   }
 
   /**

@@ -158,12 +158,14 @@ function acceptConfirm(
   ctx: HandshakeContext, type: 'accept' | 'confirm', version: 1 | 2, first: boolean, link: Link, token: number, rmb: BufDesc,
   mtu: Mtu, extra: { eid?: string; fce?: ClcFce; gidList?: string[] },
 ): ClcAcceptConfirm {
+  const mr = rmb.mrs.get(link.port) ?? rmb.mr; // the RMB as registered on the named link's device
   return {
     type, eyecatcher: 'SMCR', trailer: 'SMCR', typeCode: type === 'accept' ? CLC_ACCEPT : CLC_CONFIRM, length: 0, version,
     firstContact: first, typev1: PATH_R,
     r: {
-      peerId: ctx.id.peerId, gid: ctx.id.gid, mac: ctx.id.mac, qpn: link.qpn, rkey: rmb.mr.rkey, rmbeIdx: 1, token,
-      rmbeSizeCode: sizeCode(rmb.size), mtuCode: mtu, rmbVa: rmb.mr.addr, psn: link.wr.psn,
+      // the GID/MAC of the link named (after a failover, not necessarily the first device's)
+      peerId: ctx.id.peerId, gid: link.port.gid, mac: link.port.mac, qpn: link.qpn, rkey: mr.rkey, rmbeIdx: 1, token,
+      rmbeSizeCode: sizeCode(rmb.size), mtuCode: mtu, rmbVa: mr.addr, psn: link.wr.psn,
       ...(version === 2 ? { eid: extra.eid ?? '' } : {}),
       ...(version === 2 && first && extra.fce ? { fce: extra.fce } : {}),
       ...(version === 2 && first && type === 'confirm' ? { gidList: extra.gidList ?? [] } : {}),
@@ -304,8 +306,10 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
   let newGroup = false;
   let held: { rmb?: BufDesc; sndbuf?: BufDesc; token?: number } = {};
   let unlock: () => void = noop;
+  let proposalSeen = false;
   try {
     const m = await ch.read(o.clcTimeoutMs, 'Proposal');
+    proposalSeen = true;
     if (m.type === 'decline') return fallbackFromPeer(m);
     if (m.type !== 'proposal') throw new ClcError(DECL.SYNCERR, `expected CLC Proposal, got ${m.type}`);
     const p = m;
@@ -318,7 +322,8 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
     //    peer waits until this first contact has its link group, then joins it)
     unlock = await ctx.lgrLock('server');
     lg = ctx.findLinkGroup((g) => g.role === 'server' && g.version === version && g.peerId === p.peerId && !g.full
-      && (g.state === 'ACTIVE' || g.state === 'IDLE') && [...g.links.values()].some((l) => l.state === 'ACTIVE' && l.peer?.gid === peerGid));
+      && (g.state === 'ACTIVE' || g.state === 'IDLE') && !!g.activeLink()
+      && (g.peerGids.includes(peerGid) || [...g.links.values()].some((l) => l.state === 'ACTIVE' && l.peer?.gid === peerGid)));
     const first = lg === undefined;
     if (!first) { unlock(); unlock = noop; }
     let link: Link;
@@ -366,16 +371,20 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
       throw new ClcError(DECL.SYNCERR, `Confirm names QP 0x${r.qpn.toString(16)}, the link group's peer QP is 0x${link.peer.qpn.toString(16)}`, false, true);
     }
     rmb.buf.confirmed = true;
-    // A second link over another device, if both sides have one (in the background, like Linux's
-    // add-link work; LLC flows are serialised, so a CONFIRM RKEY of the next connection waits).
-    if (first && ctx.ports.length > 1 && lg.maxLinks > 1) void lg.addLink();
+    // A second link (in the background, like Linux's add-link work; LLC flows are serialised, so a
+    // CONFIRM RKEY of the next connection waits). Offered even with one local device, as Linux
+    // does: a Linux client waits 2 s for this ADD LINK when max links > 1, and rejects it at once
+    // when it has no second device itself.
+    if (first && lg.maxLinks > 1) void lg.addLink();
     return {
       mode: 'smcr', role: 'server', version, release: lg.release, firstContact: first, lg, link, token: held.token!, peerToken: r.token,
       rmb: rmb.buf, sndbuf: held.sndbuf!, peerRmb, peerRmbeSize: sizeFromCode(r.rmbeSizeCode),
       ...(eid ? { eid } : {}), ...(r.fce?.hostname ? { peerHost: r.fce.hostname } : {}), sink, steps,
     };
   } catch (e) {
-    return fail(ch, ctx, e, version, lg, newGroup, held);
+    // No Proposal at all: nothing to decline (Linux closes such a connection; we keep it as TCP).
+    const silent = e instanceof ClcError && !proposalSeen && (e.code === DECL.TIMEOUT_AL || e.code === DECL.TIMEOUT_CL);
+    return fail(ch, ctx, e, version, lg, newGroup, held, silent);
   } finally {
     unlock();
     ch.detach();
@@ -433,12 +442,12 @@ function cleanup(lg: LinkGroup | undefined, newGroup: boolean, held: { rmb?: Buf
 
 async function fail(
   ch: ClcChannel, ctx: HandshakeContext, e: unknown, version: 1 | 2, lg: LinkGroup | undefined, newGroup: boolean,
-  held: { rmb?: BufDesc; sndbuf?: BufDesc; token?: number },
+  held: { rmb?: BufDesc; sndbuf?: BufDesc; token?: number }, silent = false,
 ): Promise<Fallback> {
   const err = e instanceof ClcError ? e : new ClcError(DECL.INTERR, (e as Error).message ?? String(e));
   cleanup(lg, newGroup, held);
   // Out of sync: the peer must drop the link group it believes we share.
-  await ch.decline(err.code, version, ctx.id.peerId, err.outOfSync);
+  if (!silent) await ch.decline(err.code, version, ctx.id.peerId, err.outOfSync);
   ctx.opts.log(`CLC: declined ${formatReason(err.code)}: ${err.message}`);
   return { mode: 'tcp', code: err.code, declinedBy: 'local', reason: err.message };
 }

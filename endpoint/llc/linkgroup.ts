@@ -25,6 +25,9 @@ import { WrLink, LinkDownError, type QpPeer } from './wr.js';
 import type { LlcRkeyEntry } from '../../dissectors/wire/llc.js';
 
 export type Role = 'client' | 'server';
+
+/** After our DELETE LINK (all) and the peer's first DELETE LINK: quiet time before the QPs go. */
+const LINGER_QUIET_MS = 300;
 export type LinkState = 'ACTIVATING' | 'ACTIVE' | 'DELETING' | 'DOWN';
 export type GroupState = 'ACTIVE' | 'IDLE' | 'TERMINATING' | 'TERMINATED';
 
@@ -98,11 +101,15 @@ export class LinkGroup extends EventEmitter {
   readonly conns = new Map<number, ConnEntry>();
   private readonly rmbs: BufDesc[] = [];
   private readonly sndbufs: BufDesc[] = [];
+  /** Buffer of a registration (any port's), to find the same memory's MR on another link's device. */
+  private readonly bufOf = new Map<Mr, BufDesc>();
   private nextToken = 1;
   private waiters: Waiter[] = [];
   private flow: Promise<unknown> = Promise.resolve();
   private testTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Set while our DELETE LINK (all) is out and the QP stays up for the peer's teardown messages. */
+  private linger: { link: Link; seen: boolean; timer: NodeJS.Timeout | undefined; finish: () => void } | undefined;
   stats = { llcIn: 0, llcOut: 0, cdcIn: 0, cdcDropped: 0, rejectsSent: 0 };
 
   constructor(
@@ -257,7 +264,9 @@ export class LinkGroup extends EventEmitter {
     const rt = c.rtokens.get(link.id);
     const queued = c.writes.splice(0);
     if (queued.length > 0 && !rt) return Promise.reject(new LinkDownError(`${this.name}: no rkey of connection ${token} on link ${link.id}`));
-    return link.wr.sendWithWrites(queued.map((w) => ({ mr: w.mr, off: w.off, len: w.len, remoteAddr: rt!.addr + BigInt(w.dstOff), rkey: rt!.rkey })), msg);
+    // the send buffer's registration on this link's device (after a failover: not the first port's)
+    const local = (mr: Mr): Mr => this.bufOf.get(mr)?.mrs.get(link.port) ?? mr;
+    return link.wr.sendWithWrites(queued.map((w) => ({ mr: local(w.mr), off: w.off, len: w.len, remoteAddr: rt!.addr + BigInt(w.dstOff), rkey: rt!.rkey })), msg);
   }
 
   // --------------------------------------------------------------- buffers --
@@ -268,6 +277,7 @@ export class LinkGroup extends EventEmitter {
     const mem = new Uint8Array(size);
     const mrs = new Map(this.ports.map((p) => [p, p.pd.regMr(mem, Access.LOCAL_WRITE | Access.REMOTE_WRITE)] as const));
     const buf: BufDesc = { mr: mrs.get(this.port)!, mrs, size, inUse: true, confirmed: false };
+    for (const m of mrs.values()) this.bufOf.set(m, buf);
     this.rmbs.push(buf);
     return { buf, fresh: true };
   }
@@ -278,6 +288,7 @@ export class LinkGroup extends EventEmitter {
     const mem = new Uint8Array(size);
     const mrs = new Map(this.ports.map((p) => [p, p.pd.regMr(mem, Access.LOCAL_WRITE)] as const));
     const buf: BufDesc = { mr: mrs.get(this.port)!, mrs, size, inUse: true, confirmed: true };
+    for (const m of mrs.values()) this.bufOf.set(m, buf);
     this.sndbufs.push(buf);
     return buf;
   }
@@ -346,6 +357,23 @@ export class LinkGroup extends EventEmitter {
 
   private onMessage(link: Link, b: Uint8Array): void {
     link.lastRx = Date.now();
+    if (this.state === 'TERMINATING') {
+      // Our DELETE LINK went out: the transport still ACKs, nothing is answered. A DELETE LINK
+      // response ends it; after a DELETE LINK request (Linux sends its own instead of a
+      // response), finish once the peer has been quiet for LINGER_QUIET_MS.
+      const lg = this.linger;
+      if (lg && lg.link === link) {
+        const m = b.length >= 1 && b[0] !== CDC_TYPE ? decodeLlc(b).value : undefined;
+        if (m?.kind === 'delete_link' && m.response) { setImmediate(lg.finish); return; } // answered: the peer is done (not from inside the CQ drain)
+        if (m?.kind === 'delete_link' || lg.seen) {
+          lg.seen = true;
+          if (lg.timer) clearTimeout(lg.timer);
+          lg.timer = setTimeout(lg.finish, LINGER_QUIET_MS);
+        }
+      }
+      this.log(`${this.name}/L${link.id} < ${b[0] === CDC_TYPE ? 'CDC' : summarizeLlc(decodeLlc(b).value)} (terminating: not answered)`);
+      return;
+    }
     if (b.length >= 1 && b[0] === CDC_TYPE) {
       this.stats.cdcIn++;
       if (b.length < 44) { this.stats.cdcDropped++; return; }
@@ -474,10 +502,12 @@ export class LinkGroup extends EventEmitter {
     return this.serial(async () => {
       const l1 = this.activeLink();
       if (!l1 || this.version !== 2 || this.role !== 'server' || this.links.size >= this.maxLinks) return false;
+      // another local device if there is one, else a second QP on the same device (asymmetric,
+      // as Linux offers it); toward another GID of the peer if it told us one
       const used = new Set([...this.links.values()].map((l) => l.peer?.gid));
-      const target = this.peerGids.find((g) => !used.has(g));
-      const port = this.freePort();
-      if (!port || !target) return false;
+      const target = this.peerGids.find((g) => !used.has(g)) ?? l1.peer?.gid;
+      const port = this.freePort() ?? l1.port;
+      if (!target) return false;
       const l2 = this.createLink(port);
       try {
         const rsp = this.expect((m, l) => l === l1 && m.kind === 'add_link' && m.response, 'ADD LINK response');
@@ -582,7 +612,8 @@ export class LinkGroup extends EventEmitter {
       this.conns.clear();
       for (const l of this.links.values()) { l.state = 'DOWN'; l.wr.destroy(); }
       this.links.clear();
-      for (const b of [...this.rmbs, ...this.sndbufs]) { try { b.mr.dereg(); } catch { /* gone */ } }
+      for (const b of [...this.rmbs, ...this.sndbufs]) for (const m of b.mrs.values()) { try { m.dereg(); } catch { /* gone */ } }
+      this.bufOf.clear();
       this.rmbs.length = 0;
       this.sndbufs.length = 0;
       this.log(`${this.name} terminated: ${reason}`);
@@ -590,8 +621,23 @@ export class LinkGroup extends EventEmitter {
     };
     if (tellPeer && link) {
       const m: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, false), kind: 'delete_link', all: true, orderly: true, linkId: 0, reason: 0x00030000 };
-      const t = setTimeout(done, 500);
-      this.sendLlc(link, m).then(() => { clearTimeout(t); done(); }, () => { clearTimeout(t); done(); });
+      // Linux does not answer a DELETE LINK (all) with a response: it sends DELETE LINK requests of
+      // its own while it tears down (a server one from smc_llc_process_srv_delete_link, then one
+      // from smc_lgr_cleanup) and waits for their send completions. Keep the QP up (its transport
+      // ACKs them) until the peer has been quiet for a moment after its first DELETE LINK, or the
+      // LLC timeout, so the peer's sends complete instead of retrying into a destroyed QP.
+      let finished = false;
+      const finish = (): void => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(t);
+        if (this.linger?.timer) clearTimeout(this.linger.timer);
+        this.linger = undefined;
+        done();
+      };
+      const t = setTimeout(finish, this.timers.llcTimeoutMs + 500);
+      this.linger = { link, seen: false, timer: undefined, finish };
+      this.sendLlc(link, m).catch(finish);
     } else {
       done();
     }

@@ -202,8 +202,11 @@ export class WrLink extends EventEmitter {
   }
 
   /** Tear down the QP and free the buffers (after fail() or an orderly DELETE LINK). */
+  private destroyed = false;
+
   destroy(): void {
     this.fail('link destroyed');
+    this.destroyed = true;
     this.cq.off('completion', this.onCompletion);
     try { this.qp.destroy(); } catch { /* best effort */ }
     try { this.sendMr.dereg(); this.recvMr.dereg(); } catch { /* best effort */ }
@@ -233,11 +236,12 @@ export class WrLink extends EventEmitter {
 
   private drain(): void {
     for (;;) {
+      if (this.destroyed) return; // a handler destroyed the link (and its CQ) under us
       const wcs = this.cq.poll(64);
-      for (const wc of wcs) this.handle(wc);
+      for (const wc of wcs) { if (this.destroyed) return; this.handle(wc); }
       if (wcs.length < 64) break;
     }
-    if (this.downReason === undefined || this.cq.pending > 0) this.cq.reqNotify();
+    if (!this.destroyed && (this.downReason === undefined || this.cq.pending > 0)) this.cq.reqNotify();
   }
 
   private handle(wc: WorkCompletion): void {

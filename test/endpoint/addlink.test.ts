@@ -91,3 +91,40 @@ test.serial('one device on the client: no second GID to reach, so no second link
     await Promise.all([a.close(), b.close()]);
   }
 });
+
+test.serial('failover: link 1 dies mid-transfer, connections move to link 2, every byte arrives once (SHA-256)', async (t) => {
+  const [a, b, a1, b1] = await twoDeviceStacks();
+  try {
+    const [c, s, srv] = await tcpPair(a1, b1);
+    const [rc, rs] = await Promise.all([a.handshake('client', c), b.handshake('server', s)]);
+    if (rc.mode !== 'smcr' || rs.mode !== 'smcr') { t.fail('no SMC-R'); return; }
+    t.true(await until(() => rs.lg.links.size === 2 && [...rc.lg.links.values()].every((l) => l.state === 'ACTIVE') && rc.lg.links.size === 2));
+    const X = [a.attach(rc), b.attach(rs)] as const;
+    const d1 = randomBytes(24 << 20), d2 = randomBytes(24 << 20);
+    const flows = Promise.all([send(X[0], X[1], d1), send(X[1], X[0], d2)]);
+    // kill link 1 on the client side once data is flowing
+    await until(() => (X[1].state() as { counters: { bytesReceived: number } }).counters.bytesReceived > 4 << 20, 20_000);
+    rc.link.wr.qp.modify({ qpState: 6 });
+    const [h1, h2] = await flows;
+    t.is(h1, createHash('sha256').update(d1).digest('hex'));
+    t.is(h2, createHash('sha256').update(d2).digest('hex'));
+    t.false(rc.lg.links.has(1));
+    t.true(await until(() => !rs.lg.links.has(1)));
+    t.is(rs.lg.state, 'ACTIVE');
+    const ca = X[0].state() as { counters: { failovers: number; replayedBytes: number } };
+    const cb = X[1].state() as { counters: { failovers: number; replayedBytes: number } };
+    t.true(ca.counters.failovers === 1 && cb.counters.failovers === 1, JSON.stringify([ca.counters, cb.counters]));
+    t.log(`replayed ${ca.counters.replayedBytes} + ${cb.counters.replayedBytes} bytes`);
+    // the group keeps working on link 2: a new connection (subsequent contact)
+    const [c2, s2, srv2] = await tcpPair(a1, b1);
+    const [rc2, rs2] = await Promise.all([a.handshake('client', c2), b.handshake('server', s2)]);
+    t.true(rc2.mode === 'smcr' && !rc2.firstContact);
+    if (rc2.mode === 'smcr' && rs2.mode === 'smcr') {
+      const Y = [a.attach(rc2), b.attach(rs2)] as const;
+      t.is(await send(Y[0], Y[1], d1.subarray(0, 1 << 20)), createHash('sha256').update(d1.subarray(0, 1 << 20)).digest('hex'));
+    }
+    c.destroy(); s.destroy(); srv.close(); c2.destroy(); s2.destroy(); srv2.close();
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});

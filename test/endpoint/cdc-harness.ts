@@ -129,3 +129,126 @@ export function waitEvent<T = unknown>(e: NodeJS.EventEmitter, name: string, ms 
     e.once(name, (v: T) => { clearTimeout(t); resolve(v); });
   });
 }
+
+// ---- failover: two links between the same two endpoints ---------------------------------
+//
+// Four uroce devices on one loopback /24 (A1 .1, B1 .2, A2 .3, B2 .4): link i is the RC QP
+// pair A(i) ↔ B(i), the way an SMC-R link group holds one link per RoCE device pair. Each
+// connection's RMB and send buffer are registered on both sides' PDs (the same memory, one rkey
+// per link, as Linux registers an RMB per link), and its transport routes write()/sendCdc() to
+// the side's current link. Messages from either link are dispatched by token. When a link of a
+// side goes down, the side acts as the link group does: the current link moves to a surviving
+// link and every connection gets switchLink(); with none left, linkDown().
+
+export interface FoSide {
+  name: 'A' | 'B';
+  devs: Device[];
+  pds: Pd[];
+  links: WrLink[];
+  /** Index of the link the transports use now. */
+  current: number;
+  conns: Map<number, CdcConnection>;
+  unknownToken: number;
+  logs: string[];
+  /** Link-down events as the side saw them: link index, reason, ms since the rig was built. */
+  downs: Array<{ link: number; reason: string; at: number }>;
+  /** 'failover': switch links / linkDown() on a link-down event; 'none': the test decides. */
+  policy: 'failover' | 'none';
+}
+
+export interface FoRig { A: FoSide; B: FoSide; addrs: string[]; close(): Promise<void> }
+
+export async function failoverRig(o: { links?: number; policy?: 'failover' | 'none'; faults?: FaultConfig; sendSlots?: number } = {}): Promise<FoRig> {
+  const nLinks = o.links ?? 2;
+  const t0 = performance.now();
+  // 127.0.8x.1-4 first, further /24s if another process holds UDP 4791 there
+  let devs: Device[] = [];
+  let addrs: string[] = [];
+  let last: unknown;
+  for (let n = 80; n < 120 && devs.length < 2 * nLinks; n++) {
+    devs = [];
+    addrs = Array.from({ length: 2 * nLinks }, (_, i) => `127.0.${n}.${i + 1}`);
+    try {
+      for (const a of addrs) devs.push(await uroce.open(a, o.faults ? { faults: o.faults } : {}));
+    } catch (e) {
+      last = e;
+      for (const d of devs) await d.close();
+      devs = [];
+      if ((e as { code?: string }).code !== 'EADDRINUSE') throw e;
+    }
+  }
+  if (devs.length < 2 * nLinks) throw last;
+  const mk = (name: 'A' | 'B', mine: Device[]): FoSide => {
+    const side: FoSide = { name, devs: mine, pds: [], links: [], current: 0, conns: new Map(), unknownToken: 0, logs: [], downs: [], policy: o.policy ?? 'failover' };
+    for (const [i, dev] of mine.entries()) {
+      const pd = dev.allocPd();
+      const link = new WrLink(pd, { bufSize: 64, ...(o.sendSlots ? { sendSlots: o.sendSlots } : {}) });
+      link.on('message', (bytes: Uint8Array) => {
+        if (bytes[0] !== 0xfe) return;
+        const conn = side.conns.get(u32(bytes, 4));
+        if (conn) conn.receiveCdc(bytes);
+        else side.unknownToken++;
+      });
+      link.on('down', (reason: string) => {
+        side.downs.push({ link: i, reason, at: performance.now() - t0 });
+        if (side.policy !== 'failover' || i !== side.current) return;
+        const next = side.links.findIndex((l) => !l.isDown);
+        if (next >= 0) {
+          side.current = next;
+          for (const c of side.conns.values()) c.switchLink();
+        } else {
+          for (const c of side.conns.values()) c.linkDown(reason);
+        }
+      });
+      side.pds.push(pd);
+      side.links.push(link);
+    }
+    return side;
+  };
+  const A = mk('A', devs.filter((_, i) => i % 2 === 0));
+  const B = mk('B', devs.filter((_, i) => i % 2 === 1));
+  for (let i = 0; i < nLinks; i++) {
+    const la = A.links[i]!, lb = B.links[i]!, da = A.devs[i]!, db = B.devs[i]!;
+    const mtu = Math.min(da.queryPort(1).activeMtu, db.queryPort(1).activeMtu) as Mtu;
+    la.init(); lb.init();
+    la.rtr({ qpn: lb.qpn, psn: lb.psn, gid: db.queryGid(1, 0), mtu });
+    lb.rtr({ qpn: la.qpn, psn: la.psn, gid: da.queryGid(1, 0), mtu });
+    la.rts(); lb.rts();
+  }
+  return {
+    A, B, addrs,
+    async close() {
+      for (const s of [A, B]) for (const l of s.links) l.destroy();
+      for (const d of devs) await d.close();
+    },
+  };
+}
+
+/** One connection over a failover rig: buffers registered on every link's PD, transports that follow `side.current`. */
+export function foConnPair(r: FoRig, o: { rmbeA?: number; rmbeB?: number; sndA?: number; sndB?: number; opts?: Partial<CdcConnectionOptions> } = {}): { a: CdcConnection; b: CdcConnection; tokenA: number; tokenB: number } {
+  const rmbeA = o.rmbeA ?? 16384, rmbeB = o.rmbeB ?? 16384;
+  const tA = nextToken++, tB = nextToken++;
+  const reg = (s: FoSide, buf: Uint8Array, access: number): Mr[] => s.pds.map((pd) => pd.regMr(buf, access));
+  const rmbA = reg(r.A, new Uint8Array(rmbeA), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+  const rmbB = reg(r.B, new Uint8Array(rmbeB), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+  const sndA = reg(r.A, new Uint8Array(o.sndA ?? rmbeB), Access.LOCAL_WRITE);
+  const sndB = reg(r.B, new Uint8Array(o.sndB ?? rmbeA), Access.LOCAL_WRITE);
+  const transport = (from: FoSide, snd: Mr[], peerRmb: Mr[]): CdcTransport => ({
+    write: (srcOff, len, dstOff) => {
+      const i = from.current;
+      from.links[i]!.write(snd[i]!, srcOff, len, peerRmb[i]!.addr + BigInt(dstOff), peerRmb[i]!.rkey);
+    },
+    sendCdc: (msg) => from.links[from.current]!.send(msg),
+  });
+  const a = new CdcConnection({
+    localToken: tA, peerToken: tB, buffers: { rmbe: rmbA[0]!.buffer, sndbuf: sndA[0]!, peerRmbeSize: rmbeB },
+    transport: transport(r.A, sndA, rmbB), log: (l) => r.A.logs.push(l), ...o.opts,
+  });
+  const b = new CdcConnection({
+    localToken: tB, peerToken: tA, buffers: { rmbe: rmbB[0]!.buffer, sndbuf: sndB[0]!, peerRmbeSize: rmbeA },
+    transport: transport(r.B, sndB, rmbA), log: (l) => r.B.logs.push(l), ...o.opts,
+  });
+  r.A.conns.set(tA, a);
+  r.B.conns.set(tB, b);
+  return { a, b, tokenA: tA, tokenB: tB };
+}

@@ -93,12 +93,12 @@ test.serial('malformed LLC and CDC from the peer: answered or dropped, only the 
 });
 
 test.serial('a peer that stops answering TEST LINK loses its link group; connections are told', async (t) => {
-  const [a, b] = await openStacks({ ueids: [UEID], testLinkMs: 150, llcTimeoutMs: 200 }, { ueids: [UEID], testLinkMs: 150, llcTimeoutMs: 200 }, 15);
+  const [a, b] = await openStacks({ ueids: [UEID], testLinkMs: 300, llcTimeoutMs: 600 }, { ueids: [UEID], testLinkMs: 300, llcTimeoutMs: 600 }, 15);
   try {
     const [xc, xs, end] = await conn(a, b);
     const X = [a.attach(xc), b.attach(xs)] as const;
     // keepalive works while both answer
-    await new Promise((r) => setTimeout(r, 600));
+    await new Promise((r) => setTimeout(r, 1200));
     t.is(xs.lg.state, 'ACTIVE');
     t.true(await roundTrip(X[0], X[1], 10_000));
     // the client's QP goes to error: no more answers
@@ -120,7 +120,11 @@ test.serial('an idle link group is deleted after its timer (DELETE LINK to the p
     const X = [a.attach(xc), b.attach(xs)] as const;
     await Promise.all([X[0].close(), X[1].close()]);
     const gone = new Promise<string>((resolve) => xs.lg.once('terminated', resolve));
+    // a keeps its QP until b's DELETE LINK response arrived (then b's send completes), so a ends
+    // a moment after b.
+    const aGone = new Promise<string>((resolve) => xc.lg.once('terminated', resolve));
     t.regex(await gone, /deleted the link group|no link/);
+    t.regex(await aGone, /idle link group/);
     t.is(xc.lg.state, 'TERMINATED');
     end();
   } finally {
