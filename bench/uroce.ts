@@ -7,11 +7,13 @@
 //                 64-byte TCP ping-pong
 //
 // in two topologies: two processes (the realistic one: each endpoint has its own event loop
-// and core) and one process (both endpoints share one event loop). Then a CPU profile of
-// both uroce processes during the WRITE run says where the time goes.
+// and core) and one process (both endpoints share one event loop). uroce and TCP runs are
+// interleaved (ROUNDS × [uroce, TCP]) and the medians compared, so that load from other
+// processes on a shared machine hits both alike. Then a CPU profile of both uroce processes
+// during a WRITE run says where the time goes, and the CPU time each side spends per 64 KiB.
 //
-// Env: BENCH_UROCE_SECONDS (default 3 per throughput run), BENCH_UROCE_PINGS (default 2000),
-//      BENCH_UROCE_PROFILE=0 to skip the profile.
+// Env: BENCH_UROCE_SECONDS (default 2 per throughput run), BENCH_UROCE_ROUNDS (default 3),
+//      BENCH_UROCE_PINGS (default 2000 per round), BENCH_UROCE_PROFILE=0 to skip the profile.
 
 import { fork, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
@@ -22,11 +24,14 @@ import {
 } from '../endpoint/verbs/index.js';
 import { openUroce, type UroceDevice } from '../endpoint/verbs/uroce/index.js';
 
-const SECONDS = Number(process.env.BENCH_UROCE_SECONDS ?? 3);
+const SECONDS = Number(process.env.BENCH_UROCE_SECONDS ?? 2);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_UROCE_ROUNDS ?? 3));
 const PINGS = Number(process.env.BENCH_UROCE_PINGS ?? 2000);
 const MSG = 64 * 1024;
 const DEPTH = Number(process.env.BENCH_UROCE_DEPTH ?? 16);
 const PING = 64;
+/** BENCH_UROCE_PROFILE_TOP=n: also list the n functions with the most self time. */
+const TOP = Number(process.env.BENCH_UROCE_PROFILE_TOP ?? 0);
 const WINDOW = Number(process.env.BENCH_UROCE_WINDOW ?? 256);
 // 127.0.0.1/.2 unless BENCH_UROCE_NET=N picks 127.0.N.1/.2 (e.g. when another engine holds UDP 4791 there)
 const NET = process.env.BENCH_UROCE_NET;
@@ -49,7 +54,9 @@ interface Endpoint {
 }
 
 async function endpoint(address: string, bufSize: number): Promise<Endpoint> {
-  const dev = await openUroce({ address, window: WINDOW });
+  // GSO on: the loopback fast path between two uroce engines (off by default, see docs/uroce.md);
+  // the runs "without GSO" switch it off at run time (dev.engine.gso).
+  const dev = await openUroce({ address, window: WINDOW, gso: true });
   const pd = dev.allocPd();
   const cq = dev.createCq(8192);
   const qp = pd.createQp({ sendCq: cq, recvCq: cq, cap: { maxSendWr: 256, maxRecvWr: 256, maxSendSge: 1, maxRecvSge: 1, maxInlineData: 64 } });
@@ -208,13 +215,14 @@ interface Profile { nodes: ProfNode[]; samples: number[]; timeDeltas: number[] }
 
 const CATEGORIES: [string, (fn: string, url: string) => boolean][] = [
   ['idle (event loop waiting for packets)', (fn) => fn === '(idle)'],
-  ['UDP send: Node dgram + kernel (syscall, loopback delivery)', (fn, url) => (url.includes('dgram') && fn !== 'onMessage') || (fn === 'lookup' && url.includes('dns')) || (url === '' && /^(send|SendWrap|dispatch|sendBatch)$/.test(fn))],
+  ['UDP send: sendmmsg(2) in the socket helper + kernel (incl. loopback delivery to the peer, and time descheduled while the woken peer runs)',
+    (fn, url) => (url.includes('uroce/engine') && /^(flushPort|sendSingles|sendDgram)$/.test(fn)) || url.includes('dgram') || (url === '' && /^(send|sendPackets|\(anonymous\)|)$/.test(fn))],
+  ['UDP receive: recvmmsg(2) in the socket helper, outside JavaScript', (fn) => fn === '(program)'],
   ['ICRC: CRC-32 over every packet (send + check)', (fn, url) => /crc32/i.test(fn) || url.includes('crc32') || /icrc|feedI|feedU|feedIb|solveIpId/i.test(fn) || url.includes('uroce/icrc')],
-  ['IB packet encode (alloc + copy into the datagram)', (fn, url) => url.includes('wire/ib') && /encode|write|put|ibPacketLength/.test(fn)],
+  ['packet build (BTH template, RETH, payload copy into the staging buffer)', (fn, url) => (url.includes('wire/ib') && /encode|write|put|ibPacketLength/.test(fn)) || /^(sendRequest|gatherInto|txAlloc)$/.test(fn)],
   ['IB packet decode', (fn, url) => url.includes('wire/ib') || url.includes('wire/common')],
-  ['QP state machines (requester/responder, placement)', (fn, url) => url.includes('uroce/qp') || url.includes('verbs/cq')],
-  ['engine (demux, faults, tap)', (fn, url) => url.includes('uroce/engine') || url.includes('uroce/device')],
-  ['UDP receive: Node dgram message delivery', (fn, url) => (url.includes('dgram') && fn === 'onMessage') || /^(emit|processTicksAndRejections|runNextTicks|processImmediate)$/.test(fn)],
+  ['QP state machines (requester/responder, placement copy into the MR)', (fn, url) => url.includes('uroce/qp') || url.includes('verbs/cq')],
+  ['engine (batch split, demux, GSO runs, faults, tap)', (fn, url) => url.includes('uroce/engine') || url.includes('uroce/device')],
   ['garbage collection', (fn) => fn === '(garbage collector)'],
   ['benchmark driver', (fn, url) => url.includes('bench/uroce')],
 ];
@@ -223,6 +231,7 @@ function categorize(p: Profile): { name: string; pct: number }[] {
   const dt = new Map<number, number>();
   for (let i = 0; i < p.samples.length; i++) dt.set(p.samples[i]!, (dt.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0));
   const totals = new Map<string, number>();
+  const fns = new Map<string, number>();
   let all = 0;
   for (const n of p.nodes) {
     const t = dt.get(n.id) ?? 0;
@@ -231,7 +240,9 @@ function categorize(p: Profile): { name: string; pct: number }[] {
     const { functionName: fn, url } = n.callFrame;
     const cat = CATEGORIES.find(([, m]) => m(fn, url))?.[0] ?? 'other (V8, Node internals, native)';
     totals.set(cat, (totals.get(cat) ?? 0) + t);
+    if (TOP) fns.set(`${fn || '(anonymous)'} ${url.split('/').slice(-2).join('/')}`, (fns.get(`${fn || '(anonymous)'} ${url.split('/').slice(-2).join('/')}`) ?? 0) + t);
   }
+  if (TOP) for (const [k, t] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, TOP)) totals.set(`  fn: ${k}`, t);
   return [...totals].map(([name, t]) => ({ name, pct: (100 * t) / all })).sort((a, b) => b.pct - a.pct);
 }
 
@@ -255,9 +266,10 @@ async function profiled<T>(fn: () => Promise<T>): Promise<{ result: T; cats: { n
 type Msg =
   | { t: 'info'; info: QpInfo; tcpPort: number; exact: boolean }
   | { t: 'connect'; info: QpInfo }
+  | { t: 'gso'; on: boolean }
   | { t: 'pong'; n: number }
   | { t: 'profile'; on: boolean }
-  | { t: 'cats'; cats: { name: string; pct: number }[] }
+  | { t: 'cats'; cats: { name: string; pct: number }[]; cpu: number }
   | { t: 'done' }
   | { t: 'quit' };
 
@@ -266,19 +278,23 @@ async function peerMain(): Promise<void> {
   const tcp = await tcpServer();
   const send = (m: Msg): void => { process.send!(m); };
   let session: Session | undefined;
+  let cpuAt = process.cpuUsage();
   process.on('message', async (m: Msg) => {
     if (m.t === 'connect') { connect(e, m.info); send({ t: 'done' }); }
+    else if (m.t === 'gso') { (e.dev as UroceDevice).engine.gso = m.on; send({ t: 'done' }); }
     else if (m.t === 'pong') { await pongServer(e, m.n); send({ t: 'done' }); }
     else if (m.t === 'profile') {
       const post = (x: string, p?: object): Promise<unknown> => new Promise((res, rej) => session!.post(x, p ?? {}, (er, r) => (er ? rej(er) : res(r))));
       if (m.on) {
+        cpuAt = process.cpuUsage();
         session = new Session(); session.connect();
         await post('Profiler.enable'); await post('Profiler.setSamplingInterval', { interval: 1000 }); await post('Profiler.start');
         send({ t: 'done' });
       } else {
         const { profile } = (await post('Profiler.stop')) as { profile: Profile };
         session!.disconnect();
-        send({ t: 'cats', cats: categorize(profile) });
+        const c = process.cpuUsage(cpuAt);
+        send({ t: 'cats', cats: categorize(profile), cpu: c.user + c.system });
       }
     } else if (m.t === 'quit') { tcp.close(); await e.dev.close(); process.exit(0); }
   });
@@ -295,6 +311,16 @@ function stats(v: number[]): { med: number; p99: number } {
   return { med: s[Math.floor(s.length / 2)]!, p99: s[Math.min(s.length - 1, Math.floor(s.length * 0.99))]! };
 }
 const mb = (x: number): string => `${(x / 1e6).toFixed(0)} MB/s`;
+const median = (v: number[]): number => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+
+function report(uws: number[], tws: number[], ul: { med: number; p99: number }, tl: { med: number; p99: number }, target: boolean, nws: number[]): void {
+  const uw = median(uws), tw = median(tws), nw = median(nws);
+  const per = (v: number[]): string => v.map((x) => (x / 1e6).toFixed(0)).join(', ');
+  console.log(`  uroce RDMA WRITE 64 KiB x${DEPTH} in flight   ${mb(uw).padStart(10)}    TCP 64 KiB writes  ${mb(tw).padStart(10)}    uroce/TCP = ${(uw / tw).toFixed(2)}${target ? ' (target >= 0.5)' : ''}`);
+  console.log(`    same without GSO (one datagram per packet)  ${mb(nw).padStart(10)}                                  uroce/TCP = ${(nw / tw).toFixed(2)}`);
+  console.log(`    rounds: uroce ${per(uws)} MB/s; without GSO ${per(nws)} MB/s; TCP ${per(tws)} MB/s; uroce/TCP per round ${uws.map((u, i) => (u / tws[i]!).toFixed(2)).join(', ')}`);
+  console.log(`  uroce SEND 64 B ping-pong RTT   median ${us(ul.med)}  p99 ${us(ul.p99)}    TCP 64 B ping-pong  median ${us(tl.med)}  p99 ${us(tl.p99)}`);
+}
 const us = (x: number): string => `${x.toFixed(0)} µs`;
 
 class Peer {
@@ -323,30 +349,44 @@ async function twoProcesses(): Promise<void> {
   await peer.call({ t: 'connect', info: e.info });
 
   await writeThroughput(e, hello.info, 0.5); // warm-up (JIT)
-  const uw = await writeThroughput(e, hello.info, SECONDS);
   await tcpThroughput(hello.tcpPort, 0.5);
-  const tw = await tcpThroughput(hello.tcpPort, SECONDS);
-
-  const done = peer.call({ t: 'pong', n: PINGS + 200 });
-  const ul = stats((await pingPong(e, PINGS + 200)).slice(200));
-  await done;
-  const tl = stats((await tcpPingPong(hello.tcpPort, PINGS + 200)).slice(200));
-
-  console.log(`\nuroce vs Node TCP on loopback, two processes (client ${ADDR_CLIENT}, server ${ADDR_SERVER}), ${SECONDS} s per throughput run`);
-  console.log(`  uroce RDMA WRITE 64 KiB x${DEPTH} in flight   ${mb(uw).padStart(10)}    TCP 64 KiB writes  ${mb(tw).padStart(10)}    uroce/TCP = ${(uw / tw).toFixed(2)} (target >= 0.5)`);
-  console.log(`  uroce SEND 64 B ping-pong RTT   median ${us(ul.med)}  p99 ${us(ul.p99)}    TCP 64 B ping-pong  median ${us(tl.med)}  p99 ${us(tl.p99)}`);
+  const uws: number[] = [], nws: number[] = [], tws: number[] = [], ulat: number[] = [], tlat: number[] = [];
+  const gso = async (on: boolean): Promise<void> => { (e.dev as UroceDevice).engine.gso = on; await peer.call({ t: 'gso', on }); };
+  for (let r = 0; r < ROUNDS; r++) {
+    uws.push(await writeThroughput(e, hello.info, SECONDS));
+    await gso(false);
+    nws.push(await writeThroughput(e, hello.info, SECONDS));
+    await gso(true);
+    tws.push(await tcpThroughput(hello.tcpPort, SECONDS));
+  }
+  for (let r = 0; r < ROUNDS; r++) {
+    const warm = r === 0 ? 200 : 0;
+    const done = peer.call({ t: 'pong', n: PINGS + warm });
+    ulat.push(...(await pingPong(e, PINGS + warm)).slice(warm));
+    await done;
+    tlat.push(...(await tcpPingPong(hello.tcpPort, PINGS + warm)).slice(warm));
+  }
+  console.log(`\nuroce vs Node TCP on loopback, two processes (client ${ADDR_CLIENT}, server ${ADDR_SERVER}), ${ROUNDS} interleaved rounds of ${SECONDS} s`);
+  report(uws, tws, stats(ulat), stats(tlat), true, nws);
   if (!exact) console.log(`  note: ${(e.dev as UroceDevice).engine.icrcNote}`);
   const qs = (e.dev as UroceDevice).stats().qps[e.qp.qpNum]!;
   console.log(`  requester QP: ${qs.txPackets} packets, ${qs.retransmits} retransmitted, ${qs.timeouts} timeouts, ${qs.seqNaksReceived} sequence NAKs, ${qs.acksReceived} ACKs`);
 
   if (process.env.BENCH_UROCE_PROFILE !== '0') {
     await peer.call({ t: 'profile', on: true });
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
     const { result, cats } = await profiled(() => writeThroughput(e, hello.info, Math.min(2, SECONDS)));
+    const cpu = process.cpuUsage(cpu0);
+    const msgs = (result * (performance.now() - t0)) / 1000 / MSG;
     const srv = await peer.call({ t: 'profile', on: false });
     console.log(`\n  where the time goes (CPU profile during a ${mb(result)} WRITE run; % of each process's samples):`);
+    const srvCpu = srv.t === 'cats' ? srv.cpu : NaN;
+    console.log(`    CPU time per 64 KiB message (user + system, profiler included): requester ${((cpu.user + cpu.system) / msgs).toFixed(0)} µs, responder ${(srvCpu / msgs).toFixed(0)} µs`);
     const show = (title: string, cs: { name: string; pct: number }[]): void => {
       console.log(`    ${title}`);
-      for (const c of cs) if (c.pct >= 0.5) console.log(`      ${c.pct.toFixed(1).padStart(5)}%  ${c.name}`);
+      for (const c of cs) if (c.pct >= 0.5 && !c.name.startsWith('  fn:')) console.log(`      ${c.pct.toFixed(1).padStart(5)}%  ${c.name}`);
+      for (const c of cs) if (c.name.startsWith('  fn:')) console.log(`      ${c.pct.toFixed(1).padStart(5)}%  ${c.name}`);
     };
     show('requester (client):', cats);
     if (srv.t === 'cats') show('responder (server):', srv.cats);
@@ -364,16 +404,25 @@ async function oneProcess(): Promise<void> {
   connect(b, a.info);
   const tcp = await tcpServer();
   await writeThroughput(a, b.info, 0.5);
-  const uw = await writeThroughput(a, b.info, SECONDS);
   await tcpThroughput(tcp.port, 0.5);
-  const tw = await tcpThroughput(tcp.port, SECONDS);
-  const done = pongServer(b, PINGS + 200);
-  const ul = stats((await pingPong(a, PINGS + 200)).slice(200));
-  await done;
-  const tl = stats((await tcpPingPong(tcp.port, PINGS + 200)).slice(200));
+  const uws: number[] = [], nws: number[] = [], tws: number[] = [], ulat: number[] = [], tlat: number[] = [];
+  const gso = (on: boolean): void => { (a.dev as UroceDevice).engine.gso = on; (b.dev as UroceDevice).engine.gso = on; };
+  for (let r = 0; r < ROUNDS; r++) {
+    uws.push(await writeThroughput(a, b.info, SECONDS));
+    gso(false);
+    nws.push(await writeThroughput(a, b.info, SECONDS));
+    gso(true);
+    tws.push(await tcpThroughput(tcp.port, SECONDS));
+  }
+  for (let r = 0; r < ROUNDS; r++) {
+    const warm = r === 0 ? 200 : 0;
+    const done = pongServer(b, PINGS + warm);
+    ulat.push(...(await pingPong(a, PINGS + warm)).slice(warm));
+    await done;
+    tlat.push(...(await tcpPingPong(tcp.port, PINGS + warm)).slice(warm));
+  }
   console.log(`\nsame, both endpoints in one process (one event loop for both ends)`);
-  console.log(`  uroce RDMA WRITE 64 KiB x${DEPTH} in flight   ${mb(uw).padStart(10)}    TCP 64 KiB writes  ${mb(tw).padStart(10)}    uroce/TCP = ${(uw / tw).toFixed(2)}`);
-  console.log(`  uroce SEND 64 B ping-pong RTT   median ${us(ul.med)}  p99 ${us(ul.p99)}    TCP 64 B ping-pong  median ${us(tl.med)}  p99 ${us(tl.p99)}`);
+  report(uws, tws, stats(ulat), stats(tlat), false, nws);
   tcp.close();
   await a.dev.close();
   await b.dev.close();

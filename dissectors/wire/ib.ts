@@ -812,6 +812,16 @@ export type IcrcNet = 'ipv4' | 'ipv6' | 'grh';
  * 4-byte ICRC slot (as encodeIbPacket returns it).
  */
 export function icrcFromParts(kind: IcrcNet, net: Uint8Array, ib: Uint8Array): number {
+  return icrcFromPrefix(icrcPrefix(kind, net), ib);
+}
+
+/**
+ * icrcFromParts in two steps, for an endpoint that sends or receives many packets behind the
+ * same outer headers: icrcPrefix() is the CRC over the LRH stand-in and the masked `net`
+ * headers (compute once per header), icrcFromPrefix() continues it over an IB packet.
+ * icrcFromPrefix(icrcPrefix(kind, net), ib) === icrcFromParts(kind, net, ib).
+ */
+export function icrcPrefix(kind: IcrcNet, net: Uint8Array): number {
   let c = crc32UpdateFill(0, 0xff, LRH_STANDIN);
   if (kind === 'ipv4') {
     const ihl = (u8(net, 0) & 15) * 4;
@@ -821,7 +831,12 @@ export function icrcFromParts(kind: IcrcNet, net: Uint8Array, ib: Uint8Array): n
     c = feedIpv6(c, net, 0);
     if (kind === 'ipv6') c = feedUdp(c, net, 40);
   }
-  return feedIb(c, ib, 0, ib.length - ICRC_LEN);
+  return c;
+}
+
+/** The ICRC of `ib` (BTH … 4-byte ICRC slot) behind outer headers whose icrcPrefix() is `prefix`. */
+export function icrcFromPrefix(prefix: number, ib: Uint8Array): number {
+  return feedIb(prefix, ib, 0, ib.length - ICRC_LEN);
 }
 
 export interface IcrcCheck {

@@ -29,6 +29,17 @@ export interface UroceOptions {
   faults?: FaultConfig;
   /** Override the port's active MTU (bytes, 256…4096). Default: from the network device's MTU like rxe. */
   mtu?: number;
+  /**
+   * UDP GSO for runs of equal-size packets: one send per run (up to 64 packets), the packets'
+   * ICRCs computed for IP IDs 0, 1, 2 …, the numbers the kernel gives the segments it cuts.
+   * The fast path between uroce engines on loopback (see docs/uroce.md); default off, because
+   * a capture on lo (tcpdump, smcdump -i lo) then shows one super-datagram per run instead of
+   * RoCE packets. Also on with UROCE_GSO=1; UROCE_NO_GSO=1 forces it off. `dev.engine.gso`
+   * switches it at run time.
+   */
+  gso?: boolean;
+  /** Ask for UDP_GRO on the receive socket so that a peer's GSO sends arrive whole. Default: on for 127/8 (or with gso). */
+  gro?: boolean;
 }
 
 let deviceCount = 0;
@@ -128,7 +139,10 @@ export class UroceDevice extends EventEmitter implements Device {
   }
 
   static async open(o: UroceOptions): Promise<UroceDevice> {
-    const engine = await UroceEngine.open(o.address, { ...(o.rcvbuf ? { rcvbuf: o.rcvbuf } : {}), ...(o.faults ? { faults: o.faults } : {}) });
+    const engine = await UroceEngine.open(o.address, {
+      ...(o.rcvbuf ? { rcvbuf: o.rcvbuf } : {}), ...(o.faults ? { faults: o.faults } : {}),
+      ...(o.gso !== undefined ? { gso: o.gso } : {}), ...(o.gro !== undefined ? { gro: o.gro } : {}),
+    });
     return new UroceDevice(engine, o);
   }
 

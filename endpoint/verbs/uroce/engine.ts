@@ -3,6 +3,12 @@
 // as an RNIC does), demultiplexes by destination QPN, and is the single transmit path of its
 // QPs: it puts the ICRC on every packet, applies fault injection (tests) and feeds the tap
 // (pcap of everything the engine sent and received, as IPv4 frames).
+//
+// With the socket helper (native/uroce) the per-packet costs of a UDP socket are batched away
+// (docs/uroce.md, "The fast path"): packets are built in a staging buffer per send socket and
+// leave in sendmmsg(2) batches, runs of equal-size packets optionally as one UDP GSO send; the
+// receive socket is read by the helper's recvmmsg loop (UDP_GRO on loopback), one JavaScript
+// call per batch, and the QPs' ACKs are coalesced per batch.
 
 import type dgram from 'node:dgram';
 import { decodeIbPacket, setIcrc, readIcrc, BTH_LEN, ICRC_LEN, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
@@ -87,8 +93,9 @@ export interface TxPort {
   /** Destination of the staged packets (IPv4 as a number, and as text). */
   stageIp?: string;
   stageIpNum?: number;
+  /** The kernel takes UDP_SEGMENT on this socket (checked once; cleared if a GSO send is refused). */
+  gsoOk?: boolean;
   /** Open GSO run (the last descriptor): segment size, packets, bytes, end offset; ended by a shorter packet. */
-  gso?: boolean;
   gSeg?: number;
   gCount?: number;
   gBytes?: number;
@@ -144,8 +151,11 @@ export class UroceEngine {
   private readonly helper: SockHelper | undefined = process.env.UROCE_NO_BATCH === '1' ? undefined : loadSockHelper();
   private readonly pendingPorts: TxPort[] = [];
   private flushScheduled = false;
-  /** UDP GSO for runs of equal-size packets (see gso in open()). */
-  readonly gso: boolean;
+  /**
+   * UDP GSO for runs of equal-size packets (see the constructor). Can be switched at any time;
+   * takes effect with the next run of packets.
+   */
+  gso: boolean;
   /** Native receive loop (undefined: dgram 'message' path). */
   private rx: RxHandle | undefined;
   private rxBuf: Uint8Array | undefined;
@@ -157,14 +167,15 @@ export class UroceEngine {
 
   private constructor(readonly address: string, gso: boolean | undefined) {
     this.checker = new IcrcChecker(address);
-    // GSO by default only towards loopback: there the kernel never cuts a GSO send for a
-    // receiver with UDP_GRO (another uroce), and for one without GRO it cuts it in software
-    // with IP IDs 0, 1, 2 … (which the ICRCs are computed for). On a real interface the IDs of
-    // hardware-segmented packets are the NIC's business, so a kernel peer could drop them.
-    this.gso = process.env.UROCE_NO_GSO === '1' ? false : gso ?? address.startsWith('127.');
+    // GSO is off unless asked for (option gso, or UROCE_GSO=1): the kernel numbers the IP IDs
+    // of the segments it cuts 0, 1, 2 … (the ICRCs are computed for that), but on loopback a
+    // GSO send for a socket with UDP_GRO is never cut, so tcpdump or smcdump -i lo see one
+    // super-datagram per run instead of RoCE packets; and on a real interface the IDs of
+    // hardware-segmented packets are the NIC's business. UROCE_NO_GSO=1 forces it off.
+    this.gso = process.env.UROCE_NO_GSO === '1' ? false : gso ?? process.env.UROCE_GSO === '1';
   }
 
-  static async open(address: string, o: { rcvbuf?: number; faults?: FaultConfig; gso?: boolean } = {}): Promise<UroceEngine> {
+  static async open(address: string, o: { rcvbuf?: number; faults?: FaultConfig; gso?: boolean; gro?: boolean } = {}): Promise<UroceEngine> {
     const e = new UroceEngine(address, o.gso);
     const sopts = { address, port: ROCE_V2_PORT, rcvbuf: o.rcvbuf ?? 4 << 20, sndbuf: 1 << 20 };
     const h = e.helper;
@@ -173,7 +184,9 @@ export class UroceEngine {
       const fd = openFd(h, sopts);
       e.rxBuf = new Uint8Array(RX_SLOTS * RX_SLOT);
       e.rxMeta = new Int32Array(RX_SLOTS * 4);
-      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, e.gso, (n) => e.onBatch(n));
+      // GRO changes nothing on the wire or in a capture; it only lets a GSO send from a
+      // loopback peer arrive whole. Elsewhere off (a NIC's GRO would merge a kernel peer's packets).
+      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, o.gro ?? (e.gso || address.startsWith('127.')), (n) => e.onBatch(n));
       if (typeof r === 'number') { h.closeFd(fd); throw new Error(`uroce: native receive loop: ${errnoName(-r)}`); }
       e.rx = r;
       e.checker.segmentIds = !r.gro;
@@ -261,7 +274,7 @@ export class UroceEngine {
     port.stageW = 0;
     port.nDesc = 0;
     port.gOpen = false;
-    port.gso = this.gso && this.helper.gsoSupported(port.fd) === 1;
+    port.gsoOk = this.helper.gsoSupported(port.fd) === 1;
     return (port.stage = new Uint8Array(STAGE_BYTES));
   }
 
@@ -356,15 +369,15 @@ export class UroceEngine {
       port.nDesc = i + 1;
       d[3 * i] = off;
       d[3 * i + 1] = len;
-      d[3 * i + 2] = port.gso ? len : 0;
+      const gso = this.gso && port.gsoOk === true;
+      d[3 * i + 2] = gso ? len : 0;
       port.gSeg = len; port.gCount = 1; port.gBytes = len; port.gEnd = off + len;
-      port.gOpen = port.gso === true;
+      port.gOpen = gso;
     }
     setIcrc(pkt, port.net.icrc(pkt, id));
     if (flip >= 0) pkt[flip] = pkt[flip]! ^ 0x5a; // after the ICRC: the receiver must drop it
     if (port.nDesc === 1 && id === 0) {
-      port.stageIp = ip;
-      port.stageIpNum = ipNum(ip);
+      if (port.stageIp !== ip) { port.stageIp = ip; port.stageIpNum = ipNum(ip); }
       this.pendingPorts.push(port);
       // once the current JavaScript job is done: one sendmmsg(2) for the whole turn
       this.scheduleFlush();
@@ -419,7 +432,7 @@ export class UroceEngine {
         // port, its packets go one by one. Anything else (EMSGSIZE: path MTU above the link
         // MTU) is counted and that datagram dropped, never fragmented.
         if (d[3 * i + 2]! > 0 && d[3 * i + 2]! < d[3 * i + 1]! && ['EINVAL', 'EIO', 'ENOPROTOOPT', 'EOPNOTSUPP'].includes(errnoName(-r))) {
-          port.gso = false;
+          port.gsoOk = false;
           this.sendSingles(port, stage, d, i, i + 1, ip, true);
         } else this.stats.txErrors++;
         i++;

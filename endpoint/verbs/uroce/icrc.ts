@@ -20,14 +20,15 @@
 // UDP GSO (a uroce sender on loopback): the packets of one GSO send carry IP IDs 0, 1, 2 …
 // (the numbers the kernel gives the segments it cuts). A receiver with UDP_GRO gets the send
 // whole and knows each packet's index, so it checks the full 32 bits against that ID (`hint`)
-// and accepts nothing else from a source held to the exact check. A receiver without GRO gets the segments one by one; for a source held to the exact check
-// it then accepts an ID of 1…63 found by the solve (verdict 'segment', counted): a random
-// corruption passes that with probability about 2^-26.
+// and accepts nothing else from a source held to the exact check. A receiver without GRO gets
+// the segments one by one: it accepts an ID of 1…63 found by the solve (verdict 'segment',
+// counted; the source stays eligible for the exact check); a random corruption passes that
+// with probability about 2^-26.
 
 import { encodeIpv4, ipv4Header, IPPROTO_UDP } from '../../../dissectors/net/ipv4.js';
 import { encodeUdp, udpHeader } from '../../../dissectors/net/udp.js';
 import { crc32UpdateByte } from '../../../dissectors/wire/crc32.js';
-import { icrcFromParts, readIcrc, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
+import { icrcPrefix, icrcFromPrefix, readIcrc, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
 import { put16 } from '../../../dissectors/wire/common.js';
 
 export const NET_LEN = 28;
@@ -55,13 +56,24 @@ export class NetHeader {
     return this.bytes;
   }
 
+  /** CRC prefixes (icrcPrefix of this header) by IB length and IP ID: only those two fields vary. */
+  private readonly prefixes = new Map<number, number>();
+
   /** ICRC of `ib` (BTH … ICRC slot) sent with this header and IP ID `id`. */
   icrc(ib: Uint8Array, id = 0): number {
-    this.setLength(ib.length);
-    if (id !== 0) put16(this.bytes, 4, id);
-    const c = icrcFromParts('ipv4', this.bytes, ib);
-    if (id !== 0) put16(this.bytes, 4, 0);
-    return c;
+    const key = id < 64 ? ib.length * 64 + id : -1;
+    let p = key >= 0 ? this.prefixes.get(key) : undefined;
+    if (p === undefined) {
+      this.setLength(ib.length);
+      if (id !== 0) put16(this.bytes, 4, id);
+      p = icrcPrefix('ipv4', this.bytes);
+      if (id !== 0) put16(this.bytes, 4, 0);
+      if (key >= 0) {
+        if (this.prefixes.size >= 512) this.prefixes.clear();
+        this.prefixes.set(key, p);
+      }
+    }
+    return icrcFromPrefix(p, ib);
   }
 }
 
@@ -179,14 +191,10 @@ export class IcrcChecker {
     if (hint !== 0 && h.icrc(pkt, hint) === got) { s.zero++; this.lastId = hint; return 'exact'; }
     const c0 = h.icrc(pkt, 0);
     if (c0 === got) { s.zero++; this.lastId = 0; return 'exact'; }
-    const strict = s.recovered === 0 && s.zero >= this.strictAfter;
     const id = solveIpId((c0 ^ got) >>> 0, pkt.length);
     if (id === undefined || id === 0) return 'bad';
-    if (strict) {
-      if (!this.segmentIds || id > MAX_SEGMENT_ID) return 'bad';
-      this.lastId = id;
-      return 'segment';
-    }
+    if (this.segmentIds && id <= MAX_SEGMENT_ID) { this.lastId = id; return 'segment'; }
+    if (s.recovered === 0 && s.zero >= this.strictAfter) return 'bad';
     s.recovered++;
     s.lastId = id;
     this.lastId = id;

@@ -13,8 +13,11 @@
 // one ahead of it is NAKed once (PSN sequence error) and dropped; a SEND (or RDMA WRITE with
 // immediate) without a posted receive gets an RNR NAK; opcode sequence, lengths and, for every
 // RDMA WRITE, rkey / PD / access / bounds are checked (remote access error NAK, QP to ERR);
-// data is placed straight into the registered memory; ACKs are coalesced (one per event-loop
-// turn, for the newest PSN).
+// data is placed straight into the registered memory; ACKs are coalesced (one per receive
+// batch of the socket helper, or per event-loop turn without it, for the newest PSN).
+//
+// Request packets are built in place in the engine's staging buffer (engine.txAlloc): no
+// allocation per packet; the engine adds the ICRC and sends the turn's packets in batches.
 
 import { encodeIbPacket, encodeBth, encodeReth, makeAeth, opcodeInfo, rnrTimerMs, ibPadFor, IB_OP, BTH_LEN, ICRC_LEN, type Bth, type IbPacket } from '../../../dissectors/wire/ib.js';
 import { put24, put32 } from '../../../dissectors/wire/common.js';
@@ -748,14 +751,13 @@ export class UroceQp implements Qp, EngineQp {
       if (!this.seqNakSent) { this.seqNakSent = true; this.nak(NAK_SEQ, this.ePsn); }
       return;
     }
-    const INV = (why: string): void => this.responderError(NAK_INV_REQ, WcStatus.REM_INV_REQ_ERR, AsyncEventType.QP_REQ_ERR, why);
     const n = p.payload.length;
     const mtu = this.mtu;
-    if (info.isFirst || info.isMiddle ? n !== mtu : n > mtu || (info.isLast && n === 0)) { INV(`${info.name} with ${n} payload bytes (path MTU ${mtu})`); return; }
+    if (info.isFirst || info.isMiddle ? n !== mtu : n > mtu || (info.isLast && n === 0)) { this.invalidRequest(`${info.name} with ${n} payload bytes (path MTU ${mtu})`); return; }
 
     if (info.isSend && !info.withInvalidate) {
       if (info.isFirst || info.isOnly) {
-        if (this.inMsg !== 0) { INV(`${info.name} inside a message`); return; }
+        if (this.inMsg !== 0) { this.invalidRequest(`${info.name} inside a message`); return; }
         if (!this.hasRecv()) {
           this.ackPending = false;
           this.sendAck('RNR NAK', this.minRnrTimer, psn);
@@ -769,7 +771,7 @@ export class UroceQp implements Qp, EngineQp {
           this.responderError(NAK_REM_OP, this.curRecv.localErr, AsyncEventType.QP_FATAL, 'receive WQE with a bad SGE');
           return;
         }
-      } else if (this.inMsg !== 1) { INV(`${info.name} without SEND FIRST`); return; }
+      } else if (this.inMsg !== 1) { this.invalidRequest(`${info.name} without SEND FIRST`); return; }
       const r = this.curRecv!;
       if (this.curRecvOff + n > r.length) {
         this.responderError(NAK_INV_REQ, WcStatus.LOC_LEN_ERR, AsyncEventType.QP_REQ_ERR, `SEND of more than the ${r.length}-byte receive buffer`);
@@ -798,7 +800,7 @@ export class UroceQp implements Qp, EngineQp {
         return;
       }
       if (info.isFirst || info.isOnly) {
-        if (this.inMsg !== 0) { INV(`${info.name} inside a message`); return; }
+        if (this.inMsg !== 0) { this.invalidRequest(`${info.name} inside a message`); return; }
         const reth = p.reth!;
         const len = reth.dmaLen >>> 0;
         if (len === 0) {
@@ -818,11 +820,11 @@ export class UroceQp implements Qp, EngineQp {
         this.wrLeft = len;
         this.wrTotal = len;
         this.inMsg = 2;
-      } else if (this.inMsg !== 2) { INV(`${info.name} without RDMA WRITE FIRST`); return; }
-      if (n > this.wrLeft) { INV(`RDMA WRITE beyond its DMA length ${this.wrTotal}`); return; }
+      } else if (this.inMsg !== 2) { this.invalidRequest(`${info.name} without RDMA WRITE FIRST`); return; }
+      if (n > this.wrLeft) { this.invalidRequest(`RDMA WRITE beyond its DMA length ${this.wrTotal}`); return; }
       if (n) { this.wrBuf.set(p.payload, this.wrOff); this.wrOff += n; this.wrLeft -= n; }
       if (ends) {
-        if (this.wrLeft !== 0) { INV(`RDMA WRITE ended ${this.wrLeft} bytes short of its DMA length ${this.wrTotal}`); return; }
+        if (this.wrLeft !== 0) { this.invalidRequest(`RDMA WRITE ended ${this.wrLeft} bytes short of its DMA length ${this.wrTotal}`); return; }
         this.inMsg = 0;
         this.msn = (this.msn + 1) & PSN_MASK;
         this.stats.messagesReceived++;
@@ -835,7 +837,7 @@ export class UroceQp implements Qp, EngineQp {
         }
       }
     } else {
-      INV(`${info.name} not supported by uroce`);
+      this.invalidRequest(`${info.name} not supported by uroce`);
       return;
     }
     this.ePsn = (this.ePsn + 1) & PSN_MASK;
@@ -849,6 +851,11 @@ export class UroceQp implements Qp, EngineQp {
       if ((info.isLast || info.isOnly) && !this.engine.inBatch) { this.ackPending = true; this.flushAck(); }
       else this.scheduleAck();
     }
+  }
+
+  /** Invalid request (class C): NAK invalid request, QP to ERR, IBV_EVENT_QP_REQ_ERR. */
+  private invalidRequest(why: string): void {
+    this.responderError(NAK_INV_REQ, WcStatus.REM_INV_REQ_ERR, AsyncEventType.QP_REQ_ERR, why);
   }
 
   private scatter(r: RecvWqe, off: number, data: Uint8Array): void {

@@ -6,8 +6,11 @@
 // ID 0 only when the socket "does not ignore DF", i.e. IP_MTU_DISCOVER = IP_PMTUDISC_DO;
 // with Node's default (PMTUDISC_WANT) every datagram gets a hashed, time-perturbed ID that
 // the sender cannot know, so its ICRC would be wrong on the wire. Node's dgram has no
-// setsockopt, hence a tiny N-API helper (native/uroce_sock.c) that opens the socket with
+// setsockopt, hence a tiny N-API helper (native/uroce/uroce_sock.c) that opens the socket with
 // PMTUDISC_DO, IP_TOS and IP_TTL set and hands the fd to dgram (bind({ fd }), public API).
+// The same helper carries the engine's batched paths: sendmmsg(2) of staged packets (with
+// optional UDP GSO) and, for the engine's receive socket, which dgram never sees, a recvmmsg(2)
+// loop on a libuv poll handle that calls JavaScript once per batch.
 //
 // Without the helper (not built) uroce still runs: it computes ICRCs for ID 0 and DF, which
 // another uroce accepts, but a kernel peer (rxe, an RNIC) drops every packet. `exactIcrc`
@@ -17,9 +20,8 @@ import dgram from 'node:dgram';
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { VerbsError } from '../types.js';
-import { packageRoot } from '../../../native/paths.js';
+import { nativePath } from '../../../native/paths.js';
 
 /** Opaque handle of a native receive loop (recvStart). */
 export interface RxHandle { readonly gro: boolean }
@@ -57,7 +59,7 @@ let helperError = '';
 /** Path of the helper addon (env UROCE_SOCK_ADDON overrides). */
 export function sockHelperPath(): string | undefined {
   if (process.env.UROCE_SOCK_ADDON) return process.env.UROCE_SOCK_ADDON;
-  return join(packageRoot(), 'endpoint/verbs/uroce/native/build/Release/uroce_sock.node');
+  return nativePath('native/uroce/build/Release/uroce_sock.node');
 }
 
 /** The native helper, or undefined (with the reason in sockHelperError()). UROCE_NO_SOCK_ADDON=1 disables it. */
@@ -66,7 +68,7 @@ export function loadSockHelper(): SockHelper | undefined {
   helper = null;
   if (process.env.UROCE_NO_SOCK_ADDON === '1') { helperError = 'disabled by UROCE_NO_SOCK_ADDON=1'; return undefined; }
   const p = sockHelperPath();
-  if (!p || !existsSync(p)) { helperError = `socket helper not built (${p ?? 'project root not found'}; build it with: npm_config_nodedir=/usr npx node-gyp rebuild -C endpoint/verbs/uroce/native)`; return undefined; }
+  if (!p || !existsSync(p)) { helperError = `socket helper not built (${p ?? 'project root not found'}; build it with: npm_config_nodedir=/usr npx node-gyp rebuild -C native/uroce)`; return undefined; }
   try {
     helper = createRequire(import.meta.url)(p) as SockHelper;
   } catch (e) {

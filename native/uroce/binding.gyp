@@ -1,4 +1,4 @@
-# uroce's socket helper (see uroce_sock.c): built by node-gyp with the project's native addons.
+# uroce's socket helper (see uroce_sock.c; loaded by endpoint/verbs/uroce/sockets.ts): built by node-gyp with the project's native addons.
 {
   "targets": [
     {

@@ -236,7 +236,13 @@ static void rx_free(rx_t *r) {
 
 static void on_closed(uv_handle_t *h) {
   rx_t *r = (rx_t *)h->data;
-  close(r->fd);
+  // released here, not in recvStop: recvStop may run inside this loop's own callback
+  // (a completion handler closing the device), where the callback and its context are in use
+  napi_async_destroy(r->env, r->actx);
+  napi_delete_reference(r->env, r->cb);
+  napi_delete_reference(r->env, r->bufRef);
+  napi_delete_reference(r->env, r->metaRef);
+  napi_delete_reference(r->env, r->self);
   rx_free(r);
 }
 
@@ -366,7 +372,8 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   return self;
 }
 
-// recvStop(handle): stop reading, close the fd, free (idempotent).
+// recvStop(handle): stop reading and close the fd at once; the rest is freed when libuv has
+// closed the handle. A second call returns -EINVAL.
 static napi_value RecvStop(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -376,11 +383,9 @@ static napi_value RecvStop(napi_env env, napi_callback_info info) {
   if (napi_remove_wrap(env, argv[0], (void **)&r) != napi_ok || !r) return num(env, -EINVAL);
   r->stopped = 1;
   uv_poll_stop(&r->poll);
-  napi_async_destroy(env, r->actx);
-  napi_delete_reference(env, r->cb);
-  napi_delete_reference(env, r->bufRef);
-  napi_delete_reference(env, r->metaRef);
-  napi_delete_reference(env, r->self);
+  // the fd goes now (libuv no longer polls it), so the address can be bound again at once
+  close(r->fd);
+  r->fd = -1;
   uv_close((uv_handle_t *)&r->poll, on_closed);
   return num(env, 0);
 }
