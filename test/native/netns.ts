@@ -59,7 +59,7 @@ export class Capture {
 
   static async start(ns: Netns, filter: string): Promise<Capture> {
     const c = new Capture();
-    c.proc = spawn('nsenter', [`--net=${ns.path}`, '--', sysTool('tcpdump') ?? 'tcpdump', '--immediate-mode', '-Z', 'root', '-i', 'lo', '-U', '-s', '0', '-w', c.file, filter], { stdio: ['ignore', 'ignore', 'pipe'] });
+    c.proc = spawn('nsenter', [`--net=${ns.path}`, '--', sysTool('tcpdump') ?? 'tcpdump', '--immediate-mode', '-Z', 'root', '-i', 'lo', '-U', '-s', '0', '-B', '32768', '-w', c.file, filter], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     await new Promise<void>((res, rej) => {
       const t = setTimeout(() => rej(new Error(`tcpdump did not start: ${err}`)), 10000);
