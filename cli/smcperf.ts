@@ -26,7 +26,7 @@ import { CliError, die } from './output.js';
 import { lineChartSvg, sparkline, type Series } from './plot.js';
 import {
   cliProgram, collect, connectError, describeDevice, deviceArg, fmtBytes, fmtSize, intArg, numArg, parseSize, resolveHost, say, shutdownEndpoints,
-  sizeArg, sleep, smcOptions, sourceAddressFor, stats, tcpOptionState, tcpOptionWarning, timedConnect, verdictLine, verdictOf, versionsArg, type Verdict,
+  listenSide, openEndpoint, sizeArg, sleep, smcOptions, sourceAddressFor, stats, tcpOptionState, tcpOptionWarning, timedConnect, verdictLine, verdictOf, versionsArg, type Verdict,
 } from './smcping.js';
 
 const PORT = 19765;
@@ -202,18 +202,9 @@ function closedOrError(s: Duplex): Promise<void> {
 // ------------------------------------------------------------------------------------------
 
 async function serve(o: Opts): Promise<number> {
-  const addr = o.bind ?? (o.device?.provider === 'uroce' ? o.device.address : undefined);
-  if (!addr) throw new CliError('-s needs the address to listen on: -b ADDR (or --device uroce:ADDR)', 2);
-  const device: DeviceSpec = o.device ?? { provider: 'uroce', address: addr };
-  const log = o.verbose ? (l: string) => process.stderr.write(`smc: ${l}\n`) : undefined;
+  const { addr, device, log } = listenSide(o, '-s');
   const smc = smcOptions(device, o, log);
-  let opt: Awaited<ReturnType<typeof tcpOptionState>>;
-  try {
-    opt = await tcpOptionState(smc);
-  } catch (e) {
-    throw e instanceof CliError ? e : new CliError(`cannot open ${describeDevice(device)}: ${(e as Error).message}`, 2);
-  }
-  if (opt.state === 'unavailable') process.stderr.write(tcpOptionWarning('smcperf', opt.why) + '\n');
+  const opt = await openEndpoint('smcperf', smc);
   let n = 0;
   const emit = (obj: Record<string, unknown>, line: string): void => say(o.json ? JSON.stringify(obj) : line);
   const handle = (s: Duplex & { remoteAddress?: string; remotePort?: number }, transport: Transport, verdict?: Verdict): void => {

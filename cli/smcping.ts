@@ -184,6 +184,30 @@ export async function tcpOptionState(opts: SmcOptions): Promise<{ state: 'ebpf' 
   return { state: 'unavailable', why: String(snap.tcpOption ?? '').replace(/^unavailable: /, '') };
 }
 
+/**
+ * Open the endpoint for `prog` and say, once, when option 254 cannot be used. Returns the
+ * option state; a device that cannot be opened is a one-line CliError.
+ */
+export async function openEndpoint(prog: string, smc: SmcOptions): Promise<Awaited<ReturnType<typeof tcpOptionState>>> {
+  let opt: Awaited<ReturnType<typeof tcpOptionState>>;
+  try {
+    opt = await tcpOptionState(smc);
+  } catch (e) {
+    throw e instanceof CliError ? e : new CliError(`cannot open ${describeDevice(smc.device)}: ${(e as Error).message}`, 2);
+  }
+  if (opt.state === 'unavailable') process.stderr.write(tcpOptionWarning(prog, opt.why) + '\n');
+  return opt;
+}
+
+/** The listening side's address and device from -b / --device (`flag` names the server option). */
+export function listenSide(o: { bind?: string; device?: DeviceSpec; verbose?: boolean }, flag: string): { addr: string; device: DeviceSpec; log: ((l: string) => void) | undefined } {
+  const addr = o.bind ?? (o.device?.provider === 'uroce' ? o.device.address : undefined);
+  if (!addr) throw new CliError(`${flag} needs the address to listen on: -b ADDR (or --device uroce:ADDR)`, 2);
+  const device: DeviceSpec = o.device ?? { provider: 'uroce', address: addr };
+  const log = o.verbose ? (l: string) => process.stderr.write(`smc: ${l}\n`) : undefined;
+  return { addr, device, log };
+}
+
 export function tcpOptionWarning(prog: string, why: string | undefined): string {
   return `${prog}: TCP option 254 unavailable (${why ?? 'unknown'}); every connection falls back to TCP. `
     + 'Run as root (CAP_BPF + CAP_NET_ADMIN), or use --no-tcp-option toward a peer known to speak SMC.';
@@ -413,13 +437,7 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
   process.once('SIGINT', onSig);
   process.once('SIGTERM', onSig);
 
-  let opt: Awaited<ReturnType<typeof tcpOptionState>>;
-  try {
-    opt = await tcpOptionState(smc);
-  } catch (e) {
-    throw e instanceof CliError ? e : new CliError(`cannot open ${describeDevice(device)}: ${(e as Error).message}`, 2);
-  }
-  if (opt.state === 'unavailable') process.stderr.write(tcpOptionWarning('smcping', opt.why) + '\n');
+  const opt = await openEndpoint('smcping', smc);
   const offered = (o.versions ?? [2, 1]).filter((v) => v === 1 || o.ueid.length > 0);
   if (text) {
     say(`SMCPING ${hostArg}${hostArg !== host ? ` (${host})` : ''} port ${o.port} from ${local ?? '(any)'} via ${describeDevice(device)}: ${o.size}-byte probes, `
@@ -592,18 +610,9 @@ async function probe(sock: SmcSocket, o: Opts, a: Attempt, host: string, text: b
 // ------------------------------------------------------------------------------------------
 
 async function serve(o: Opts): Promise<number> {
-  const addr = o.bind ?? (o.device?.provider === 'uroce' ? o.device.address : undefined);
-  if (!addr) throw new CliError('-l needs the address to listen on: -b ADDR (or --device uroce:ADDR)', 2);
-  const device: DeviceSpec = o.device ?? { provider: 'uroce', address: addr };
-  const log = o.verbose ? (l: string) => process.stderr.write(`smc: ${l}\n`) : undefined;
+  const { addr, device, log } = listenSide(o, '-l');
   const smc = smcOptions(device, o, log);
-  let opt: Awaited<ReturnType<typeof tcpOptionState>>;
-  try {
-    opt = await tcpOptionState(smc);
-  } catch (e) {
-    throw e instanceof CliError ? e : new CliError(`cannot open ${describeDevice(device)}: ${(e as Error).message}`, 2);
-  }
-  if (opt.state === 'unavailable') process.stderr.write(tcpOptionWarning('smcping', opt.why) + '\n');
+  const opt = await openEndpoint('smcping', smc);
   let conns = 0;
   const emit = (obj: Record<string, unknown>, line: string): void => say(o.json ? JSON.stringify(obj) : line);
   const server = createServer(smc, (s) => {

@@ -14,6 +14,9 @@ import { DECL } from './clc/channel.js';
 import { CdcConnection } from './cdc/connection.js';
 import type { Established } from './clc/handshake.js';
 
+/** How long close() waits for connections still closing before deleting the link groups. */
+const CLOSE_GRACE_MS = 1000;
+
 // One TCP option program per process: it scopes by the process's cgroup, and a second one on
 // the same cgroup would conflict. Every stack of the process shares it.
 let sharedOption: Promise<TcpOptionSignal> | undefined;
@@ -225,6 +228,18 @@ export class SmcStack implements HandshakeContext {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Connections still closing (their last CDCs, the peer's DELETE RKEY) get a moment to finish
+    // before the link groups go: tearing down under them makes the peer wait for LLC timeouts.
+    const closing = [...this.conns.values()].map((c) => new Promise<void>((resolve) => {
+      if (c.conn.stateName === 'CLOSED') { resolve(); return; }
+      c.conn.once('closed', () => resolve());
+    }));
+    if (closing.length > 0) {
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(closing), new Promise<void>((r) => { t = setTimeout(r, CLOSE_GRACE_MS); })]);
+      clearTimeout(t);
+      await new Promise((r) => setTimeout(r, 20)); // the peer's DELETE RKEY follows its last CDC
+    }
     const ends = [...this.linkGroups].map((lg) => new Promise<void>((resolve) => {
       if (lg.state === 'TERMINATED') { resolve(); return; }
       lg.once('terminated', () => resolve());

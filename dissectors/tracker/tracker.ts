@@ -524,7 +524,10 @@ export class Tracker {
 
   private onLlc(m: LlcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
     const lg = link.lg;
-    if (!m.response) this.pending.push({ link, from: dir, kind: m.kind, frame: d.n, tsNs: d.tsNs, later: false });
+    // A DELETE LINK of the whole group expects no response: Linux only waits for its send to
+    // complete (and then sends its own DELETE LINK requests while it tears down).
+    const expectsAnswer = !(m.kind === 'delete_link' && m.all);
+    if (!m.response && expectsAnswer) this.pending.push({ link, from: dir, kind: m.kind, frame: d.n, tsNs: d.tsNs, later: false });
     else this.answer(link, dir, m.kind);
     switch (m.kind) {
       case 'confirm_link':

@@ -371,7 +371,16 @@ export class LinkGroup extends EventEmitter {
           lg.timer = setTimeout(lg.finish, LINGER_QUIET_MS);
         }
       }
-      this.log(`${this.name}/L${link.id} < ${b[0] === CDC_TYPE ? 'CDC' : summarizeLlc(decodeLlc(b).value)} (terminating: not answered)`);
+      // Requests that crossed our DELETE LINK (a DELETE RKEY of the peer's last connection, a
+      // TEST LINK) are still answered while the QP lingers: Linux waits 2 s for the answer
+      // before it tears down otherwise.
+      const req = b.length >= 1 && b[0] !== CDC_TYPE ? decodeLlc(b).value : undefined;
+      if (req && !req.response && (req.kind === 'delete_rkey' || req.kind === 'test_link' || req.kind === 'confirm_rkey')) {
+        this.log(`${this.name}/L${link.id} < ${summarizeLlc(req)} (terminating: answered)`);
+        void this.answer(link, req).catch(() => undefined);
+        return;
+      }
+      this.log(`${this.name}/L${link.id} < ${req ? summarizeLlc(req) : 'CDC'} (terminating: not answered)`);
       return;
     }
     if (b.length >= 1 && b[0] === CDC_TYPE) {

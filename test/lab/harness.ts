@@ -481,7 +481,7 @@ export async function runScenario(opts: ScenarioOptions): Promise<ScenarioResult
     }, (d) => d);
 
     await step('decode (smcdump)', () => {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts'), '-r', result.pcap, '--no-color'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+      const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts'), '-r', result.pcap, '--no-color'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 256 << 20, env: { ...process.env, NO_COLOR: '1' } });
       writeFileSync(join(runDir, 'smcdump.txt'), r.stdout + r.stderr);
       if (r.status !== 0) throw new Error(`smcdump exit ${r.status}: ${r.stderr.trim()}`);
       result.smcdumpText = r.stdout;
