@@ -162,6 +162,9 @@ export interface CdcConnectionState {
  */
 const MAX_DATA_CDC_IN_FLIGHT = 4;
 
+/** Smallest amount of data one CDC announces when more is waiting (a quarter ring otherwise). */
+const MIN_DATA_CHUNK = 16 * 1024;
+
 /** Linux SOCK_MIN_SNDBUF / 2 (2 × TCP_SKB_MIN_TRUESIZE / 2). */
 const MIN_UPDATE_LIMIT = 2304;
 
@@ -507,15 +510,20 @@ export class CdcConnection extends EventEmitter {
   /** smc_tx_sndbuf_nonempty: write what the peer's RMBE has room for, then one CDC. */
   private flush(): void {
     if (this.st === 'CLOSED' || this.txAbort || this.rxAbort) return;
-    const toSend = this.prep - this.sent;
-    if (toSend > 0 && this.cdcInFlight < MAX_DATA_CDC_IN_FLIGHT) {
+    // Several CDCs of at most a quarter of the peer's ring each (up to MAX_DATA_CDC_IN_FLIGHT):
+    // the peer consumes the first part while the next is on the wire, and its consumer-cursor
+    // update (sent once it read a tenth of the ring and we are at half) arrives before we stall.
+    // One CDC per full ring would make the transfer stop-and-wait: fill, wait, drain, repeat.
+    const chunk = Math.max(MIN_DATA_CHUNK, this.peerSize >> 2);
+    while (this.prep - this.sent > 0 && this.cdcInFlight < MAX_DATA_CDC_IN_FLIGHT) {
+      const toSend = this.prep - this.sent;
       const space = this.peerSpace();
       // a full window: the CDC that filled it carried write_blocked; the peer's next consumer
       // cursor update (dCons in onCdc) resumes us
-      if (space <= 0) return;
-      this.txWriteBlocked = toSend >= space;
+      if (space <= 0) break;
+      this.txWriteBlocked = toSend >= space && space <= chunk;
       if (this.txWriteBlocked) this.counters.windowStalls++;
-      const len = Math.min(toSend, space);
+      const len = Math.min(toSend, space, chunk);
       let done = 0;
       try {
         while (done < len) {
@@ -539,6 +547,7 @@ export class CdcConnection extends EventEmitter {
       if (this.urgTxPend && this.sent === this.prep && this.txUrgPending) this.txUrgPresent = true;
       this.sendCdc('data');
       if (this.txUrgPresent) { this.txUrgPresent = false; this.txUrgPending = false; }
+      if (this.txWriteBlocked) break;
     }
     this.tryPendingClose();
   }

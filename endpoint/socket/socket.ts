@@ -75,6 +75,8 @@ export class SmcSocket extends Duplex {
   private readonly urgentChunks = new WeakSet<object>();
   private reading = false;
   private pushedEof = false;
+  private pulling = false;
+  private pullAgain = false;
   private writeWaiter: (() => void) | undefined;
   private readonly closeTimeoutMs: number;
   /** TCP bytes received in SMC-R mode (the peer should send none). */
@@ -217,8 +219,25 @@ export class SmcSocket extends Duplex {
     this.pull();
   }
 
-  /** Move RMBE bytes into the stream while it wants them. */
+  /**
+   * Move RMBE bytes into the stream while it wants them. Not re-entrant: conn.read() may emit
+   * 'end' (or 'readable') synchronously when it drains the last bytes, and a nested pull would
+   * push EOF before the outer one pushes those bytes; the nested call only asks for another round.
+   */
   private pull(): void {
+    if (this.pulling) { this.pullAgain = true; return; }
+    this.pulling = true;
+    try {
+      do {
+        this.pullAgain = false;
+        this.pullOnce();
+      } while (this.pullAgain);
+    } finally {
+      this.pulling = false;
+    }
+  }
+
+  private pullOnce(): void {
     const conn = this.conn!;
     while (this.reading && !this.pushedEof) {
       const b = conn.read(READ_CHUNK);
