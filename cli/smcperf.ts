@@ -26,7 +26,7 @@ import { CliError, die } from './output.js';
 import { lineChartSvg, sparkline, type Series } from './plot.js';
 import {
   cliProgram, collect, connectError, describeDevice, deviceArg, fmtBytes, fmtSize, intArg, numArg, parseSize, resolveHost, say, shutdownEndpoints,
-  listenSide, openEndpoint, sizeArg, sleep, smcOptions, sourceAddressFor, stats, tcpOptionState, tcpOptionWarning, timedConnect, verdictLine, verdictOf, versionsArg, type Verdict,
+  listenSide, openEndpoint, stateOptions, sizeArg, sleep, smcOptions, sourceAddressFor, stats, timedConnect, verdictLine, verdictOf, versionsArg, type Verdict,
 } from './smcping.js';
 
 const PORT = 19765;
@@ -61,7 +61,8 @@ export function buildProgram(): Command {
     .option('--versions <list>', 'SMC-R versions offered, preferred first (default 2,1)', versionsArg)
     .option('--bufsize <size>', 'RMB and send buffer per connection, a power of two 16k…512m (default 64k)', sizeArg('bufsize', 16384, 512 * 1024 * 1024))
     .option('--no-tcp-option', 'do not use TCP option 254 (no eBPF, no root); only toward peers known to speak SMC')
-    .option('-v, --verbose', 'print the endpoint\'s protocol log on stderr')
+    .option('-v, --verbose', 'print the endpoint\'s protocol log on stderr');
+  stateOptions(p)
     .addHelpText('after', `
 Tests:
   stream   the client sends SIZE-byte messages as fast as the connection takes them
@@ -104,6 +105,7 @@ interface Opts {
   server?: boolean; port: number; tcpPort?: number; mode: Test; reverse?: boolean; latency?: boolean; sizes?: number[];
   time?: number; bytes?: number; parallel: number; tcp?: boolean; raw?: boolean; interval: number; json?: boolean; plot?: string;
   bind?: string; device?: DeviceSpec; ueid: string[]; versions?: Array<1 | 2>; bufsize?: number; tcpOption: boolean; verbose?: boolean;
+  control?: string | boolean; stateJson?: string;
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -204,7 +206,7 @@ function closedOrError(s: Duplex): Promise<void> {
 async function serve(o: Opts): Promise<number> {
   const { addr, device, log } = listenSide(o, '-s');
   const smc = smcOptions(device, o, log);
-  const opt = await openEndpoint('smcperf', smc);
+  const opt = await openEndpoint('smcperf', smc, o);
   let n = 0;
   const emit = (obj: Record<string, unknown>, line: string): void => say(o.json ? JSON.stringify(obj) : line);
   const handle = (s: Duplex & { remoteAddress?: string; remotePort?: number }, transport: Transport, verdict?: Verdict): void => {
@@ -357,9 +359,7 @@ async function client(hostArg: string, o: Opts): Promise<number> {
     if (stop.signal.aborted) break;
     if (step.transport === 'smcr' && !warned) {
       warned = true;
-      let st;
-      try { st = await tcpOptionState(smc); } catch (e) { throw e instanceof CliError ? e : new CliError(`cannot open ${describeDevice(device)}: ${(e as Error).message}`, 2); }
-      if (st.state === 'unavailable') process.stderr.write(tcpOptionWarning('smcperf', st.why) + '\n');
+      await openEndpoint('smcperf', smc, o);
     }
     const r = await runOne(step.transport, step.size, { o, host, local, smc, seconds, tcpPort, text, stop: stop.signal });
     runs.push(r);

@@ -14,13 +14,14 @@ import { Command, InvalidArgumentError } from 'commander';
 import { createSocket } from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import { once } from 'node:events';
-import { readFileSync, writeSync } from 'node:fs';
+import { readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { isIPv4, connect as netConnect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { endpoint, socketFor, closeAll, createServer, handshakeOf, type SmcSocket, type SmcOptions } from '../endpoint/index.js';
 import type { DeviceSpec } from '../endpoint/verbs/index.js';
 import { CliError, die } from './output.js';
+import { serveControl, stateJson } from '../endpoint/control.js';
 import { packageRoot } from '../native/paths.js';
 
 // ------------------------------------------------------------------------------------------
@@ -188,7 +189,7 @@ export async function tcpOptionState(opts: SmcOptions): Promise<{ state: 'ebpf' 
  * Open the endpoint for `prog` and say, once, when option 254 cannot be used. Returns the
  * option state; a device that cannot be opened is a one-line CliError.
  */
-export async function openEndpoint(prog: string, smc: SmcOptions): Promise<Awaited<ReturnType<typeof tcpOptionState>>> {
+export async function openEndpoint(prog: string, smc: SmcOptions, st: StateOpts = {}): Promise<Awaited<ReturnType<typeof tcpOptionState>>> {
   let opt: Awaited<ReturnType<typeof tcpOptionState>>;
   try {
     opt = await tcpOptionState(smc);
@@ -196,7 +197,47 @@ export async function openEndpoint(prog: string, smc: SmcOptions): Promise<Await
     throw e instanceof CliError ? e : new CliError(`cannot open ${describeDevice(smc.device)}: ${(e as Error).message}`, 2);
   }
   if (opt.state === 'unavailable') process.stderr.write(tcpOptionWarning(prog, opt.why) + '\n');
+  await exposeState(prog, smc, st);
   return opt;
+}
+
+/** --control / --state-json: how the endpoint's state is made visible. */
+export interface StateOpts { control?: string | boolean; stateJson?: string }
+
+/** Work to do before the endpoints close (state written, control socket removed). */
+const beforeShutdown: Array<() => Promise<void>> = [];
+
+/** Serve the endpoint's live state on a control socket and/or write it as JSON at exit. */
+async function exposeState(prog: string, smc: SmcOptions, st: StateOpts): Promise<void> {
+  if (!st.control && !st.stateJson) return;
+  const stack = await endpoint(smc);
+  if (st.control) {
+    let srv;
+    try {
+      srv = await serveControl(stack, typeof st.control === 'string' ? st.control : undefined);
+    } catch (e) {
+      throw new CliError(`--control: ${(e as Error).message}`, 2);
+    }
+    process.stderr.write(`${prog}: endpoint state on ${srv.path} (smcdump --endpoint ${srv.path} --summary)\n`);
+    beforeShutdown.push(() => srv.close());
+  }
+  if (st.stateJson) {
+    const file = st.stateJson;
+    beforeShutdown.push(async () => {
+      const text = JSON.stringify(stateJson(stack), null, 1) + '\n';
+      if (file === '-') process.stderr.write(text);
+      else {
+        try { writeFileSync(file, text); } catch (e) { process.stderr.write(`${prog}: --state-json ${file}: ${(e as Error).message}\n`); }
+      }
+    });
+  }
+}
+
+/** The --control and --state-json options, for smcping and smcperf. */
+export function stateOptions(p: Command): Command {
+  return p
+    .option('--control [path]', 'serve the endpoint\'s live state on a local control socket (owner only; default $XDG_RUNTIME_DIR/smcscope/PID.sock); read it with smcdump --endpoint PATH --summary')
+    .option('--state-json <file>', 'write the endpoint\'s state (link groups, links, connections, cursors) as JSON at exit (- = stderr); compare a capture with it: smcdump -r CAP --state FILE');
 }
 
 /** The listening side's address and device from -b / --device (`flag` names the server option). */
@@ -307,6 +348,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /** Close every endpoint (DELETE LINK to peers) but never wait more than `ms`. */
 export async function shutdownEndpoints(ms = 5000): Promise<void> {
+  for (const f of beforeShutdown.splice(0)) await f().catch(() => undefined);
   await Promise.race([closeAll().catch(() => undefined), sleep(ms)]);
 }
 
@@ -336,7 +378,8 @@ export function buildProgram(): Command {
     .option('--no-tcp-option', 'do not use TCP option 254 (no eBPF, no root needed); only toward peers known to speak SMC')
     .option('--require-smcr', 'a TCP fallback counts as failure (exit 1)')
     .option('--json', 'one JSON document at the end (with -l: one JSON line per connection)')
-    .option('-v, --verbose', 'print the endpoint\'s protocol log (CLC, LLC) on stderr')
+    .option('-v, --verbose', 'print the endpoint\'s protocol log (CLC, LLC) on stderr');
+  stateOptions(p)
     .addHelpText('after', `
 How it works:
   Each attempt opens one connection: TCP (with option 254 on the SYN, via eBPF, unless
@@ -369,7 +412,7 @@ or a fallback with --require-smcr), 2 usage or local error. Full manual: docs/sm
 interface Opts {
   port: number; count: number; interval: number; size: number; timeout: number; attempts: number;
   listen?: boolean; bind?: string; device?: DeviceSpec; ueid: string[]; versions?: Array<1 | 2>;
-  tcpOption: boolean; requireSmcr?: boolean; json?: boolean; verbose?: boolean;
+  tcpOption: boolean; requireSmcr?: boolean; json?: boolean; verbose?: boolean; control?: string | boolean; stateJson?: string;
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -437,7 +480,7 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
   process.once('SIGINT', onSig);
   process.once('SIGTERM', onSig);
 
-  const opt = await openEndpoint('smcping', smc);
+  const opt = await openEndpoint('smcping', smc, o);
   const offered = (o.versions ?? [2, 1]).filter((v) => v === 1 || o.ueid.length > 0);
   if (text) {
     say(`SMCPING ${hostArg}${hostArg !== host ? ` (${host})` : ''} port ${o.port} from ${local ?? '(any)'} via ${describeDevice(device)}: ${o.size}-byte probes, `
@@ -612,7 +655,7 @@ async function probe(sock: SmcSocket, o: Opts, a: Attempt, host: string, text: b
 async function serve(o: Opts): Promise<number> {
   const { addr, device, log } = listenSide(o, '-l');
   const smc = smcOptions(device, o, log);
-  const opt = await openEndpoint('smcping', smc);
+  const opt = await openEndpoint('smcping', smc, o);
   let conns = 0;
   const emit = (obj: Record<string, unknown>, line: string): void => say(o.json ? JSON.stringify(obj) : line);
   const server = createServer(smc, (s) => {

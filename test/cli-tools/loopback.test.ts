@@ -7,7 +7,10 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { runTool, ServerProc, lastJson, type Result } from './run.js';
+import { ROOT } from '../helpers.js';
 
 const SRV = '127.0.96.2', CLI = '127.0.96.1', ALT = '127.0.96.3', PERF = '127.0.96.4';
 const UEID = 'SMCSCOPE-CLITOOLS';
@@ -235,4 +238,25 @@ test.serial('smcperf --raw against a plain echo peer (smcping -l); without --raw
   const wrong = await runTool('smcperf', [SRV, '-p', String(pingPort), '-b', CLI, '--ueid', UEID, ...common, '-t', '1']);
   t.is(wrong.code, 1);
   t.regex(wrong.out, /the peer is not an smcperf server .*use --raw/);
+});
+
+test.serial('smcping --state-json: the endpoint state at exit, readable by smcdump --state', async (t) => {
+  const sdir = mkdtempSync(join(tmpdir(), 'smcping-state-'));
+  try {
+    const file = join(sdir, 'state.json');
+    const r = await runTool('smcping', [SRV, '-p', String(pingPort), '-b', CLI, '--ueid', UEID, ...common, '-c', '3', '-i', '0', '--state-json', file, '--control', join(sdir, 'ctl.sock')]);
+    t.is(r.code, 0, r.err);
+    t.regex(r.err, /endpoint state on .*ctl\.sock/);
+    const st = JSON.parse(readFileSync(file, 'utf8')) as { linkGroups: Array<{ role: string; links: unknown[] }>; closedConnections: Array<{ counters: { bytesSent: number } }> };
+    t.is(st.linkGroups[0]?.role, 'client');
+    t.true(st.linkGroups[0]!.links.length >= 1);
+    t.true(st.closedConnections.length >= 1);
+    const compiled = join(ROOT, 'dist', 'cli', 'bin', 'smcdump.js');
+    const smcdump = import.meta.url.includes('/dist/') && existsSync(compiled) ? [compiled] : ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts')];
+    const d = spawnSync(process.execPath, [...smcdump, '--state', file, '--summary'], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    t.is(d.status, 0, d.stderr);
+    t.regex(d.stdout, /Link groups/);
+  } finally {
+    rmSync(sdir, { recursive: true, force: true });
+  }
 });
