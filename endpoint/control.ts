@@ -118,7 +118,6 @@ export async function serveControl(stack: SmcStack, path: string = defaultContro
 }
 
 function serveClient(stack: SmcStack, sock: Socket, gone: () => void): void {
-  let buf = '';
   let timer: NodeJS.Timeout | undefined;
   let ended = false;
   const end = (): void => {
@@ -127,7 +126,6 @@ function serveClient(stack: SmcStack, sock: Socket, gone: () => void): void {
     if (timer) clearInterval(timer);
     gone();
   };
-  sock.setEncoding('utf8');
   sock.on('error', () => { end(); sock.destroy(); });
   sock.on('close', end);
   const send = (o: unknown): void => {
@@ -174,24 +172,33 @@ function serveClient(stack: SmcStack, sock: Socket, gone: () => void): void {
     }
     send({ error: `bad request: unknown cmd ${JSON.stringify(typeof r.cmd === 'string' ? r.cmd.slice(0, 40) : r.cmd ?? null)} (use "state" or "watch")` });
   };
+  onLines(sock, MAX_REQUEST_BYTES, handle, () => {
+    send({ error: `bad request: line longer than ${MAX_REQUEST_BYTES} bytes` });
+    sock.end();
+    end();
+  });
+}
+
+/**
+ * Split a socket's text into lines for `onLine`; a line (or an unterminated rest) longer than
+ * `max` calls `onTooLong` and stops. Both sides of the control socket read this way.
+ */
+function onLines(sock: Socket, max: number, onLine: (line: string) => void, onTooLong: () => void): void {
+  let buf = '';
+  let stopped = false;
+  sock.setEncoding('utf8');
   sock.on('data', (chunk: string) => {
+    if (stopped) return;
     buf += chunk;
-    for (;;) {
-      const nl = buf.indexOf('\n');
-      if (nl < 0) break;
+    for (let nl = buf.indexOf('\n'); nl >= 0 && !stopped; nl = buf.indexOf('\n')) {
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
-      if (line.length > MAX_REQUEST_BYTES) { send({ error: `bad request: line longer than ${MAX_REQUEST_BYTES} bytes` }); sock.end(); end(); return; }
-      handle(line);
-      if (ended) return;
+      if (line.length > max) { stopped = true; onTooLong(); return; }
+      onLine(line);
     }
-    if (buf.length > MAX_REQUEST_BYTES) {
-      send({ error: `bad request: line longer than ${MAX_REQUEST_BYTES} bytes` });
-      buf = '';
-      sock.end();
-      end();
-    }
+    if (buf.length > max) { stopped = true; buf = ''; onTooLong(); }
   });
+  sock.once('close', () => { stopped = true; });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -207,19 +214,13 @@ function connectError(path: string, e: NodeJS.ErrnoException): Error {
 
 /** Reads JSON lines from a control socket; each parsed line goes to `onLine`. */
 function lineReader(sock: Socket, onLine: (v: unknown) => void, onBad: (e: Error) => void): void {
-  let buf = '';
-  sock.setEncoding('utf8');
-  sock.on('data', (chunk: string) => {
-    buf += chunk;
-    for (;;) {
-      const nl = buf.indexOf('\n');
-      if (nl < 0) break;
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      try { onLine(JSON.parse(line)); } catch { onBad(new Error('control socket: the answer is not JSON')); return; }
-    }
-    if (buf.length > 256 * 1024 * 1024) onBad(new Error('control socket: answer line too long'));
-  });
+  let bad = false;
+  onLines(sock, 256 * 1024 * 1024, (line) => {
+    if (bad) return;
+    let v: unknown;
+    try { v = JSON.parse(line); } catch { bad = true; onBad(new Error('control socket: the answer is not JSON')); return; }
+    onLine(v);
+  }, () => onBad(new Error('control socket: answer line too long')));
 }
 
 /** One request, one answer (e.g. {"cmd":"state"}). Rejects with a one-line message. */

@@ -26,7 +26,7 @@ import {
   type ClcAcceptConfirm, type ClcProposal, type ClcMessage, type ClcFce,
 } from '../../dissectors/wire/clc.js';
 import { formatReason } from '../../dissectors/wire/reasons.js';
-import { parseIpv4, ipv4Str } from '../../dissectors/wire/common.js';
+import { parseIpv4, ipv4Str, put32, u32 } from '../../dissectors/wire/common.js';
 import type { Mtu, Pd } from '../verbs/index.js';
 import { ClcChannel, ClcError, DECL, describeDecline } from './channel.js';
 import { sizeCode, sizeFromCode, type ResolvedOptions } from '../config.js';
@@ -98,7 +98,7 @@ export class PendingSink implements ConnSink {
   private target: ConnSink | undefined;
   private down: string | undefined;
   private switched: string | undefined;
-  receiveCdc(b: Uint8Array): void { if (this.target) this.target.receiveCdc(b); else if (this.q.length < 1024) this.q.push(b); }
+  receiveCdc(b: Uint8Array): void { if (this.target) this.target.receiveCdc(b); else if (this.q.length < 1024) this.q.push(b.slice()); }
   linkGroupDown(reason: string): void { if (this.target) this.target.linkGroupDown(reason); else this.down = reason; }
   linkSwitched(reason: string): void { if (this.target) this.target.linkSwitched(reason); else this.switched = reason; }
   attach(t: ConnSink): void {
@@ -127,14 +127,12 @@ export function ipv4Prefix(addr: string): { prefix: string; len: number } | unde
   }
   if (!found) return undefined;
   const mask = found.len === 0 ? 0 : (~0 << (32 - found.len)) >>> 0;
-  const v = (ipNum(addr) & mask) >>> 0;
-  return { prefix: ipv4Str(Uint8Array.of(v >>> 24, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff), 0), len: found.len };
+  const b = new Uint8Array(4);
+  put32(b, 0, (ipNum(addr) & mask) >>> 0);
+  return { prefix: ipv4Str(b, 0), len: found.len };
 }
 
-function ipNum(s: string): number {
-  const b = parseIpv4(s);
-  return ((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
-}
+function ipNum(s: string): number { return u32(parseIpv4(s), 0); }
 
 function plainIpv4(a: string | undefined): string {
   return (a ?? '').replace(/^::ffff:/, '');

@@ -20,6 +20,7 @@ import {
   type LlcTestLink, type LlcDeleteRkey, type LlcKind,
 } from '../../dissectors/wire/llc.js';
 import { CDC_TYPE } from '../../dissectors/wire/cdc.js';
+import { u32 } from '../../dissectors/wire/common.js';
 import { Access, type Mr, type Mtu, type Pd } from '../verbs/index.js';
 import { WrLink, LinkDownError, type QpPeer } from './wr.js';
 import type { LlcRkeyEntry } from '../../dissectors/wire/llc.js';
@@ -52,7 +53,8 @@ export interface LinkGroupTimers {
 
 /** A connection as the link group sees it: where its CDC messages go. */
 export interface ConnSink {
-  /** A CDC message (44 bytes, a copy) for this connection's token arrived. */
+  /** A CDC message (44 bytes) for this connection's token arrived: a view into the receive
+   *  buffer, valid only during the call (it is re-posted afterwards) — copy to keep it. */
   receiveCdc(bytes: Uint8Array): void;
   /** The link group died under the connection (no link left). */
   linkGroupDown(reason: string): void;
@@ -358,12 +360,12 @@ export class LinkGroup extends EventEmitter {
   private onMessage(link: Link, b: Uint8Array): void {
     link.lastRx = Date.now();
     if (this.state === 'TERMINATING') {
-      // Our DELETE LINK went out: the transport still ACKs, nothing is answered. A DELETE LINK
+      // Our DELETE LINK went out: the transport still ACKs; only the requests below are answered. A DELETE LINK
       // response ends it; after a DELETE LINK request (Linux sends its own instead of a
       // response), finish once the peer has been quiet for LINGER_QUIET_MS.
+      const m = b.length >= 1 && b[0] !== CDC_TYPE ? decodeLlc(b).value : undefined;
       const lg = this.linger;
       if (lg && lg.link === link) {
-        const m = b.length >= 1 && b[0] !== CDC_TYPE ? decodeLlc(b).value : undefined;
         if (m?.kind === 'delete_link' && m.response) { setImmediate(lg.finish); return; } // answered: the peer is done (not from inside the CQ drain)
         if (m?.kind === 'delete_link' || lg.seen) {
           lg.seen = true;
@@ -374,22 +376,21 @@ export class LinkGroup extends EventEmitter {
       // Requests that crossed our DELETE LINK (a DELETE RKEY of the peer's last connection, a
       // TEST LINK) are still answered while the QP lingers: Linux waits 2 s for the answer
       // before it tears down otherwise.
-      const req = b.length >= 1 && b[0] !== CDC_TYPE ? decodeLlc(b).value : undefined;
-      if (req && !req.response && (req.kind === 'delete_rkey' || req.kind === 'test_link' || req.kind === 'confirm_rkey')) {
-        this.log(`${this.name}/L${link.id} < ${summarizeLlc(req)} (terminating: answered)`);
-        void this.answer(link, req).catch(() => undefined);
+      if (m && !m.response && (m.kind === 'delete_rkey' || m.kind === 'test_link' || m.kind === 'confirm_rkey')) {
+        this.log(`${this.name}/L${link.id} < ${summarizeLlc(m)} (terminating: answered)`);
+        void this.answer(link, m).catch(() => undefined);
         return;
       }
-      this.log(`${this.name}/L${link.id} < ${req ? summarizeLlc(req) : 'CDC'} (terminating: not answered)`);
+      this.log(`${this.name}/L${link.id} < ${m ? summarizeLlc(m) : 'CDC'} (terminating: not answered)`);
       return;
     }
     if (b.length >= 1 && b[0] === CDC_TYPE) {
       this.stats.cdcIn++;
       if (b.length < 44) { this.stats.cdcDropped++; return; }
-      const token = ((b[4]! << 24) | (b[5]! << 16) | (b[6]! << 8) | b[7]!) >>> 0;
+      const token = u32(b, 4); // the receiver's alert token (CDC bytes 4–7)
       const c = this.conns.get(token);
       if (!c) { this.stats.cdcDropped++; this.log(`${this.name}/L${link.id} CDC for unknown token 0x${token.toString(16)} dropped`); return; }
-      c.sink.receiveCdc(b.slice(0, 44));
+      c.sink.receiveCdc(b.subarray(0, 44));
       return;
     }
     this.stats.llcIn++;

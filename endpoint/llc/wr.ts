@@ -22,8 +22,6 @@ export interface WrOptions {
   recvCount?: number;
   /** Bytes of one send slot / receive buffer: 44 for SMC-Rv1 links, up to 8192 for v2 LLC. */
   bufSize?: number;
-  /** RDMA WRITEs that may be outstanding in the send queue besides the message sends. */
-  maxWrites?: number;
 }
 
 /** The peer end of the QP as CLC/LLC learnt it. */
@@ -87,7 +85,8 @@ export class WrLink extends EventEmitter {
     const slots = o.sendSlots ?? 16;
     this.recvCount = o.recvCount ?? 48;
     this.bufSize = o.bufSize ?? 8192;
-    const maxWrites = o.maxWrites ?? slots * MAX_WRITES_PER_MSG;
+    // every message may carry MAX_WRITES_PER_MSG writes, and only `slots` messages are in flight
+    const maxWrites = slots * MAX_WRITES_PER_MSG;
     this.cq = pd.device.createCq(slots + maxWrites + this.recvCount + 16);
     this.qp = pd.createQp({
       sendCq: this.cq, recvCq: this.cq,
@@ -136,12 +135,6 @@ export class WrLink extends EventEmitter {
     return this.sendInSlot(slot, msg);
   }
 
-  /** Like send() but only if a slot is free right now (false otherwise); for paths that must not wait. */
-  trySend(msg: Uint8Array): Promise<void> | undefined {
-    if (this.downReason !== undefined || this.freeSlots.length === 0) return undefined;
-    return this.sendInSlot(this.freeSlots.pop()!, msg);
-  }
-
   /**
    * RDMA WRITEs and then the message that announces them, posted together once a send slot is
    * free: the send queue never holds more than (slots × (1 + writes per message)) requests, so
@@ -175,18 +168,6 @@ export class WrLink extends EventEmitter {
         reject(this.downReason !== undefined ? new LinkDownError(this.downReason) : e as Error);
       }
     });
-  }
-
-  /**
-   * RDMA WRITE `len` bytes of `mr` from `off` to the peer's (remoteAddr, rkey). Unsignaled: the
-   * message SEND that follows on the same QP completes after it (RC ordering), and a failure
-   * moves the QP to error, which fails that SEND.
-   */
-  write(mr: Mr, off: number, len: number, remoteAddr: bigint, rkey: number): void {
-    if (this.downReason !== undefined) throw new LinkDownError(this.downReason);
-    this.qp.postSend({ wrId: WRID_WRITE, opcode: WrOpcode.RDMA_WRITE, sgList: [mr.sge(off, len)], rdma: { remoteAddr, rkey } });
-    this.stats.writes++;
-    this.stats.writeBytes += len;
   }
 
   /** Fail the link: pending sends reject, the QP goes to ERR, 'down' is emitted once. */

@@ -73,7 +73,7 @@ test.serial('server adds a second link over the other devices; both sides see tw
   }
 });
 
-test.serial('one device on the client: no second GID to reach, so no second link', async (t) => {
+test.serial('one device on the client: the server offers a second link anyway (as Linux does), the client rejects it', async (t) => {
   const [a1, b1] = await freePair(72);
   const [, b2] = await freePair(73);
   const a = await SmcStack.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: a1 } });
@@ -82,8 +82,10 @@ test.serial('one device on the client: no second GID to reach, so no second link
     const [c, s, srv] = await tcpPair(a1, b1);
     const [rc, rs] = await Promise.all([a.handshake('client', c), b.handshake('server', s)]);
     if (rc.mode !== 'smcr' || rs.mode !== 'smcr') { t.fail('no SMC-R'); return; }
-    // the client has one GID only, so the server has no target GID for a second link: none is tried
-    await new Promise((r) => setTimeout(r, 200));
+    // the server offers a second QP (on its other device) toward the client's only GID; the
+    // client has no second device and answers ADD LINK with a reject
+    t.true(await until(() => rc.lg.stats.rejectsSent === 1));
+    await new Promise((r) => setTimeout(r, 100));
     t.is(rs.lg.links.size, 1);
     t.is(rc.lg.links.size, 1);
     c.destroy(); s.destroy(); srv.close();

@@ -5,7 +5,7 @@
 // like the link group does.
 
 import { Access, type Device, type Mr, type Mtu, type Pd } from '../../endpoint/verbs/index.js';
-import { WrLink } from '../../endpoint/llc/wr.js';
+import { WrLink, type PendingWrite } from '../../endpoint/llc/wr.js';
 import { CdcConnection, type CdcConnectionOptions } from '../../endpoint/cdc/connection.js';
 import type { CdcTransport } from '../../endpoint/cdc/transport.js';
 import { u32 } from '../../dissectors/wire/common.js';
@@ -73,10 +73,14 @@ export function connPair(p: LinkPair, o: { rmbeA?: number; rmbeB?: number; sndA?
   const rmbB = p.B.pd.regMr(new Uint8Array(rmbeB), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
   const sndA = p.A.pd.regMr(new Uint8Array(o.sndA ?? rmbeB), Access.LOCAL_WRITE);
   const sndB = p.B.pd.regMr(new Uint8Array(o.sndB ?? rmbeA), Access.LOCAL_WRITE);
-  const transport = (from: Side, snd: Mr, peerRmb: Mr): CdcTransport => ({
-    write: (srcOff, len, dstOff) => from.link.write(snd, srcOff, len, peerRmb.addr + BigInt(dstOff), peerRmb.rkey),
-    sendCdc: (msg) => from.link.send(msg),
-  });
+  // As the link group does (linkgroup.ts sendCdcFor): writes are queued and posted with their CDC.
+  const transport = (from: Side, snd: Mr, peerRmb: Mr): CdcTransport => {
+    const queued: PendingWrite[] = [];
+    return {
+      write: (srcOff, len, dstOff) => { queued.push({ mr: snd, off: srcOff, len, remoteAddr: peerRmb.addr + BigInt(dstOff), rkey: peerRmb.rkey }); },
+      sendCdc: (msg) => from.link.sendWithWrites(queued.splice(0), msg),
+    };
+  };
   const a = new CdcConnection({
     localToken: tA, peerToken: tB, buffers: { rmbe: rmbA.buffer, sndbuf: sndA, peerRmbeSize: rmbeB },
     transport: transport(p.A, sndA, rmbB), log: (l) => p.A.logs.push(l), ...o.opts,
@@ -233,13 +237,18 @@ export function foConnPair(r: FoRig, o: { rmbeA?: number; rmbeB?: number; sndA?:
   const rmbB = reg(r.B, new Uint8Array(rmbeB), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
   const sndA = reg(r.A, new Uint8Array(o.sndA ?? rmbeB), Access.LOCAL_WRITE);
   const sndB = reg(r.B, new Uint8Array(o.sndB ?? rmbeA), Access.LOCAL_WRITE);
-  const transport = (from: FoSide, snd: Mr[], peerRmb: Mr[]): CdcTransport => ({
-    write: (srcOff, len, dstOff) => {
-      const i = from.current;
-      from.links[i]!.write(snd[i]!, srcOff, len, peerRmb[i]!.addr + BigInt(dstOff), peerRmb[i]!.rkey);
-    },
-    sendCdc: (msg) => from.links[from.current]!.send(msg),
-  });
+  // Writes are queued and posted with their CDC on the link current at send time (as the link group does).
+  const transport = (from: FoSide, snd: Mr[], peerRmb: Mr[]): CdcTransport => {
+    const queued: Array<{ srcOff: number; len: number; dstOff: number }> = [];
+    return {
+      write: (srcOff, len, dstOff) => { queued.push({ srcOff, len, dstOff }); },
+      sendCdc: (msg) => {
+        const i = from.current;
+        const ws = queued.splice(0).map((w) => ({ mr: snd[i]!, off: w.srcOff, len: w.len, remoteAddr: peerRmb[i]!.addr + BigInt(w.dstOff), rkey: peerRmb[i]!.rkey }));
+        return from.links[i]!.sendWithWrites(ws, msg);
+      },
+    };
+  };
   const a = new CdcConnection({
     localToken: tA, peerToken: tB, buffers: { rmbe: rmbA[0]!.buffer, sndbuf: sndA[0]!, peerRmbeSize: rmbeB },
     transport: transport(r.A, sndA, rmbB), log: (l) => r.A.logs.push(l), ...o.opts,

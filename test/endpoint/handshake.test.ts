@@ -64,7 +64,7 @@ test.serial('first then subsequent contact (v2.1), data both ways', async (t) =>
 });
 
 test.serial('no common UEID and v1 disabled: server declines NOUEID, both fall back', async (t) => {
-  const [a, b] = await openStacks({ ueids: ['CLIENT-ONLY'], versions: [2] }, { ueids: ['SERVER-ONLY'], versions: [2] }, 3);
+  const [a, b] = await openStacks({ ueids: ['CLIENT-ONLY'], versions: [2] }, { ueids: ['SERVER-ONLY'], versions: [2] });
   try {
     const [c, s, srv] = await tcpPair(addrOf(a), addrOf(b));
     const [rc, rs] = await Promise.all([a.handshake('client', c), b.handshake('server', s)]);
@@ -81,7 +81,7 @@ test.serial('no common UEID and v1 disabled: server declines NOUEID, both fall b
 });
 
 test.serial('v1 only: SMC-Rv1 with prefix check', async (t) => {
-  const [a, b] = await openStacks({ versions: [1] }, { versions: [1] }, 6);
+  const [a, b] = await openStacks({ versions: [1] }, { versions: [1] });
   try {
     const [c, s, srv] = await tcpPair(addrOf(a), addrOf(b));
     const [rc, rs] = await Promise.all([a.handshake('client', c), b.handshake('server', s)]);

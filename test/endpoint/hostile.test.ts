@@ -41,7 +41,7 @@ async function roundTrip(x: CdcConnection, y: CdcConnection, n: number): Promise
 
 test.serial('malformed LLC and CDC from the peer: answered or dropped, only the targeted connection aborts', async (t) => {
   const logB: string[] = [];
-  const [a, b] = await openStacks({ ueids: [UEID] }, { ueids: [UEID], log: (l) => logB.push(l) }, 12);
+  const [a, b] = await openStacks({ ueids: [UEID] }, { ueids: [UEID], log: (l) => logB.push(l) });
   try {
     const [xc, xs, endX] = await conn(a, b);
     const [yc, ys, endY] = await conn(a, b);
@@ -93,7 +93,7 @@ test.serial('malformed LLC and CDC from the peer: answered or dropped, only the 
 });
 
 test.serial('a peer that stops answering TEST LINK loses its link group; connections are told', async (t) => {
-  const [a, b] = await openStacks({ ueids: [UEID], testLinkMs: 300, llcTimeoutMs: 600 }, { ueids: [UEID], testLinkMs: 300, llcTimeoutMs: 600 }, 15);
+  const [a, b] = await openStacks({ ueids: [UEID], testLinkMs: 300, llcTimeoutMs: 600 }, { ueids: [UEID], testLinkMs: 300, llcTimeoutMs: 600 });
   try {
     const [xc, xs, end] = await conn(a, b);
     const X = [a.attach(xc), b.attach(xs)] as const;
@@ -114,7 +114,7 @@ test.serial('a peer that stops answering TEST LINK loses its link group; connect
 });
 
 test.serial('an idle link group is deleted after its timer (DELETE LINK to the peer)', async (t) => {
-  const [a, b] = await openStacks({ ueids: [UEID], idleLinkGroupMs: 300 }, { ueids: [UEID], idleLinkGroupMs: 5000 }, 18);
+  const [a, b] = await openStacks({ ueids: [UEID], idleLinkGroupMs: 300 }, { ueids: [UEID], idleLinkGroupMs: 5000 });
   try {
     const [xc, xs, end] = await conn(a, b);
     const X = [a.attach(xc), b.attach(xs)] as const;
@@ -134,18 +134,7 @@ test.serial('an idle link group is deleted after its timer (DELETE LINK to the p
 
 test.serial('handshake and data through uroce fault injection (5 % loss, 2 % reorder/duplicate/ICRC corruption)', async (t) => {
   const faults = { seed: 7, loss: 0.05, reorder: 0.02, duplicate: 0.02, corrupt: 0.02 };
-  let opened: [SmcStack, SmcStack] | undefined;
-  for (let n = 0; n < 20 && !opened; n++) {
-    const x = `127.0.${200 + n}.1`, y = `127.0.${200 + n}.2`;
-    try {
-      const { SmcStack: S } = await import('../../endpoint/stack.js');
-      const s1 = await S.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: x, faults } });
-      try {
-        opened = [s1, await S.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: y, faults: { ...faults, seed: 8 } } })];
-      } catch (e) { await s1.close(); throw e; }
-    } catch (e) { if ((e as { code?: string }).code !== 'EADDRINUSE') throw e; }
-  }
-  const [a, b] = opened!;
+  const [a, b] = await openStacks({ ueids: [UEID] }, { ueids: [UEID] }, 150, { faults }, { faults: { ...faults, seed: 8 } });
   try {
     for (let i = 0; i < 2; i++) {
       const [xc, xs, end] = await conn(a, b);

@@ -1,29 +1,33 @@
-// Two SMC-R endpoints on a pair of loopback addresses over uroce (the first free pair of
-// 127.0.0.1/.2, 127.0.<n>.1/.2 — other test files or developers may hold UDP 4791 on one).
+// Two SMC-R endpoints on a pair of loopback addresses over uroce: the first free pair
+// 127.<octet>.<n>.1/.2 (other test files or developers may hold UDP 4791 on one).
 
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { SmcStack } from '../../endpoint/stack.js';
 import type { SmcOptions } from '../../endpoint/config.js';
+import type { UroceOptions } from '../../endpoint/verbs/uroce/index.js';
 
 export type StackOptions = Omit<SmcOptions, 'device'>;
+/** uroce options of a test device besides its address (fault injection, GSO). */
+export type DeviceExtras = Omit<UroceOptions, 'address'>;
 
-export async function openStacks(a: StackOptions = {}, b: StackOptions = a, start = 0): Promise<[SmcStack, SmcStack]> {
-  let last: unknown;
-  for (let n = start; n < start + 40; n++) {
-    const [x, y] = n === 0 ? ['127.0.0.1', '127.0.0.2'] : [`127.0.${n + 150}.1`, `127.0.${n + 150}.2`];
+/**
+ * Open endpoints `a` (client side, address .1) and `b` (.2) with the TCP option ignored, on a
+ * free loopback pair; retried when another process takes the pair between probe and bind.
+ */
+export async function openStacks(a: StackOptions = {}, b: StackOptions = a, octet = 150, devA: DeviceExtras = {}, devB: DeviceExtras = devA): Promise<[SmcStack, SmcStack]> {
+  for (let attempt = 0; ; attempt++) {
+    const [x, y] = await freePair(octet);
     let s1: SmcStack | undefined;
     try {
-      s1 = await SmcStack.open({ tcpOption: 'ignore', ...a, device: { provider: 'uroce', address: x } });
-      const s2 = await SmcStack.open({ tcpOption: 'ignore', ...b, device: { provider: 'uroce', address: y } });
+      s1 = await SmcStack.open({ tcpOption: 'ignore', ...a, device: { provider: 'uroce', address: x, ...devA } });
+      const s2 = await SmcStack.open({ tcpOption: 'ignore', ...b, device: { provider: 'uroce', address: y, ...devB } });
       return [s1, s2];
     } catch (e) {
-      last = e;
       await s1?.close();
-      if ((e as { code?: string }).code !== 'EADDRINUSE') throw e;
+      if ((e as { code?: string }).code !== 'EADDRINUSE' || attempt >= 5) throw e;
     }
   }
-  throw last;
 }
 
 /** A plain TCP connection between the two stacks' addresses: [client side, server side, server]. */

@@ -59,11 +59,7 @@ export function foreignFrames(frames: DecodedFrame[]): string[] {
     .map((f) => `#${f.n} ${f.ip!.src} > ${f.ip!.dst}`);
 }
 
-export function fnv1a(s: string | Uint8Array): string {
-  let h = 2166136261;
-  for (const x of typeof s === 'string' ? Buffer.from(s) : s) h = Math.imul(h ^ x, 16777619) >>> 0;
-  return h.toString(16).padStart(8, '0');
-}
+export { fnv1a } from '../lab/hostpart.js';
 
 /** Does the frame's captured data contain the bytes of `text`? */
 export function carries(f: CapturedFrame, text: string): boolean {

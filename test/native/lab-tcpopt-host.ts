@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TcpOptionSignal } from '../../endpoint/tcpopt/index.js';
 import { clcMessageLength, decodeClc, encodeClc, summarizeClc, CLC_DECLINE } from '../../dissectors/wire/clc.js';
+import { FNV1A_INIT, fnv1aUpdate, fnv1aHex } from '../lab/hostpart.js';
 
 const hostIp = process.env.LAB_HOST_IP ?? '10.55.0.254';
 const sync = process.env.LAB_SYNC;
@@ -18,11 +19,6 @@ if (!sync || !runDir) { console.error('host part: LAB_SYNC/LAB_RUN not set (run 
 
 const out: Record<string, unknown> = {};
 const save = (): void => writeFileSync(join(runDir, 'tcpopt-host.json'), JSON.stringify(out, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2));
-
-function fnv1a(h: number, b: Uint8Array): number {
-  for (const x of b) h = Math.imul(h ^ x, 16777619) >>> 0;
-  return h;
-}
 
 const sig = await TcpOptionSignal.start();
 out.signal = sig.info;
@@ -37,9 +33,9 @@ async function serve(sock: Socket): Promise<void> {
   let buf = Buffer.alloc(0);
   let clcDone = false;
   let n = 0;
-  let h = 2166136261;
+  let h = FNV1A_INIT;
   sock.on('data', (d: Buffer) => {
-    if (clcDone) { n += d.length; h = fnv1a(h, d); return; }
+    if (clcDone) { n += d.length; h = fnv1aUpdate(h, d); return; }
     buf = Buffer.concat([buf, d]);
     const len = buf.length >= 8 ? clcMessageLength(buf) : undefined;
     if (len === undefined || buf.length < len) return;
@@ -56,10 +52,10 @@ async function serve(sock: Socket): Promise<void> {
     sock.write(decline);
     clcDone = true;
     const rest = buf.subarray(len);
-    if (rest.length) { n += rest.length; h = fnv1a(h, rest); }
+    if (rest.length) { n += rest.length; h = fnv1aUpdate(h, rest); }
   });
   sock.on('end', () => {
-    const hash = h.toString(16).padStart(8, '0');
+    const hash = fnv1aHex(h);
     out.payload = { bytes: n, fnv1a: hash };
     console.log(`host: received ${n} bytes over TCP after the Decline, fnv1a=${hash}`);
     save();

@@ -37,7 +37,7 @@ test.after.always(() => rmSync(dir, { recursive: true, force: true }));
 let capPath = '';
 let statePath = '';
 let frames: CapturedFrame[] = [];
-let snap: { linkGroups: Array<{ name: string; links: Array<{ qpn: number; peer: { qpn: number } }> }>; connections: Array<{ key: string; peerToken: string; tx: { seq: number; prod: { wrap: number; count: number } } }>; closedConnections: Array<{ key: string }> };
+let snap: { linkGroups: Array<{ name: string; links: Array<{ qpn: number; gid: string; peer: { qpn: number } }> }>; connections: Array<{ key: string; peerToken: string; tx: { seq: number; prod: { wrap: number; count: number } } }>; closedConnections: Array<{ key: string }> };
 
 test.before(async () => {
   const [a, b] = await openPair(60);
@@ -165,7 +165,7 @@ test.serial('--state view and errors', (t) => {
   t.is(v.code, 0, v.err);
   const lg = snap.linkGroups[0]!;
   t.regex(v.out, /Link groups/);
-  t.regex(v.out, new RegExp(`${lg.name}/L1 +│ ACTIVE +│ ::ffff:127\\.0\\.\\d+\\.1 │ 0x${lg.links[0]!.qpn.toString(16)} `));
+  t.regex(v.out, new RegExp(`${lg.name}/L1 +│ ACTIVE +│ ${lg.links[0]!.gid.replace(/\./g, '\\.')} │ 0x${lg.links[0]!.qpn.toString(16)} `));
   t.regex(v.out, new RegExp(`${snap.connections[0]!.key} +│ ACTIVE`));
   t.regex(v.out, /Closed connections/);
   const j = smcdump(['--state', statePath, '--json']);

@@ -1,24 +1,13 @@
-// Two of our endpoints over uroce on a loopback pair of this folder's own (127.0.6x.1/.2, the
+// Two of our endpoints over uroce on a loopback pair of this folder's own (127.6x.<n>.1/.2, the
 // first free one), and SMC-R connections between them with data both ways.
 import { SmcStack } from '../../endpoint/stack.js';
 import type { CdcConnection } from '../../endpoint/cdc/connection.js';
-import { tcpPair } from '../endpoint/stacks.js';
+import { openStacks, tcpPair } from '../endpoint/stacks.js';
 
-export async function openPair(first = 60, gso?: boolean): Promise<[SmcStack, SmcStack]> {
-  let last: unknown;
-  for (let n = first; n < 70; n++) {
-    let a: SmcStack | undefined;
-    try {
-      a = await SmcStack.open({ tcpOption: 'ignore', ueids: ['SMCSCOPE-STATE'], device: { provider: 'uroce', address: `127.0.${n}.1`, ...(gso !== undefined ? { gso } : {}) } });
-      const b = await SmcStack.open({ tcpOption: 'ignore', ueids: ['SMCSCOPE-STATE'], device: { provider: 'uroce', address: `127.0.${n}.2`, ...(gso !== undefined ? { gso } : {}) } });
-      return [a, b];
-    } catch (e) {
-      last = e;
-      await a?.close();
-      if ((e as { code?: string }).code !== 'EADDRINUSE') throw e;
-    }
-  }
-  throw last;
+/** Two endpoints on the first free pair 127.<octet>.<n>.1/.2 (uroce GSO as given). */
+export function openPair(octet = 60, gso?: boolean): Promise<[SmcStack, SmcStack]> {
+  const opts = { ueids: ['SMCSCOPE-STATE'] };
+  return openStacks(opts, opts, octet, gso !== undefined ? { gso } : {});
 }
 
 export function addr(s: SmcStack): string { return (s.opts.device as { address: string }).address; }

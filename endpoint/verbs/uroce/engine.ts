@@ -12,7 +12,7 @@
 
 import type dgram from 'node:dgram';
 import { decodeIbPacket, setIcrc, readIcrc, BTH_LEN, ICRC_LEN, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
-import { u16, u24 } from '../../../dissectors/wire/common.js';
+import { parseIpv4, u16, u24, u32 } from '../../../dissectors/wire/common.js';
 import { encodeIpv4, ipv4Header, IPPROTO_UDP } from '../../../dissectors/net/ipv4.js';
 import { encodeUdp, udpHeader } from '../../../dissectors/net/udp.js';
 import { LINKTYPE, type CapturedFrame } from '../../../capture/types.js';
@@ -123,10 +123,7 @@ const GSO_MAX_BYTES = 65507;
 const RX_SLOTS = 32;
 const RX_SLOT = 65536;
 
-function ipNum(ip: string): number {
-  const p = ip.split('.');
-  return (((Number(p[0]) << 24) | (Number(p[1]) << 16) | (Number(p[2]) << 8) | Number(p[3])) >>> 0);
-}
+function ipNum(ip: string): number { return u32(parseIpv4(ip), 0); }
 
 
 export class UroceEngine {

@@ -4,24 +4,20 @@
 import { createServer } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { FNV1A_INIT, fnv1aUpdate, fnv1aHex } from '../hostpart.js';
 
 const hostIp = process.env.LAB_HOST_IP ?? '10.55.0.254';
 const sync = process.env.LAB_SYNC;
 if (!sync) { console.error('host part: LAB_SYNC is not set (run through the lab harness)'); process.exit(2); }
 
-function fnv1a(h: number, b: Uint8Array): number {
-  for (const x of b) h = Math.imul(h ^ x, 16777619) >>> 0;
-  return h;
-}
-
 const giveUp = setTimeout(() => { console.error('host part: no connection within 240s'); process.exit(1); }, 240_000);
 const server = createServer((sock) => {
   let n = 0;
-  let h = 2166136261;
+  let h = FNV1A_INIT;
   console.log(`host: connection from ${sock.remoteAddress}:${sock.remotePort}`);
-  sock.on('data', (d) => { n += d.length; h = fnv1a(h, d); });
+  sock.on('data', (d) => { n += d.length; h = fnv1aUpdate(h, d); });
   sock.on('end', () => {
-    const hash = h.toString(16).padStart(8, '0');
+    const hash = fnv1aHex(h);
     console.log(`host: received ${n} bytes fnv1a=${hash}`);
     sock.end(`ACK ${n} fnv1a=${hash}\n`, () => { clearTimeout(giveUp); server.close(); });
   });

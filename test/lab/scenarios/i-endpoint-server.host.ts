@@ -9,9 +9,10 @@
 // Every connection is answered like smcpingpong's server: read to EOF, reply
 // "ACK <bytes> fnv1a=<hash>\n", close. After the guest's conns-done, closeAll() deletes the link
 // group (LLC DELETE LINK) and host.closed tells the guest. Results: $LAB_RUN/endpoint-server.json.
-import { writeFileSync, existsSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, closeAll, type SmcSocket } from '../../../endpoint/index.js';
+import { FNV1A_INIT, fnv1aUpdate, fnv1aHex, waitForFile } from '../hostpart.js';
 
 const hostIp = process.env.LAB_HOST_IP ?? '10.55.0.254';
 const sync = process.env.LAB_SYNC;
@@ -33,11 +34,6 @@ interface ConnRecord {
 const out: { conns: ConnRecord[]; closeMs?: number; errors: string[] } = { conns: [], errors: [] };
 const save = (): void => writeFileSync(join(runDir, 'endpoint-server.json'), JSON.stringify(out, null, 2));
 
-function fnv1a(h: number, b: Uint8Array): number {
-  for (const x of b) h = Math.imul(h ^ x, 16777619) >>> 0;
-  return h;
-}
-
 const giveUp = setTimeout(() => { say('host part: the guest did not finish within 280s'); out.errors.push('timeout'); save(); process.exit(1); }, 280_000);
 let count = 0;
 
@@ -51,16 +47,16 @@ function serve(port: number, accepted: Map<number, number>) {
     out.conns.push(rec);
     say(`conn ${n} (port ${port}) from ${rec.peer}: mode ${s.mode} after ${rec.handshakeMs} ms ${s.smcr ? JSON.stringify(s.smcr) : JSON.stringify(s.fallback)}`);
     let bytes = 0;
-    let h = 2166136261;
+    let h = FNV1A_INIT;
     let first = '';
     let tData = 0;
     s.on('data', (d: Buffer) => {
       if (!bytes) { tData = Date.now(); first = d.subarray(0, 80).toString('latin1').replace(/[^\x20-\x7e]/g, '.'); }
       bytes += d.length;
-      h = fnv1a(h, d);
+      h = fnv1aUpdate(h, d);
     });
     s.on('end', () => {
-      const hash = h.toString(16).padStart(8, '0');
+      const hash = fnv1aHex(h);
       Object.assign(rec, { bytes, fnv1a: hash, first, transferMs: tData ? Date.now() - tData : 0, reply: `ACK ${bytes} fnv1a=${hash}` });
       say(`conn ${n}: received ${bytes} bytes in ${rec.transferMs} ms fnv1a=${hash} first='${first}'`);
       s.end(`ACK ${bytes} fnv1a=${hash}\n`);
@@ -94,7 +90,7 @@ say(`listening on ${hostIp}:${PORT} (UEID ${UEID}), :${FALLBACK_PORT} (UEID ${OT
 writeFileSync(join(sync, 'host.ready'), '');
 
 // wait for the guest's conns-done (polled: the run folder is a plain directory on this side)
-while (!existsSync(join(sync, 'a.conns-done'))) await new Promise((r) => setTimeout(r, 200));
+await waitForFile(join(sync, 'a.conns-done'));
 for (const s of [main, other, oneLink]) s.tcp.close();
 const c0 = Date.now();
 const closed = await Promise.race([closeAll().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 15_000))]);

@@ -7,9 +7,10 @@
 //   to EOF and compare it with our own count and FNV-1a.
 // Then closeAll() deletes the link group (LLC DELETE LINK); host.closed tells the guest.
 // Results: $LAB_RUN/endpoint-client.json.
-import { writeFileSync, existsSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, closeAll, type SmcSocket } from '../../../endpoint/index.js';
+import { fnv1a, waitForFile } from '../hostpart.js';
 
 const hostIp = process.env.LAB_HOST_IP ?? '10.55.0.254';
 const guest = process.env.LAB_GUEST_A ?? '10.55.0.1';
@@ -31,11 +32,6 @@ interface ConnRecord {
 const out: { conns: ConnRecord[]; closeMs?: number; errors: string[] } = { conns: [], errors: [] };
 const save = (): void => writeFileSync(join(runDir, 'endpoint-client.json'), JSON.stringify(out, null, 2));
 
-function fnv1a(h: number, b: Uint8Array): number {
-  for (const x of b) h = Math.imul(h ^ x, 16777619) >>> 0;
-  return h;
-}
-const hex = (h: number): string => h.toString(16).padStart(8, '0');
 /** smcpingpong's bulk pattern: byte i is "0123456789abcdef"[i % 16]. */
 function pattern(n: number): Buffer {
   const b = Buffer.alloc(n);
@@ -46,7 +42,7 @@ function pattern(n: number): Buffer {
 const giveUp = setTimeout(() => { say('host part: not finished within 280s'); out.errors.push('timeout'); save(); process.exit(1); }, 280_000);
 
 async function one(n: number, data: Buffer): Promise<void> {
-  const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, sent: data.length, fnv1a: hex(fnv1a(2166136261, data)) };
+  const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, sent: data.length, fnv1a: fnv1a(data) };
   out.conns.push(rec);
   try {
     const s0 = Date.now();
@@ -77,13 +73,13 @@ async function one(n: number, data: Buffer): Promise<void> {
   save();
 }
 
-while (!existsSync(join(sync, 'a.listening'))) await new Promise((r) => setTimeout(r, 200));
+await waitForFile(join(sync, 'a.listening'));
 say(`guest A listens on ${guest}:${PORT}; connecting from ${hostIp} (uroce + eBPF TCP option)`);
 await one(1, Buffer.from('SMC-R interop: the smcscope endpoint to guest A kernel server 0123456789'));
 await new Promise((r) => setTimeout(r, 1000));
 await one(2, pattern(1 << 20));
 
-while (!existsSync(join(sync, 'a.conns-done'))) await new Promise((r) => setTimeout(r, 200));
+await waitForFile(join(sync, 'a.conns-done'));
 const c0 = Date.now();
 const closed = await Promise.race([closeAll().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 15_000))]);
 if (!closed) { out.errors.push('closeAll did not finish within 15 s'); say('closeAll did not finish within 15 s'); }
