@@ -222,7 +222,7 @@ class Dump {
     t.finish();
     let line: string | undefined;
     if (o.follow !== undefined) {
-      line = renderFollow(t, o.followFormat, o.followDir, this.chalk, (b) => {
+      line = renderFollow(t, o.json ? 'json' : o.followFormat, o.followDir, this.chalk, (b) => {
         if (typeof b === 'string') this.out.line(b.endsWith('\n') ? b.slice(0, -1) : b);
         else { this.out.flush(); writeAll(1, b); }
       });

@@ -60,6 +60,8 @@ export interface DecodedFrame {
   /** Role of this TCP segment in CLC reassembly. */
   tcpRole?: SegmentRole;
   payloadLength: number;
+  /** TCP application payload (not CLC) of this segment: a view of the frame, for --follow of fallbacks. */
+  tcpData?: Uint8Array;
   roce?: RoceInfo;
   smc: SmcItem[];
   issues: Issue[];
@@ -104,7 +106,7 @@ export class FrameDecoder {
     const out: DecodedFrame = {
       n, tsNs: f.tsNs, caplen: f.caplen, origlen: f.origlen, linktype: f.linktype, ifIndex: f.ifIndex,
       eth: undefined, link: undefined, ip: undefined, tcp: undefined, udp: undefined, tcpRole: undefined,
-      payloadLength: 0, roce: undefined, smc: [], issues: [], tree: undefined, bytes: undefined,
+      payloadLength: 0, tcpData: undefined, roce: undefined, smc: [], issues: [], tree: undefined, bytes: undefined,
     };
     const t = this.wantTree ? new Tree(0) : undefined;
     if (t) { out.tree = t.nodes; out.bytes = b.slice(); }
@@ -205,6 +207,7 @@ export class FrameDecoder {
     const key = `${ip.src}.${h.srcPort}>${ip.dst}.${h.dstPort}`;
     const seg = this.clc.segment(key, h.seq, h.flags.syn, h.flags.fin, h.flags.rst, payload, out.n);
     out.tcpRole = seg.role;
+    if (seg.role === 'data' && payload.length > 0) out.tcpData = payload;
     for (const m of seg.messages) {
       const msgOff = m.offsetInFrame >= 0 ? poff + m.offsetInFrame : poff;
       const d = decodeClc(m.bytes, t && m.offsetInFrame >= 0 ? t.sub('SMC CLC', msgOff, m.bytes.length) : t?.sub('SMC CLC (reassembled)', poff, payload.length));

@@ -6,6 +6,8 @@ import Table from 'cli-table3';
 import type { ChalkInstance } from 'chalk';
 import type { Tracker } from '../tracker/tracker.js';
 import type { Link, SmcConn, Step, TcpConn } from '../tracker/model.js';
+import { diagnose, type Diagnosis } from '../tracker/diagnosis.js';
+import { typeHistory } from '../tracker/lgtype.js';
 import { fmtSize, hex32 } from '../wire/common.js';
 
 function table(head: string[], c: ChalkInstance): Table.Table {
@@ -32,7 +34,8 @@ function qp(e: Link['ends'][0]): string {
   return `${e.gid || '?'} qp ${e.qpn !== undefined ? '0x' + e.qpn.toString(16) : '?'}${e.mac ? ' ' + e.mac : ''}`;
 }
 
-function closeState(s: SmcConn): string {
+/** How the connection ended, as the diagnosis judged it (a connection of a dead group is not open). */
+export function closeState(s: SmcConn): string {
   const parts: string[] = [];
   const who = ['client', 'server'];
   s.dirs.forEach((d, i) => {
@@ -40,17 +43,41 @@ function closeState(s: SmcConn): string {
     else if (d.closed) parts.push(`${who[i]} closed`);
     else if (d.doneWriting) parts.push(`${who[i]} done writing`);
   });
+  const open = !s.dirs.every((d) => d.closed || d.aborted);
+  if (open && s.tcp?.rst) parts.push(`reset by the ${s.tcp.rst.by}`);
+  if (open && s.lg.state === 'failed') parts.push('link group lost');
+  else if (open && s.lg.state === 'terminated' && !s.tcp?.rst) parts.push('link group terminated');
+  const f = s.failovers[s.failovers.length - 1];
+  if (f) parts.push(`failed over to ${f.to}`);
   return parts.join(', ') || 'open';
+}
+
+const SEV_ORDER = { error: 0, warning: 1, info: 2 } as const;
+
+function renderDiagnosis(ds: Diagnosis[], c: ChalkInstance): string[] {
+  const out = [c.bold('Diagnosis')];
+  for (const d of ds) {
+    const col = d.severity === 'error' ? c.red : d.severity === 'warning' ? c.yellow : c.dim;
+    const where = [d.lg !== undefined && !d.link ? `LG${d.lg}` : '', d.link ?? '', d.conn !== undefined ? `conn ${d.conn}` : ''].filter(Boolean).join(' ');
+    const ev = d.frames.count > 1 || d.frames.first !== d.frames.last ? `frames ${d.frames.first}–${d.frames.last}, ${d.frames.count}×` : `frame ${d.frames.first}`;
+    out.push(`  ${col(d.severity.padEnd(7))} ${c.bold(d.code)}${where ? ` [${where}]` : ''} (${ev})`);
+    out.push(`          ${d.message}`);
+  }
+  return out;
 }
 
 export function renderSummary(t: Tracker, c: ChalkInstance): string {
   const out: string[] = [];
   const span = t.firstTs !== undefined ? ms(t.lastTs - t.firstTs) : '0';
   out.push(c.bold(`${t.frames} frames over ${span}: ${t.tcp.length} TCP connection(s), ${t.groups.length} link group(s), ${t.anomalies.length} anomal${t.anomalies.length === 1 ? 'y' : 'ies'}`));
+  const diag = diagnose(t);
+  const wrong = diag.some((d) => SEV_ORDER[d.severity] < 2);
+  // Something wrong: the diagnosis comes first; only notes: after the tables.
+  if (wrong) out.push('', ...renderDiagnosis(diag, c));
 
   if (t.groups.length > 0) {
     out.push('', c.bold('Link groups'));
-    const lt = table(['LG', 'client peer (host)', 'server peer (host)', 'ver', 'UEID', 'max links/conns', 'links', 'conns', 'state'], c);
+    const lt = table(['LG', 'client peer (host)', 'server peer (host)', 'ver', 'UEID', 'max links/conns', 'links', 'conns', 'type', 'state'], c);
     for (const g of t.groups) {
       lt.push([
         `LG${g.id}${g.complete ? '' : ' (mid-stream)'}`,
@@ -61,6 +88,7 @@ export function renderSummary(t: Tracker, c: ChalkInstance): string {
         `${g.maxLinks ?? '?'}/${g.maxConns ?? '?'}`,
         String(g.links.length),
         String(g.conns.length),
+        typeHistory(g),
         g.state,
       ]);
     }
@@ -115,6 +143,19 @@ export function renderSummary(t: Tracker, c: ChalkInstance): string {
     }
   }
 
+  if (t.otherRoce.size > 0) {
+    out.push('', c.bold('RoCE traffic, not SMC-R'));
+    for (const f of t.otherRoce.values()) out.push(`  ${f.src} → ${f.dst} QP 0x${f.qpn.toString(16)}: ${f.packets} ${f.transport} packets, ${f.bytes} bytes (frames ${f.first}–${f.last})`);
+  }
+
+  const events = t.groups.flatMap((g) => g.events.filter((e) => e.what !== 'link-added' || e.frame !== g.firstFrame));
+  if (events.length > 0) {
+    out.push('', c.bold('Link group events'));
+    for (const e of events.sort((a, b) => a.frame - b.frame)) out.push(`  #${e.frame} ${e.what.padEnd(16)} ${e.text}`);
+  }
+
+  if (!wrong && diag.length > 0) out.push('', ...renderDiagnosis(diag, c));
+
   if (t.anomalies.length > 0) {
     out.push('', c.bold('Anomalies'));
     const byCode = new Map<string, { n: number; sev: string; first: number; msg: string }>();
@@ -140,20 +181,25 @@ export function summaryJson(t: Tracker): unknown {
     dirs: s.dirs.map((d, i) => ({
       dir: i === 0 ? 'c>s' : 's>c', ringSize: d.ringSize, bytes: d.prodLinear, consumed: d.consLinear, prod: d.prod, cons: d.cons,
       cdcs: d.cdcs, writes: d.writes, writeBytes: d.writeBytes, writerBlocked: d.writerBlocked, urgent: d.urgent,
-      doneWriting: d.doneWriting, closed: d.closed, aborted: d.aborted,
+      doneWriting: d.doneWriting, closed: d.closed, aborted: d.aborted, urgentOffsets: d.urgentMarks.map((u) => u.offset), stalls: d.stalls,
     })),
+    link: s.link?.name, failovers: s.failovers, abort: s.abort, state: closeState(s),
   });
   return {
     frames: t.frames,
+    diagnosis: diagnose(t),
     linkGroups: t.groups.map((g) => ({
       id: g.id, complete: g.complete, clientPeer: g.clientPeer, serverPeer: g.serverPeer, clientHost: g.clientHost, serverHost: g.serverHost,
       version: g.version, release: g.release, ueid: g.ueid, maxLinks: g.maxLinks, maxConns: g.maxConns, state: g.state,
+      types: g.types, events: g.events,
       links: g.links.map((l) => ({
         name: l.name, id: l.id, uid: l.uid, ends: l.ends, mtu: l.mtu, state: l.state, packets: l.packets, bytes: l.bytes,
-        retransmits: l.retransmits, psnGaps: l.psnGaps, naks: l.naks, rnrNaks: l.rnrNaks,
+        retransmits: l.retransmits, psnGaps: l.psnGaps, naks: l.naks, rnrNaks: l.rnrNaks, deleted: l.deleted, lost: l.lost,
+        testLinkUnanswered: l.testLinkUnanswered,
       })),
       connections: g.conns.map((s) => s.index),
     })),
+    otherRoce: [...t.otherRoce.values()],
     connections: t.tcp.map((x) => ({
       index: x.index, client: x.client, server: x.server, mode: x.mode, why: x.why, fallbackCode: x.fallbackCode,
       synSmc: x.synSmc, synAckSmc: x.synAckSmc, tcpBytes: x.tcpBytes, timeline: connSteps(x), smc: x.smc ? conn(x.smc) : undefined,

@@ -59,7 +59,25 @@ export interface TcpConn {
   tcpBytes: [number, number];
   smc?: SmcConn;
   closed: boolean;
+  /** The first TCP RST on this connection and who sent it. */
+  rst?: { frame: number; tsNs: bigint; by: 'client' | 'server' };
+  /** TCP payload after the CLC exchange, kept for `--follow` of the followed connection. */
+  tcpStream?: [TcpStream, TcpStream];
 }
+
+/** In-order TCP payload of one direction (fallback connections followed with --follow). */
+export interface TcpStream {
+  nextSeq?: number;
+  chunks: { frame: number; offset: number; bytes: Uint8Array }[];
+  missing: { frame: number; from: number; to: number }[];
+  bytes: number;
+}
+
+/** Where an urgent byte sits in a direction's stream, and the CDC that announced it. */
+export interface UrgentMark { offset: number; frame: number; tsNs: bigint }
+
+/** A writer blocked (write_blocked or a full ring) waiting for the reader's consumer cursor. */
+export interface WindowStall { frame: number; tsNs: bigint; endFrame?: number; endTsNs?: bigint; resumed: boolean }
 
 /** Per direction (writer → reader) state of an SMC-R connection. */
 export interface SmcDir {
@@ -81,6 +99,17 @@ export interface SmcDir {
   writeBytes: number;
   writerBlocked: number;
   urgent: number;
+  /** Stream offsets of urgent bytes (the byte before the producer cursor of a CDC with urg_data_present). */
+  urgentMarks: UrgentMark[];
+  /** The writer is blocked since this CDC (no consumer update since). */
+  blockedSince?: { frame: number; tsNs: bigint };
+  /** Blocked episodes longer than the window-stall threshold. */
+  stalls: WindowStall[];
+  /** Last CDC of the writer / last consumer-cursor move of the reader. */
+  lastCdc?: { frame: number; tsNs: bigint };
+  lastConsMove?: { frame: number; tsNs: bigint };
+  /** Stream position when the writer last moved its producer cursor. */
+  lastProdMove?: { frame: number; tsNs: bigint };
   doneWriting: boolean;
   closed: boolean;
   aborted: boolean;
@@ -97,6 +126,24 @@ export interface SmcConn {
   /** dirs[0] = client → server, dirs[1] = server → client. */
   dirs: [SmcDir, SmcDir];
   firstData?: Step;
+  /** The link its CDCs last travelled on (a connection belongs to the group; failover moves it). */
+  link?: Link;
+  /** Failover validation CDCs: the connection moved to `to` (from `from`), per side. */
+  failovers: Failover[];
+  /** Abort (peer_conn_abort) by a side, with how much the aborting side left unread. */
+  abort?: { by: 'client' | 'server'; frame: number; tsNs: bigint; unread: number };
+}
+
+export interface Failover {
+  from?: string;
+  to: string;
+  by: 'client' | 'server';
+  frame: number;
+  tsNs: bigint;
+  /** Per direction at the failover: bytes produced but not yet consumed by the reader. */
+  inFlight: [number, number];
+  /** Per direction: bytes released before the failover (the stream position). */
+  at: [number, number];
 }
 
 export interface QpEnd { gid: string; qpn?: number; mac?: string; psn?: number }
@@ -110,7 +157,23 @@ export interface Link {
   /** ends[0] = client side (first contact: the CLC client), ends[1] = server side. */
   ends: [QpEnd, QpEnd];
   mtu: number;
-  state: 'confirming' | 'active' | 'deleted' | 'unknown';
+  /** confirming → active → deleted (orderly) or lost (failed); rejected (ADD LINK refused);
+   *  failed: never came up; unknown: learned mid-stream. */
+  state: 'confirming' | 'active' | 'deleted' | 'lost' | 'failed' | 'unknown';
+  /** Unique per capture (link ids are reused after a link is deleted). */
+  serial: number;
+  confirmedFrame?: number;
+  deleted?: { frame: number; tsNs: bigint; by: 'client' | 'server'; reason: number };
+  /** Why the link counts as lost (device gone, peer silent…), with evidence frames. */
+  lost?: { reasons: string[]; frame: number; tsNs: bigint };
+  /** Last frame of any kind (requests and ACKs) sent by each end. */
+  lastFrom: [{ frame: number; tsNs: bigint } | undefined, { frame: number; tsNs: bigint } | undefined];
+  /** Retransmissions per direction: first/last frame, how often the most repeated PSN was sent again. */
+  retx: [RetxStats | undefined, RetxStats | undefined];
+  /** TEST LINK requests that got no response. */
+  testLinkUnanswered: { count: number; first: number; last: number; firstTs: bigint; lastTs: bigint } | undefined;
+  /** SMC messages (LLC or CDC) seen on this link: without any it is not SMC-R. */
+  smcMessages: number;
   /** Next expected request PSN per direction (0: client→server, 1: server→client). */
   nextPsn: [number | undefined, number | undefined];
   packets: [number, number];
@@ -124,6 +187,19 @@ export interface Link {
   write: [WriteCont | undefined, WriteCont | undefined];
   /** Recent request PSN → SMC connection index, per direction (for NAK/retransmission attribution). */
   psnConn: [{ psn: Int32Array; conn: Int32Array }, { psn: Int32Array; conn: Int32Array }];
+}
+
+export interface RetxStats {
+  count: number;
+  first: number;
+  last: number;
+  firstTs: bigint;
+  lastTs: bigint;
+  /** PSN → how often it was retransmitted (bounded to recent PSNs). */
+  perPsn: Map<number, number>;
+  maxRepeat: number;
+  /** Any ACK from the receiving end after the first retransmission. */
+  answered: boolean;
 }
 
 export interface WriteCont { conn: SmcConn; dir: 0 | 1; offset: number }
@@ -140,15 +216,37 @@ export interface LinkGroup {
   ueid?: string;
   maxLinks?: number;
   maxConns?: number;
+  /** The TCP connection whose first-contact CLC created the group. */
+  firstTcp?: TcpConn;
   /** True when its creation (first-contact CLC) was captured: then unknown rkeys/tokens are anomalies. */
   complete: boolean;
   links: Link[];
   conns: SmcConn[];
-  /** rkeys announced per owner GID ("gid|rkey" → RMB base VA), from CLC, ADD LINK, CONFIRM RKEY. */
-  rkeys: Map<string, bigint>;
-  state: 'active' | 'terminated';
+  /** RMBs by "link serial|writer direction|rkey": one RMB has one rkey per link (CLC, CONFIRM
+   *  RKEY, ADD LINK rkey lists); aliases of one RMB share `ref`, which names its connection. */
+  rmbs: Map<string, RmbAlias>;
+  /** active; terminated (DELETE LINK ALL / last link deleted); failed (never came up or lost). */
+  state: 'active' | 'terminated' | 'failed';
   firstFrame: number;
+  /** Link group type over time, as Linux names it, seen from the server side (which adds links). */
+  types: { type: LgType; frame: number; tsNs: bigint }[];
+  /** What happened to the group's links, in capture order. */
+  events: LgEvent[];
 }
+
+export type LgType = 'NONE' | 'SINGLE' | 'SYMMETRIC' | 'ASYMMETRIC_LOCAL' | 'ASYMMETRIC_PEER';
+
+export interface LgEvent {
+  frame: number;
+  tsNs: bigint;
+  what: 'link-added' | 'link-confirmed' | 'link-rejected' | 'link-deleted' | 'link-lost' | 'failover' | 'request-add-link' | 'terminated';
+  link?: string;
+  by?: 'client' | 'server';
+  text: string;
+}
+
+export interface RmbRef { conn?: SmcConn; dir: 0 | 1 }
+export interface RmbAlias { ref: RmbRef; va: bigint }
 
 /** What the tracker says about one frame (rendered next to the frame's line). */
 export interface FrameNote {

@@ -14,10 +14,17 @@ export class RingStream {
   released = 0;
   readonly chunks: StreamChunk[] = [];
   readonly missing: MissingRange[] = [];
+  /** Stream offsets of urgent bytes (MSG_OOB), in order. */
+  readonly urgent: number[] = [];
 
   constructor(readonly size: number, private readonly keep: boolean) {
     this.ring = new Uint8Array(keep ? size : 0);
     this.have = new Uint8Array(keep ? size : 0);
+  }
+
+  /** The byte at stream offset `at` was sent as urgent data. */
+  markUrgent(at: number): void {
+    if (this.keep) this.urgent.push(at);
   }
 
   /** An RDMA WRITE payload placed at ring offset `at` (wraps if it runs past the end). */

@@ -1,11 +1,14 @@
 // The correlation tracker: fed decoded frames in capture order, it joins TCP → CLC → link
 // group → links (QP pairs, PSNs) → SMC-R connections (tokens, rkeys, RMBs, cursors) → the
 // application bytes, annotates every frame with what it belongs to, and records anomalies.
-// It owns all cross-frame state; renderers only print what it exposes.
+// It owns all cross-frame state; renderers only print what it exposes, and diagnosis.ts turns
+// that state into findings.
 //
 // Keys (DESIGN.md "Correlation keys"): a RoCE frame's link is found by (destination GID,
-// destination QPN); a CDC's connection by (link group, receiver GID, alert token); an RDMA
-// WRITE's connection by (link group, receiver GID, rkey) and its ring offset = VA − RMB base.
+// destination QPN). A connection belongs to a link group, not to a link: a CDC's connection is
+// found by (link group, direction, alert token) on any link of the group, an RDMA WRITE's by
+// (link, direction, rkey) → RMB, where one RMB has one rkey per link (CLC, CONFIRM RKEY, ADD
+// LINK rkey lists). The failover validation CDC moves a connection to the surviving link.
 
 import type { DecodedFrame } from '../frame.js';
 import type { Severity } from '../wire/common.js';
@@ -13,11 +16,16 @@ import { bufSizeFromCode, hex32, mtuFromCode } from '../wire/common.js';
 import type { ClcAcceptConfirm, ClcDecline, ClcMessage } from '../wire/clc.js';
 import { declineReason } from '../wire/reasons.js';
 import type { LlcMessage } from '../wire/llc.js';
+import { deleteLinkReason } from '../wire/llc.js';
 import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, seqNewer } from '../wire/cdc.js';
 import { opcodeInfo } from '../wire/ib.js';
-import type { Anomaly, FrameNote, Link, LinkGroup, QpEnd, SmcConn, SmcDir, SmcSide, TcpConn, WriteCont } from './model.js';
+import type {
+  Anomaly, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
+} from './model.js';
 import { RingStream } from './stream.js';
+import { LlcPairing, type LlcRequest } from './llcpair.js';
+import { lgEvent, noteType } from './lgtype.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -28,13 +36,12 @@ export interface TrackerOptions {
   filtered?: boolean;
 }
 
-/** RFC 7609 Appendix C / Linux: LLC responses are due within 2 s. */
-const LLC_TIMEOUT_NS = 2_000_000_000n;
 /** After a first-contact Confirm the server must start CONFIRM LINK (Linux waits 5 s as client). */
 const CONFIRM_LINK_TIMEOUT_NS = 5_000_000_000n;
-
-interface PendingLlc { link: Link; from: number /* 0 client, 1 server */; kind: LlcMessage['kind']; frame: number; tsNs: bigint; later: boolean }
-
+/** A writer blocked this long without a consumer update is a window stall (docs/smcdump.md). */
+export const WINDOW_STALL_NS = 1_000_000_000n;
+/** DELETE LINK reason "lost path" (Linux SMC_LLC_DEL_LOST_PATH). */
+const DEL_LOST_PATH = 0x00010000;
 
 /** Recent PSNs remembered per link direction to attribute NAKs/retransmissions (power of 2). */
 const PSN_RING = 1024;
@@ -43,27 +50,34 @@ const PSN_RING_MASK = PSN_RING - 1;
 const NO_ANOMALIES = Object.freeze([]) as unknown as Anomaly[];
 const EMPTY_NOTE: FrameNote = Object.freeze({ anomalies: NO_ANOMALIES }) as FrameNote;
 
+const SIDE = ['client', 'server'] as const;
+
+/** RoCE traffic that is not SMC-R (UD/UC/RD/XRC transports), per flow. */
+export interface OtherRoce { src: string; dst: string; qpn: number; transport: string; packets: number; bytes: number; first: number; last: number }
+
 export class Tracker {
   readonly tcp: TcpConn[] = [];
   readonly groups: LinkGroup[] = [];
   readonly anomalies: Anomaly[] = [];
   /** SMC connections first seen mid-stream (no CLC captured). */
   readonly orphanConns: SmcConn[] = [];
+  /** Non-RC RoCE flows ("RoCE traffic, not SMC-R"). */
+  readonly otherRoce = new Map<string, OtherRoce>();
   frames = 0;
   firstTs?: bigint;
   lastTs = 0n;
+  readonly llc = new LlcPairing();
 
   private readonly tcpByKey = new Map<string, TcpConn>();
   /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
   private readonly qps = new QpIndex();
-  /** "lgId|gid|token" and "lgId|gid|rkey" → connection and the direction it receives. */
-  private readonly byToken = new Map<string, { conn: SmcConn; dir: 0 | 1 }>();
-  private readonly byRkey = new Map<string, { conn: SmcConn; dir: 0 | 1 }>();
-  private readonly pending: PendingLlc[] = [];
+  /** "lgId|writer dir|token" → connection (tokens are per host, valid on every link of the group). */
+  private readonly byToken = new Map<string, SmcConn>();
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
   private readonly awaitingConfirmLink: { conn: TcpConn; lg: LinkGroup; frame: number; tsNs: bigint }[] = [];
   private readonly lgFirstConn = new Map<LinkGroup, TcpConn>();
   private orphanIndex = 0;
+  private linkSerial = 0;
   private note: FrameNote = EMPTY_NOTE;
   private cur!: DecodedFrame;
 
@@ -91,16 +105,27 @@ export class Tracker {
     return n.anomalies.length === 0 && n.link === undefined && n.conn === undefined && n.tcpMode === undefined ? EMPTY_NOTE : n;
   }
 
-  /** End of capture: requests still unanswered, CONFIRM LINK never seen. */
+  /** End of capture: requests still unanswered, CONFIRM LINK never seen, links that died. */
   finish(): void {
     this.checkTimeouts(this.lastTs, true);
-    for (const g of this.groups) for (const c of g.conns) for (const w of c.dirs) if (w.consAhead) { this.consAheadAnomaly(w, c); w.consAhead = undefined; }
+    for (const g of this.groups) {
+      for (const c of g.conns) for (const w of c.dirs) {
+        if (w.consAhead) { this.consAheadAnomaly(w, c); w.consAhead = undefined; }
+        if (w.blockedSince && this.lastTs - w.blockedSince.tsNs >= WINDOW_STALL_NS) w.stalls.push({ ...w.blockedSince, resumed: false });
+      }
+      this.judgeLinks(g);
+    }
   }
 
   /** The connection selected by TrackerOptions.follow / followTuple, if seen. */
   followed(): SmcConn | undefined {
     for (const t of this.tcp) if (t.smc && this.isFollowed(t)) return t.smc;
     return undefined;
+  }
+
+  /** The followed TCP connection (SMC-R or not). */
+  followedTcp(): TcpConn | undefined {
+    return this.tcp.find((t) => this.isFollowed(t));
   }
 
   // ---------------------------------------------------------------------------------------
@@ -123,6 +148,7 @@ export class Tracker {
         mode: 'pending', steps: [], tcpBytes: [0, 0], closed: false,
       };
       if (!syn) c.why = 'connection began before the capture';
+      if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
       this.tcp.push(c);
       this.tcpByKey.set(key, c);
     }
@@ -142,6 +168,7 @@ export class Tracker {
           c.why = 'peer did not indicate SMC: the SYN-ACK lacked option 254 (0x03010000 PEERNOSMC, decided by the client; no CLC follows)';
         }
       }
+      if (c.tcpStream) c.tcpStream[fromClient ? 0 : 1].nextSeq = (h.seq + 1) >>> 0;
     }
     for (const it of d.smc) if (it.proto === 'clc') this.onClc(c, it.value, fromClient, d);
     const len = d.payloadLength;
@@ -153,7 +180,12 @@ export class Tracker {
         c.mode = 'fallback';
         c.why ??= 'fell back without a Decline: TCP data followed the Proposal';
       }
+      if (c.tcpStream && d.tcpData) appendTcp(c.tcpStream[fromClient ? 0 : 1], h.seq, d.tcpData, d.n);
+    } else if (c.tcpStream && len > 0 && d.tcpRole !== 'retransmission') {
+      // CLC bytes: the application stream begins after them.
+      c.tcpStream[fromClient ? 0 : 1].nextSeq = (h.seq + len) >>> 0;
     }
+    if (h.flags.rst && !c.rst) c.rst = { frame: d.n, tsNs: d.tsNs, by: fromClient ? 'client' : 'server' };
     if (h.flags.fin || h.flags.rst) c.closed = true;
     this.note.tcpMode = c.mode;
     this.note.conn = c.index;
@@ -197,8 +229,16 @@ export class Tracker {
     c.why = why;
     if (c.smc) {
       // Declined after Confirm (e.g. CONFIRM LINK timeout): the SMC connection never carried data.
-      c.smc.lg.conns = c.smc.lg.conns.filter((x) => x !== c.smc);
+      const lg = c.smc.lg;
+      lg.conns = lg.conns.filter((x) => x !== c.smc);
       c.smc = undefined;
+      // A first-contact group whose first link never came up dies with this decline.
+      if (this.lgFirstConn.get(lg) === c && !lg.links.some((l) => l.state === 'active')) {
+        for (const l of lg.links) if (l.state === 'confirming') l.state = 'failed';
+        lg.state = 'failed';
+        this.llc.forget(lg);
+        lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'terminated', by, text: `link group given up: the ${by} declined ${r.name} before its first link came up` });
+      }
     }
   }
 
@@ -210,40 +250,48 @@ export class Tracker {
     c.why = undefined;
     const server = sideOf(acc), client = sideOf(conf);
     let lg: LinkGroup | undefined;
+    let link: Link | undefined;
     if (acc.firstContact) {
       lg = this.newGroup(d.n, true);
+      lg.firstTcp = c;
       lg.clientPeer = conf.r.peerId; lg.serverPeer = acc.r.peerId;
       lg.clientHost = conf.r.fce?.hostname; lg.serverHost = acc.r.fce?.hostname;
       lg.version = acc.version; lg.release = acc.r.fce?.release; lg.ueid = acc.r.eid;
       lg.maxLinks = acc.r.fce?.maxLinks; lg.maxConns = acc.r.fce?.maxConns;
-      const link = this.newLink(lg, [
+      link = this.newLink(lg, [
         { gid: client.gid, qpn: client.qpn, mac: client.mac, psn: client.psn },
         { gid: server.gid, qpn: server.qpn, mac: server.mac, psn: server.psn },
       ], Math.min(client.mtu, server.mtu), 'confirming', d.n);
       link.nextPsn = [client.psn, server.psn];
+      lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-added', link: link.name, by: 'server', text: `first link proposed in the CLC handshake (connection ${c.index})` });
       this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
       this.lgFirstConn.set(lg, c);
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
       const e = this.qps.get(server.gid, server.qpn) ?? this.qps.get(client.gid, client.qpn);
-      lg = e?.link.lg;
-      if (!lg) {
+      link = e?.link;
+      lg = link?.lg;
+      if (!lg || !link) {
         lg = this.newGroup(d.n, false);
-        this.newLink(lg, [{ gid: client.gid, qpn: client.qpn, mac: client.mac }, { gid: server.gid, qpn: server.qpn, mac: server.mac }], Math.min(client.mtu, server.mtu), 'unknown', d.n);
+        link = this.newLink(lg, [{ gid: client.gid, qpn: client.qpn, mac: client.mac }, { gid: server.gid, qpn: server.qpn, mac: server.mac }], Math.min(client.mtu, server.mtu), 'unknown', d.n);
         this.anomaly('note', 'track.lg-unknown', `connection ${c.index} reuses a link group created before the capture`, undefined, c.index);
       }
     }
     const conn: SmcConn = {
-      index: c.index, tcp: c, lg,
+      index: c.index, tcp: c, lg, link,
       sides: [client, server],
       dirs: [newDir(server.rmbeSize, true), newDir(client.rmbeSize, true)],
+      failovers: [],
     };
     if (this.isFollowed(c)) for (const dir of conn.dirs) dir.stream = new RingStream(dir.ringSize, true);
     c.smc = conn;
     lg.conns.push(conn);
-    // CDC to the server carries the server's token; WRITEs to the server use the server's rkey.
-    this.bindConn(conn, 0, server.gid, server.token, server.rkey, server.rmbVa);
-    this.bindConn(conn, 1, client.gid, client.token, client.rkey, client.rmbVa);
+    // CDC to the server carries the server's token; WRITEs to the server use the server's rkey
+    // on the link the CLC named (CONFIRM RKEY / ADD LINK name it on the group's other links).
+    this.byToken.set(`${lg.id}|0|${server.token}`, conn);
+    this.byToken.set(`${lg.id}|1|${client.token}`, conn);
+    this.bindRmb(link, 0, server.rkey, server.rmbVa, conn);
+    this.bindRmb(link, 1, client.rkey, client.rmbVa, conn);
   }
 
   private isFollowed(c: TcpConn): boolean {
@@ -254,12 +302,23 @@ export class Tracker {
     return t === `${a}-${b}` || t === `${b}-${a}`;
   }
 
-  /** Register receiver-side keys: `dir` is the direction whose reader owns token/rkey. */
-  private bindConn(conn: SmcConn, dir: 0 | 1, gid: string, token: number, rkey: number, va: bigint): void {
-    const lg = conn.lg.id;
-    this.byToken.set(`${lg}|${gid}|${token}`, { conn, dir });
-    this.byRkey.set(`${lg}|${gid}|${rkey}`, { conn, dir });
-    conn.lg.rkeys.set(`${gid}|${rkey}`, va);
+  // ---------------------------------------------------------------------------------------
+  // RMBs: one rkey per link
+  // ---------------------------------------------------------------------------------------
+
+  private rmbKey(link: Link, dir: 0 | 1, rkey: number): string { return `${link.serial}|${dir}|${rkey}`; }
+
+  /** The RMB written in direction `dir` with `rkey` on `link` belongs to `conn`. */
+  private bindRmb(link: Link, dir: 0 | 1, rkey: number, va: bigint, conn: SmcConn): void {
+    const k = this.rmbKey(link, dir, rkey);
+    const hit = link.lg.rmbs.get(k);
+    if (hit) { hit.ref.conn = conn; hit.ref.dir = dir; hit.va = va; return; }
+    link.lg.rmbs.set(k, { ref: { conn, dir }, va });
+  }
+
+  /** Another rkey of the same RMB (`ref`), valid on `link`. */
+  private aliasRmb(link: Link, dir: 0 | 1, rkey: number, va: bigint, ref: RmbRef): void {
+    link.lg.rmbs.set(this.rmbKey(link, dir, rkey), { ref, va });
   }
 
   // ---------------------------------------------------------------------------------------
@@ -267,26 +326,56 @@ export class Tracker {
   // ---------------------------------------------------------------------------------------
 
   private newGroup(frame: number, complete: boolean): LinkGroup {
-    const lg: LinkGroup = { id: this.groups.length + 1, complete, links: [], conns: [], rkeys: new Map(), state: 'active', firstFrame: frame };
+    const lg: LinkGroup = { id: this.groups.length + 1, complete, links: [], conns: [], rmbs: new Map(), state: 'active', firstFrame: frame, types: [], events: [] };
     this.groups.push(lg);
     return lg;
   }
 
   private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): Link {
     const link: Link = {
-      lg, id: 0, name: `LG${lg.id}/L?`, ends, mtu, state, nextPsn: [undefined, undefined],
+      lg, id: 0, serial: ++this.linkSerial, name: `LG${lg.id}/#${lg.links.length + 1}`, ends, mtu, state, nextPsn: [undefined, undefined],
       packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined], psnConn: [psnRing(), psnRing()],
+      lastFrom: [undefined, undefined], retx: [undefined, undefined], testLinkUnanswered: undefined, smcMessages: 0,
     };
-    link.name = `LG${lg.id}/#${lg.links.length + 1}`;
     lg.links.push(link);
-    for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.qps.set(ends[e].gid, ends[e].qpn, { link, end: e });
+    for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link, e);
     return link;
+  }
+
+  /** Register a QP for a link. A link learned from traffic before its announcement (capture
+   *  began mid-flow, or frames reordered at the capture point) is a phantom: fold it in. */
+  private claimQp(gid: string, qpn: number, link: Link, end: 0 | 1): void {
+    const old = this.qps.get(gid, qpn);
+    if (old && old.link !== link && !old.link.lg.complete && old.link.smcMessages === 0) {
+      const p = old.link;
+      for (const i of [0, 1] as const) { link.packets[i] += p.packets[i]; link.bytes[i] += p.bytes[i]; }
+      link.firstFrame = Math.min(link.firstFrame, p.firstFrame);
+      p.lg.links = p.lg.links.filter((x) => x !== p);
+      for (const e of p.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn)?.link === p) this.qps.delete(e.gid, e.qpn);
+      if (p.lg.links.length === 0 && p.lg.conns.length === 0) this.dropGroup(p.lg);
+    }
+    this.qps.set(gid, qpn, { link, end });
+  }
+
+  private dropGroup(lg: LinkGroup): void {
+    const i = this.groups.indexOf(lg);
+    if (i >= 0) this.groups.splice(i, 1);
+    // Keep anomalies pointing at it; only renumbering would confuse users, so ids stay.
   }
 
   private setLinkId(link: Link, id: number): void {
     if (link.id === id) return;
     link.id = id;
     link.name = `LG${link.lg.id}/L${id}`;
+  }
+
+  /** A link of the group by id among those not yet gone (ids are reused after deletion). */
+  private linkById(lg: LinkGroup, id: number): Link | undefined {
+    for (let i = lg.links.length - 1; i >= 0; i--) {
+      const l = lg.links[i]!;
+      if (l.id === id && l.state !== 'deleted' && l.state !== 'lost' && l.state !== 'failed') return l;
+    }
+    return undefined;
   }
 
   /** Link of a RoCE frame from its destination; learns links mid-stream when unknown. */
@@ -323,6 +412,8 @@ export class Tracker {
     const bth = r.ib.bth;
     const srcGid = r.grh ? r.grh.sgid : gidOfIp(d.ip!.src);
     const dstGid = r.grh ? r.grh.dgid : gidOfIp(d.ip!.dst);
+    const info = opcodeInfo(bth.opcode);
+    if (info.transport !== 'RC') { this.onOtherRoce(srcGid, dstGid, bth.destQp, info.transport, r.ib.payload.length, d.n); return; }
     const { link, end } = this.linkOf(srcGid, dstGid, bth.destQp, d);
     // `end` receives; the packet travels from the other end. Direction index = sender end:
     // 0 = client → server (received by end 1), 1 = server → client.
@@ -330,9 +421,11 @@ export class Tracker {
     this.note.link = link.name;
     link.packets[dir]++;
     link.bytes[dir] += r.ib.payload.length;
-    const info = opcodeInfo(bth.opcode);
+    link.lastFrom[dir] = { frame: d.n, tsNs: d.tsNs };
     if (info.isAck) {
       const a = r.ib.aeth;
+      const rx = link.retx[1 - dir];
+      if (rx) rx.answered = true;
       if (!a || a.kind === 'ACK') return;
       // A NAK answers the request with this PSN, sent the other way: attribute it to its connection.
       const conn = this.connOfPsn(link, (1 - dir) as 0 | 1, bth.psn);
@@ -341,12 +434,16 @@ export class Tracker {
       else if (a.kind === 'RNR NAK') { link.rnrNaks++; this.anomaly('warn', 'roce.rnr-nak', `RNR NAK (receiver had no receive buffer posted) for PSN ${bth.psn} on ${link.name}${conn !== undefined ? ` (connection ${conn})` : ''}`, link.name, conn); }
       return;
     }
+    // Any request from the other end also shows it is alive.
+    const rx = link.retx[1 - dir];
+    if (rx) rx.answered = true;
     // Request PSN continuity per direction.
     const want = link.nextPsn[dir];
     if (want !== undefined && bth.psn !== want) {
       const behind = (want - bth.psn) & 0xffffff;
       if (behind > 0 && behind < 0x800000) {
         link.retransmits++;
+        this.countRetx(link, dir, bth.psn, d);
         this.note.retransmission = true;
         const conn = this.connOfPsn(link, dir, bth.psn);
         if (conn !== undefined) this.note.conn = conn;
@@ -358,13 +455,11 @@ export class Tracker {
     }
     link.nextPsn[dir] = (bth.psn + 1) & 0xffffff;
 
-    // Traffic from the other side shows it is alive: requests it leaves unanswered are overdue.
-    for (const p of this.pending) if (p.link.lg === link.lg && p.from !== dir) p.later = true;
-    if (info.isWrite) this.onWrite(d, link, dir, dstGid);
+    if (info.isWrite) this.onWrite(d, link, dir);
     else {
       for (const it of d.smc) {
-        if (it.proto === 'llc') this.onLlc(it.value, link, dir, d);
-        else if (it.proto === 'cdc') this.onCdc(it.value, link, dir, dstGid, d);
+        if (it.proto === 'llc') { link.smcMessages++; this.onLlc(it.value, link, dir, d); }
+        else if (it.proto === 'cdc') { link.smcMessages++; this.onCdc(it.value, link, dir, d); }
       }
     }
     this.note.link = link.name; // CONFIRM LINK / ADD LINK may just have named the link
@@ -374,26 +469,47 @@ export class Tracker {
     ring.conn[bth.psn & PSN_RING_MASK] = this.note.conn ?? 0;
   }
 
-  private onWrite(d: DecodedFrame, link: Link, dir: 0 | 1, dstGid: string): void {
+  private onOtherRoce(src: string, dst: string, qpn: number, transport: string, bytes: number, frame: number): void {
+    const k = `${src}>${dst}|${qpn}`;
+    let f = this.otherRoce.get(k);
+    if (!f) { f = { src, dst, qpn, transport, packets: 0, bytes: 0, first: frame, last: frame }; this.otherRoce.set(k, f); }
+    f.packets++;
+    f.bytes += bytes;
+    f.last = frame;
+  }
+
+  private countRetx(link: Link, dir: 0 | 1, psn: number, d: DecodedFrame): void {
+    let s: RetxStats | undefined = link.retx[dir];
+    if (!s) { s = { count: 0, first: d.n, last: d.n, firstTs: d.tsNs, lastTs: d.tsNs, perPsn: new Map(), maxRepeat: 0, answered: false }; link.retx[dir] = s; }
+    s.count++;
+    s.last = d.n;
+    s.lastTs = d.tsNs;
+    const n = (s.perPsn.get(psn) ?? 0) + 1;
+    if (s.perPsn.size >= 256 && n === 1) s.perPsn.delete(s.perPsn.keys().next().value!);
+    s.perPsn.set(psn, n);
+    if (n > s.maxRepeat) s.maxRepeat = n;
+    // Retransmitting again after the peer answered: count "answered" from here on.
+    if (n > 1) s.answered = false;
+  }
+
+  private onWrite(d: DecodedFrame, link: Link, dir: 0 | 1): void {
     const ib = d.roce!.ib;
     const info = opcodeInfo(ib.bth.opcode);
     let cont: WriteCont | undefined;
     if (ib.reth) {
-      const hit = this.byRkey.get(`${link.lg.id}|${dstGid}|${ib.reth.rkey}`);
-      if (!hit) {
+      const hit: RmbAlias | undefined = link.lg.rmbs.get(this.rmbKey(link, dir, ib.reth.rkey));
+      const conn = hit?.ref.conn;
+      if (!hit || !conn) {
         link.write[dir] = undefined;
-        const known = link.lg.rkeys.has(`${dstGid}|${ib.reth.rkey}`);
-        if (link.lg.complete && !known) this.anomaly('error', 'rdma.unknown-rkey', `RDMA WRITE with rkey ${hex32(ib.reth.rkey)} that ${dstGid} never announced (${link.name})`, link.name);
+        if (link.lg.complete && !hit) this.anomaly('error', 'rdma.unknown-rkey', `RDMA WRITE with rkey ${hex32(ib.reth.rkey)} that the receiver never announced on ${link.name}`, link.name);
         return;
       }
-      const conn = hit.conn;
-      const base = conn.sides[hit.dir === 0 ? 1 : 0].rmbVa ?? ib.reth.va;
-      const off = Number(ib.reth.va - base);
-      const size = conn.dirs[hit.dir].ringSize;
+      const off = Number(ib.reth.va - hit.va);
+      const size = conn.dirs[hit.ref.dir].ringSize;
       if (size > 0 && (off < 0 || off + ib.reth.dmaLen > size)) {
         this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
       }
-      cont = { conn, dir: hit.dir, offset: off };
+      cont = { conn, dir: hit.ref.dir, offset: off };
       link.write[dir] = info.isOnly ? undefined : cont;
     } else {
       cont = link.write[dir];
@@ -411,26 +527,29 @@ export class Tracker {
     cont.conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
   }
 
-  private onCdc(m: CdcMessage, link: Link, dir: 0 | 1, dstGid: string, d: DecodedFrame): void {
-    let hit = this.byToken.get(`${link.lg.id}|${dstGid}|${m.token}`);
-    if (!hit) {
-      if (link.lg.complete) {
-        this.anomaly('error', 'cdc.unknown-token', `CDC for alert token ${hex32(m.token)} that ${dstGid} never announced (${link.name})`, link.name);
+  private onCdc(m: CdcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
+    let conn = this.byToken.get(`${link.lg.id}|${dir}|${m.token}`);
+    if (!conn) {
+      const rev = this.byToken.get(`${link.lg.id}|${1 - dir}|${m.token}`);
+      if (rev && link.lg.complete) {
+        this.anomaly('error', 'cdc.wrong-direction', `CDC carries the sender's own token (connection ${rev.index})`, link.name, rev.index);
         return;
       }
-      hit = this.orphan(link, dir, dstGid, m.token);
-    }
-    const conn = hit.conn;
-    if (hit.dir !== dir) {
-      this.anomaly('error', 'cdc.wrong-direction', `CDC carries the sender's own token (connection ${conn.index})`, link.name, conn.index);
-      return;
+      if (link.lg.complete) {
+        this.anomaly('error', 'cdc.unknown-token', `CDC for alert token ${hex32(m.token)} that the receiver never announced in ${`LG${link.lg.id}`} (${link.name})`, link.name);
+        return;
+      }
+      conn = this.orphan(link, dir, m.token);
     }
     this.note.conn = conn.index;
     this.note.dir = dir === 0 ? 'c>s' : 's>c';
-    conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
     const w = conn.dirs[dir];        // this CDC's writer direction (sender → receiver)
     const back = conn.dirs[1 - dir]!; // the reverse direction, whose reader is this CDC's sender
     w.cdcs++;
+    if (m.prodFlags.failoverValidation) { this.onFailover(conn, link, dir, m, d); return; }
+    if (conn.link !== link) conn.link = link;
+    conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
+    w.lastCdc = { frame: d.n, tsNs: d.tsNs };
     // Sequence numbers: +1 per CDC of the sender (RC retransmissions were filtered by PSN).
     let seqGap = false;
     if (w.seq !== undefined) {
@@ -457,6 +576,7 @@ export class Tracker {
       if (n > 0) {
         w.stream?.release(w.prod.count, n, d.n);
         w.prodLinear += n;
+        w.lastProdMove = { frame: d.n, tsNs: d.tsNs };
       }
     }
     w.prod = { wrap: m.prod.wrap, count: m.prod.count };
@@ -468,7 +588,9 @@ export class Tracker {
     const bsize = back.ringSize;
     if (back.cons && bsize > 0) {
       const multiWrap = ((m.cons.wrap - back.cons.wrap) & 0xffff) > 1 && seqNewer(m.cons.wrap, back.cons.wrap);
-      back.consLinear += multiWrap ? cursorDistance(back.cons, m.cons, bsize) : cursorDiff(back.cons, m.cons, bsize);
+      const moved = multiWrap ? cursorDistance(back.cons, m.cons, bsize) : cursorDiff(back.cons, m.cons, bsize);
+      back.consLinear += moved;
+      if (moved > 0) this.consumed(back, d);
       // Ahead of the producer we saw: a violation — unless the capture lacks a CDC of the
       // writer (then the reader knew a cursor we did not see). The writer's next CDC decides.
       if (back.consLinear > back.prodLinear && !back.consAhead) {
@@ -480,11 +602,52 @@ export class Tracker {
     if (size > 0 && w.cons && w.prodLinear - w.consLinear > size) {
       this.anomaly('error', 'cdc.overrun', `producer cursor overruns the peer's consumer cursor by ${w.prodLinear - w.consLinear - size} bytes on connection ${conn.index} (would overwrite unread data)`, link.name, conn.index);
     }
+    // Window: the writer waits for the reader (flag, or its ring is full).
+    const full = size > 0 && w.cons !== undefined && w.prodLinear - w.consLinear >= size;
     if (m.prodFlags.writeBlocked) w.writerBlocked++;
-    if (m.prodFlags.urgentPresent) w.urgent++;
+    if ((m.prodFlags.writeBlocked || full) && !w.blockedSince) w.blockedSince = { frame: d.n, tsNs: d.tsNs };
+    if (m.prodFlags.urgentPending || m.prodFlags.urgentPresent) {
+      w.urgent++;
+      // Linux (smc_cdc_handle_urg_data_arrival): the urgent byte is the last one before the
+      // producer cursor of the CDC that has urg_data_present.
+      const at = w.prodLinear - 1;
+      const last = w.urgentMarks[w.urgentMarks.length - 1];
+      if (m.prodFlags.urgentPresent && at >= 0 && last?.offset !== at) {
+        w.urgentMarks.push({ offset: at, frame: d.n, tsNs: d.tsNs });
+        w.stream?.markUrgent(at);
+      }
+    }
     if (m.connFlags.peerDoneWriting) w.doneWriting = true;
     if (m.connFlags.peerConnClosed) w.closed = true;
-    if (m.connFlags.peerConnAbort) { w.aborted = true; this.anomaly('note', 'cdc.abort', `connection ${conn.index} aborted by its ${dir === 0 ? 'client' : 'server'}`, link.name, conn.index); }
+    if (m.connFlags.peerConnAbort && !w.aborted) {
+      w.aborted = true;
+      const by = SIDE[dir];
+      conn.abort = { by, frame: d.n, tsNs: d.tsNs, unread: Math.max(0, back.prodLinear - back.consLinear) };
+      this.anomaly('note', 'cdc.abort', `connection ${conn.index} aborted by its ${by}`, link.name, conn.index);
+    }
+  }
+
+  /** The reader of direction `w` moved its consumer cursor: a blocked writer may go on. */
+  private consumed(w: SmcDir, d: DecodedFrame): void {
+    w.lastConsMove = { frame: d.n, tsNs: d.tsNs };
+    const b = w.blockedSince;
+    if (!b) return;
+    if (d.tsNs - b.tsNs >= WINDOW_STALL_NS) w.stalls.push({ frame: b.frame, tsNs: b.tsNs, endFrame: d.n, endTsNs: d.tsNs, resumed: true });
+    w.blockedSince = undefined;
+  }
+
+  /** Failover validation CDC (zero cursors, the last completed sequence number): the sender
+   *  continues this connection on `link`. Cursors and sequence are not touched by it. */
+  private onFailover(conn: SmcConn, link: Link, dir: 0 | 1, m: CdcMessage, d: DecodedFrame): void {
+    const from = conn.link && conn.link !== link ? conn.link.name : undefined;
+    const inFlight: [number, number] = [conn.dirs[0].prodLinear - conn.dirs[0].consLinear, conn.dirs[1].prodLinear - conn.dirs[1].consLinear];
+    conn.failovers.push({ from, to: link.name, by: SIDE[dir], frame: d.n, tsNs: d.tsNs, inFlight, at: [conn.dirs[0].prodLinear, conn.dirs[1].prodLinear] });
+    lgEvent(link.lg, { frame: d.n, tsNs: d.tsNs, what: 'failover', link: link.name, by: SIDE[dir], text: `connection ${conn.index} moved${from ? ` from ${from}` : ''} to ${link.name} (validation CDC seq ${m.seq} from the ${SIDE[dir]})` });
+    const w = conn.dirs[dir];
+    if (w.seq !== undefined && m.seq !== w.seq && seqNewer(m.seq, w.seq)) {
+      this.anomaly('warn', 'cdc.failover-seq', `failover validation CDC names seq ${m.seq} but the last CDC seen was ${w.seq} (connection ${conn.index}: CDCs lost with the link)`, link.name, conn.index);
+    }
+    conn.link = link;
   }
 
   /** Connection of a recent request PSN on a link direction (undefined when not remembered). */
@@ -500,55 +663,70 @@ export class Tracker {
   }
 
   /** A connection first seen mid-stream through its CDC token. */
-  private orphan(link: Link, dir: 0 | 1, dstGid: string, token: number): { conn: SmcConn; dir: 0 | 1 } {
-    const other = link.ends[dir].gid;
+  private orphan(link: Link, dir: 0 | 1, token: number): SmcConn {
+    const recv = dir === 0 ? 1 : 0;
     // The reverse direction of a connection already seen by its other token? Only when exactly
     // one mid-stream connection on this link group lacks this side's token (no guessing).
-    const recv = dir === 0 ? 1 : 0;
-    const cands = this.orphanConns.filter((c) => c.lg === link.lg && c.sides[recv].token === undefined && c.sides[recv].gid === dstGid);
+    const cands = this.orphanConns.filter((c) => c.lg === link.lg && c.sides[recv].token === undefined);
+    let conn: SmcConn;
     if (cands.length === 1) {
-      const conn = cands[0]!;
+      conn = cands[0]!;
       conn.sides[recv].token = token;
-      const hit = { conn, dir };
-      this.byToken.set(`${link.lg.id}|${dstGid}|${token}`, hit);
-      return hit;
+    } else {
+      const other = link.ends[dir].gid, dstGid = link.ends[recv].gid;
+      const sides: SmcConn['sides'] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
+      conn = { index: -(++this.orphanIndex), lg: link.lg, link, sides, dirs: [newDir(0), newDir(0)], failovers: [] };
+      link.lg.conns.push(conn);
+      this.orphanConns.push(conn);
     }
-    const sides: SmcConn['sides'] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
-    const conn: SmcConn = { index: -(++this.orphanIndex), lg: link.lg, sides, dirs: [newDir(0), newDir(0)] };
-    link.lg.conns.push(conn);
-    this.orphanConns.push(conn);
-    const hit = { conn, dir };
-    this.byToken.set(`${link.lg.id}|${dstGid}|${token}`, hit);
-    return hit;
+    this.byToken.set(`${link.lg.id}|${dir}|${token}`, conn);
+    return conn;
   }
+
+  // ---------------------------------------------------------------------------------------
+  // LLC: the link group state machine
+  // ---------------------------------------------------------------------------------------
 
   private onLlc(m: LlcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
     const lg = link.lg;
-    // A DELETE LINK of the whole group expects no response: Linux only waits for its send to
-    // complete (and then sends its own DELETE LINK requests while it tears down).
-    const expectsAnswer = !(m.kind === 'delete_link' && m.all);
-    if (!m.response && expectsAnswer) this.pending.push({ link, from: dir, kind: m.kind, frame: d.n, tsNs: d.tsNs, later: false });
-    else this.answer(link, dir, m.kind);
+    const by = SIDE[dir];
+    const ev = (what: Parameters<typeof lgEvent>[1]['what'], text: string, l: Link = link): void => lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what, link: l.name, by, text });
+    if (m.kind === 'add_link' && !m.response) this.llc.answerRequestAddLink(lg, dir, d.tsNs);
+    if (LlcPairing.expectsAnswer(m)) {
+      const req: LlcRequest = { lg, link, from: dir, kind: m.kind, frame: d.n, tsNs: d.tsNs };
+      if (m.kind === 'delete_link') req.linkId = m.linkId;
+      this.llc.request(req);
+    } else if (m.response) this.llc.answer(lg, dir, m.kind, d.tsNs);
     switch (m.kind) {
       case 'confirm_link':
         this.setLinkId(link, m.linkId);
         link.uid = m.linkUid;
         if (m.response) {
-          link.state = 'active';
+          if (link.state !== 'active') {
+            link.state = 'active';
+            link.confirmedFrame = d.n;
+            ev('link-confirmed', `${link.name} up (CONFIRM LINK answered by the ${by})`);
+            noteType(lg, d.n, d.tsNs);
+          }
           const first = this.lgFirstConn.get(lg);
           if (first && !first.steps.some((x) => x.name === 'CONFIRM LINK')) first.steps.push({ name: 'CONFIRM LINK', frame: d.n, tsNs: d.tsNs });
         } else {
           // The server started link bring-up; a missing response is now an LLC timeout.
-          link.state = 'confirming';
+          if (link.state === 'unknown') link.state = 'confirming';
           for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) if (this.awaitingConfirmLink[i]!.lg === lg) this.awaitingConfirmLink.splice(i, 1);
         }
         lg.maxLinks ??= m.maxLinks;
+        lg.maxConns ??= m.maxConns;
         break;
       case 'add_link': {
         if (m.rejected) {
           // The link the request proposed never comes up.
           const i = lg.links.findIndex((l) => l.id === m.linkId && l.state === 'confirming' && l !== link);
-          if (i >= 0) { const [dead] = lg.links.splice(i, 1); for (const e of dead!.ends) if (e.qpn !== undefined) this.qps.delete(e.gid, e.qpn); }
+          if (i >= 0) {
+            const [dead] = lg.links.splice(i, 1);
+            for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn)?.link === dead) this.qps.delete(e.gid, e.qpn);
+          }
+          lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-rejected', link: `LG${lg.id}/L${m.linkId}`, by, text: `ADD LINK of link ${m.linkId} rejected by the ${by}` });
           break;
         }
         if (!m.response) {
@@ -556,70 +734,97 @@ export class Tracker {
           const nl = this.newLink(lg, dir === 1 ? [{ gid: '' }, { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }] : [{ gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }, { gid: '' }], mtuFromCode(m.mtu), 'confirming', d.n);
           this.setLinkId(nl, m.linkId);
           nl.nextPsn[dir] = m.psn;
-          for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(lg, link, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
+          ev('link-added', `ADD LINK ${nl.name} proposed by the ${by} (${m.gid} QP ${hexQp(m.qpn)})`, nl);
+          for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         } else {
           const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && l.ends[dir].gid === '');
           if (nl) {
             nl.ends[dir] = { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn };
             nl.nextPsn[dir] = m.psn;
-            this.qps.set(m.gid, m.qpn, { link: nl, end: dir });
+            this.claimQp(m.gid, m.qpn, nl, dir);
+            for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
           }
-          for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(lg, link, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         }
         break;
       }
+      case 'add_link_cont': {
+        // SMC-Rv1: the rkeys of the new link follow in ADD LINK CONTINUATION messages.
+        const nl = this.linkById(lg, m.linkId);
+        if (nl && nl !== link) for (const rk of m.rkeys.slice(0, m.numRkeys)) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
+        break;
+      }
+      case 'request_add_link':
+        if (!m.response) ev('request-add-link', `REQUEST ADD LINK from the ${by} (${m.gids.length} GID${m.gids.length === 1 ? '' : 's'}: a device came back or the group is asymmetric)`);
+        break;
       case 'delete_link':
-        if (m.all) { for (const l of lg.links) l.state = 'deleted'; lg.state = 'terminated'; }
-        else { const l = lg.links.find((x) => x.id === m.linkId); if (l) l.state = 'deleted'; }
+        this.onDeleteLink(m, link, dir, d);
         break;
       case 'confirm_rkey':
         if (!m.response) {
-          // The sender's new RMB, on this link (and others): receivers of WRITEs = the sender.
-          const owner = link.ends[dir].gid;
-          lg.rkeys.set(`${owner}|${m.rkey}`, m.vaddr);
+          // The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link.
+          const wdir = (1 - dir) as 0 | 1;
+          const k = this.rmbKey(link, wdir, m.rkey);
+          const ref: RmbRef = lg.rmbs.get(k)?.ref ?? { dir: wdir };
+          this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
           for (const o of m.others.slice(0, m.numRtokens)) {
-            const ol = lg.links.find((l) => l.id === o.linkId);
-            if (ol) lg.rkeys.set(`${ol.ends[dir].gid}|${o.rkey}`, o.vaddr);
+            const ol = this.linkById(lg, o.linkId);
+            if (ol) this.aliasRmb(ol, wdir, o.rkey, o.vaddr, ref);
           }
         }
-        break;
-      case 'delete_rkey':
         break;
       default:
         break;
     }
   }
 
-  /** ADD LINK rkey list: the sender's (`ownerEnd`) RMBs, as they are reached on the new link. */
-  private rkeyAlias(lg: LinkGroup, onLink: Link, rkey: number, rkeyNew: number, vaNew: bigint, ownerEnd: 0 | 1): void {
-    const owner = onLink.ends[ownerEnd].gid;
-    const hit = this.byRkey.get(`${lg.id}|${owner}|${rkey}`);
-    const nl = lg.links[lg.links.length - 1]!;
-    const newOwner = nl.ends[ownerEnd].gid;
-    if (newOwner) {
-      lg.rkeys.set(`${newOwner}|${rkeyNew}`, vaNew);
-      if (hit) this.byRkey.set(`${lg.id}|${newOwner}|${rkeyNew}`, hit);
+  private onDeleteLink(m: Extract<LlcMessage, { kind: 'delete_link' }>, link: Link, dir: 0 | 1, d: DecodedFrame): void {
+    const lg = link.lg;
+    const by = SIDE[dir];
+    const reason = `${hex32(m.reason)} ${deleteLinkReason(m.reason)}`;
+    if (m.all) {
+      if (m.response) return;
+      for (const l of lg.links) if (l.state === 'active' || l.state === 'confirming' || l.state === 'unknown') { l.state = 'deleted'; l.deleted = { frame: d.n, tsNs: d.tsNs, by, reason: m.reason }; }
+      if (lg.state === 'active') {
+        lg.state = 'terminated';
+        lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'terminated', by, text: `DELETE LINK ALL from the ${by} (${reason}): link group ends` });
+      }
+      return;
     }
+    const l = this.linkById(lg, m.linkId) ?? lg.links.find((x) => x.id === m.linkId && x.deleted);
+    if (m.response) return; // "no such link" answers of the second side add nothing
+    if (!l || l.deleted) return; // both sides deleting the same link: the first one counts
+    const lost = (m.reason >>> 0) === DEL_LOST_PATH;
+    l.deleted = { frame: d.n, tsNs: d.tsNs, by, reason: m.reason };
+    l.state = lost ? 'lost' : 'deleted';
+    if (lost) l.lost = { reasons: [`DELETE LINK ${reason} from the ${by} in frame ${d.n}`], frame: d.n, tsNs: d.tsNs };
+    lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: lost ? 'link-lost' : 'link-deleted', link: l.name, by, text: `DELETE LINK ${l.name} from the ${by}: ${reason}` });
+    noteType(lg, d.n, d.tsNs);
+    if (!lg.links.some((x) => x.state === 'active' || x.state === 'confirming') && lg.state === 'active') lg.state = 'terminated';
   }
 
-  private answer(link: Link, dir: 0 | 1, kind: LlcMessage['kind']): void {
-    const i = this.pending.findIndex((p) => p.link.lg === link.lg && p.from !== dir && p.kind === kind);
-    if (i >= 0) this.pending.splice(i, 1);
+  /** ADD LINK rkey list: the sender's RMB known by `rkey` on `onLink` is `rkeyNew` on `nl`. */
+  private rkeyAlias(onLink: Link, nl: Link, rkey: number, rkeyNew: number, vaNew: bigint, ownerEnd: 0 | 1): void {
+    const wdir = (1 - ownerEnd) as 0 | 1; // WRITEs into the owner's RMB travel towards it
+    const ref = onLink.lg.rmbs.get(this.rmbKey(onLink, wdir, rkey))?.ref ?? { dir: wdir };
+    this.aliasRmb(nl, wdir, rkeyNew, vaNew, ref);
   }
+
+  // ---------------------------------------------------------------------------------------
+  // Timeouts and the end of the capture
+  // ---------------------------------------------------------------------------------------
 
   private checkTimeouts(now: bigint, final: boolean): void {
-    for (let i = this.pending.length - 1; i >= 0; i--) {
-      const p = this.pending[i]!;
-      // DELETE LINK may be answered by the peer's own DELETE LINK request (Linux does).
-      if (p.kind === 'delete_link' || p.kind === 'delete_rkey') {
-        if (this.pending.some((q) => q !== p && q.link.lg === p.link.lg && q.from !== p.from && q.kind === p.kind && q.frame > p.frame)) { this.pending.splice(i, 1); continue; }
+    for (const u of this.llc.expire(now, final)) {
+      const p = u.req;
+      const kind = p.kind.replace(/_/g, ' ').toUpperCase();
+      if (p.kind === 'test_link' && u.overdue) {
+        const t = p.link.testLinkUnanswered;
+        if (t) { t.count++; t.last = p.frame; t.lastTs = p.tsNs; }
+        else p.link.testLinkUnanswered = { count: 1, first: p.frame, last: p.frame, firstTs: p.tsNs, lastTs: p.tsNs };
       }
-      const overdue = now - p.tsNs > LLC_TIMEOUT_NS;
-      if (overdue || (final && p.later)) {
-        this.pending.splice(i, 1);
-        const when = overdue ? 'within 2 s' : 'before the capture ended, although the peer kept sending';
-        this.anomalyAt(p.frame, p.tsNs, 'warn', 'llc.no-response', `LLC ${p.kind.replace(/_/g, ' ').toUpperCase()} request (frame ${p.frame}) got no response ${when} (${p.link.name})`, p.link.name);
-      }
+      // Overdue inside the capture: a protocol problem. Open at its end: the capture stopped first.
+      if (u.overdue) this.anomalyAt(p.frame, p.tsNs, 'warn', 'llc.no-response', `LLC ${kind} request (frame ${p.frame}) got no response within 2 s (${p.link.name})`, p.link.name);
+      else this.anomalyAt(p.frame, p.tsNs, 'note', 'llc.no-response', `LLC ${kind} request (frame ${p.frame}) not answered before the capture ended (${p.link.name})`, p.link.name);
     }
     for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) {
       const w = this.awaitingConfirmLink[i]!;
@@ -629,6 +834,36 @@ export class Tracker {
         this.awaitingConfirmLink.splice(i, 1);
         this.anomalyAt(w.frame, w.tsNs, 'warn', 'link.no-confirm-link', `first contact (connection ${w.conn.index}) without a completed LLC CONFIRM LINK exchange on LG${w.lg.id}`, `LG${w.lg.id}`, w.conn.index);
       }
+    }
+  }
+
+  /** End of capture: which links stopped working, and what that means for their group. */
+  private judgeLinks(g: LinkGroup): void {
+    const rst = g.conns.map((c) => c.tcp?.rst).filter((r): r is NonNullable<TcpConn['rst']> => r !== undefined);
+    for (const l of g.links) {
+      if (l.state !== 'active' && l.state !== 'confirming' && l.state !== 'lost' && l.state !== 'unknown') continue;
+      const reasons: string[] = l.lost ? [...l.lost.reasons] : [];
+      let at = l.lost?.frame, atTs = l.lost?.tsNs;
+      const silent = ([0, 1] as const).map((dir) => l.retx[dir]).find((s) => s && !s.answered && s.maxRepeat >= 2);
+      if (silent) {
+        reasons.push(`PSNs retransmitted up to ${silent.maxRepeat + 1} times (frames ${silent.first}–${silent.last}) with no answer from the peer`);
+        if (at === undefined || silent.first < at) { at = silent.first; atTs = silent.firstTs; }
+      }
+      if (l.testLinkUnanswered) {
+        const t = l.testLinkUnanswered;
+        reasons.push(`${t.count} TEST LINK request${t.count === 1 ? '' : 's'} unanswered (frame ${t.first}${t.count > 1 ? `–${t.last}` : ''})`);
+        if (at === undefined) { at = t.first; atTs = t.firstTs; }
+      }
+      if (reasons.length === 0) continue;
+      for (const r of rst) if (!reasons.some((x) => x.includes('TCP RST'))) reasons.push(`TCP RST on the CLC connection (frame ${r.frame}, from the ${r.by})`);
+      l.lost = { reasons, frame: at!, tsNs: atTs! };
+      if (l.state !== 'lost') {
+        l.state = 'lost';
+        lgEvent(g, { frame: at!, tsNs: atTs!, what: 'link-lost', link: l.name, text: `${l.name} stopped working: ${reasons[0]}` });
+      }
+    }
+    if (g.state === 'active' && g.links.length > 0 && !g.links.some((l) => l.state === 'active' || l.state === 'confirming' || l.state === 'unknown')) {
+      g.state = g.links.some((l) => l.state === 'lost' || l.state === 'failed') ? 'failed' : 'terminated';
     }
   }
 
@@ -647,15 +882,39 @@ export class Tracker {
   }
 }
 
-/** Per-direction state; `fromStart`: the handshake was captured, so both cursors start at 0:0. */
 function psnRing(): { psn: Int32Array; conn: Int32Array } {
   return { psn: new Int32Array(PSN_RING).fill(-1), conn: new Int32Array(PSN_RING) };
 }
 
+/** Per-direction state; `fromStart`: the handshake was captured, so both cursors start at 0:0. */
 function newDir(ringSize: number, fromStart = false): SmcDir {
-  const d: SmcDir = { ringSize, prodLinear: 0, consLinear: 0, cdcs: 0, writes: 0, writeBytes: 0, writerBlocked: 0, urgent: 0, doneWriting: false, closed: false, aborted: false };
+  const d: SmcDir = {
+    ringSize, prodLinear: 0, consLinear: 0, cdcs: 0, writes: 0, writeBytes: 0, writerBlocked: 0, urgent: 0, urgentMarks: [], stalls: [],
+    doneWriting: false, closed: false, aborted: false,
+  };
   if (fromStart) { d.prod = { wrap: 0, count: 0 }; d.cons = { wrap: 0, count: 0 }; }
   return d;
+}
+
+function newTcpStream(): TcpStream {
+  return { chunks: [], missing: [], bytes: 0 };
+}
+
+/** Append a TCP segment to an in-order stream: overlaps dropped, holes reported as missing. */
+function appendTcp(s: TcpStream, seq: number, data: Uint8Array, frame: number): void {
+  if (s.nextSeq === undefined) s.nextSeq = seq;
+  const rel = (seq - s.nextSeq) | 0; // signed 32-bit distance
+  let bytes = data;
+  if (rel < 0) {
+    if (-rel >= data.length) return; // retransmission
+    bytes = data.subarray(-rel);
+  } else if (rel > 0) {
+    s.missing.push({ frame, from: s.bytes, to: s.bytes + rel });
+    s.bytes += rel;
+  }
+  s.chunks.push({ frame, offset: s.bytes, bytes: bytes.slice() });
+  s.bytes += bytes.length;
+  s.nextSeq = (seq + data.length) >>> 0;
 }
 
 function sideOf(m: ClcAcceptConfirm): SmcSide {

@@ -1,0 +1,39 @@
+// The link group's type over time, named as Linux names it (smc_core.h enum smc_lgr_type) and
+// seen from the server side of the group, the side that adds links in Linux:
+//   SINGLE            one active link
+//   SYMMETRIC         two active links on distinct devices at both ends
+//   ASYMMETRIC_LOCAL  two active links sharing the server's device (the server has one device up)
+//   ASYMMETRIC_PEER   two active links sharing the client's device (the client has one device up)
+// A link counts once its CONFIRM LINK exchange completed and until it is deleted or lost.
+
+import type { LgEvent, LgType, LinkGroup } from './model.js';
+
+export function lgTypeOf(lg: LinkGroup): LgType {
+  const up = lg.links.filter((l) => l.state === 'active');
+  if (up.length === 0) return 'NONE';
+  if (up.length === 1) return 'SINGLE';
+  const clientGids = new Set(up.map((l) => l.ends[0].gid));
+  const serverGids = new Set(up.map((l) => l.ends[1].gid));
+  if (serverGids.size < up.length) return 'ASYMMETRIC_LOCAL';
+  if (clientGids.size < up.length) return 'ASYMMETRIC_PEER';
+  return 'SYMMETRIC';
+}
+
+/** Record the type if it changed (after a link came up, went down or was deleted). */
+export function noteType(lg: LinkGroup, frame: number, tsNs: bigint): void {
+  const t = lgTypeOf(lg);
+  const last = lg.types[lg.types.length - 1];
+  if (last?.type === t) return;
+  // NONE between a link going and the group ending is not a type Linux reports.
+  if (t === 'NONE' && lg.types.length > 0) return;
+  lg.types.push({ type: t, frame, tsNs });
+}
+
+export function lgEvent(lg: LinkGroup, e: LgEvent): void {
+  lg.events.push(e);
+}
+
+/** "SINGLE → SYMMETRIC → SINGLE": the type history in one line. */
+export function typeHistory(lg: LinkGroup): string {
+  return lg.types.map((t) => t.type).join(' → ') || '?';
+}

@@ -1,0 +1,99 @@
+// LLC request/response pairing as real captures show it. A request is answered by the peer's
+// response of the same kind on any link of the group (Linux may answer on another link), a
+// REQUEST ADD LINK by the peer starting an ADD LINK, a DELETE LINK also by the peer's own
+// DELETE LINK of the same link (both sides deleting it), and a DELETE LINK of the whole group
+// by nothing. A capture point may reorder a few frames, so a response seen shortly *before*
+// its request still pairs; a response with no request at all (capture began mid-flow) is
+// ignored. A request left unanswered is overdue once the protocol's timeout (2 s,
+// SMC_LLC_WAIT_TIME) elapsed inside the capture; at the end of a capture that stops earlier it
+// is only a note.
+
+import type { LlcMessage } from '../wire/llc.js';
+import type { Link, LinkGroup } from './model.js';
+
+/** RFC 7609 Appendix C / Linux SMC_LLC_WAIT_TIME: LLC responses are due within 2 s. */
+export const LLC_TIMEOUT_NS = 2_000_000_000n;
+/** How far a response may precede its request in capture order (capture-point reordering). */
+const REORDER_NS = 50_000_000n;
+
+export type LlcKind = LlcMessage['kind'];
+
+export interface LlcRequest {
+  lg: LinkGroup;
+  link: Link;
+  /** Sender end: 0 client side, 1 server side of the group. */
+  from: 0 | 1;
+  kind: LlcKind;
+  /** DELETE LINK: the link id it names. */
+  linkId?: number;
+  frame: number;
+  tsNs: bigint;
+}
+
+interface EarlyResponse { lg: LinkGroup; from: 0 | 1; kind: LlcKind; tsNs: bigint }
+
+export interface Unanswered { req: LlcRequest; overdue: boolean }
+
+export class LlcPairing {
+  private readonly pending: LlcRequest[] = [];
+  private readonly early: EarlyResponse[] = [];
+  /** Requests answered before they were seen (reordered capture), for tests and the summary. */
+  reordered = 0;
+
+  /** Whether a message of this kind expects an answer at all. */
+  static expectsAnswer(m: LlcMessage): boolean {
+    return !m.response && !(m.kind === 'delete_link' && m.all);
+  }
+
+  request(r: LlcRequest): void {
+    // The answer may already be here (reordered): a response of the same kind from the peer
+    // just before, or (REQUEST ADD LINK) the peer's ADD LINK.
+    const i = this.early.findIndex((e) => e.lg === r.lg && e.from !== r.from && answers(e.kind, r.kind) && r.tsNs - e.tsNs <= REORDER_NS);
+    if (i >= 0) { this.early.splice(i, 1); this.reordered++; return; }
+    // A DELETE LINK crossing the peer's DELETE LINK of the same link answers both.
+    if (r.kind === 'delete_link') {
+      const j = this.pending.findIndex((p) => p.lg === r.lg && p.from !== r.from && p.kind === 'delete_link' && p.linkId === r.linkId);
+      if (j >= 0) { this.pending.splice(j, 1); return; }
+    }
+    this.pending.push(r);
+  }
+
+  /** A response (or an answering request) from `from`; returns the request it answers. */
+  answer(lg: LinkGroup, from: 0 | 1, kind: LlcKind, tsNs: bigint): LlcRequest | undefined {
+    const i = this.pending.findIndex((p) => p.lg === lg && p.from !== from && answers(kind, p.kind));
+    if (i >= 0) return this.pending.splice(i, 1)[0];
+    this.early.push({ lg, from, kind, tsNs });
+    if (this.early.length > 64) this.early.shift();
+    return undefined;
+  }
+
+  /** An ADD LINK request answers a pending REQUEST ADD LINK of the peer (not remembered otherwise). */
+  answerRequestAddLink(lg: LinkGroup, from: 0 | 1, tsNs: bigint): LlcRequest | undefined {
+    const i = this.pending.findIndex((p) => p.lg === lg && p.from !== from && p.kind === 'request_add_link');
+    if (i >= 0) return this.pending.splice(i, 1)[0];
+    this.early.push({ lg, from, kind: 'add_link', tsNs });
+    return undefined;
+  }
+
+  /** Requests whose timeout elapsed by `now`, or (final) every request still open. */
+  expire(now: bigint, final: boolean): Unanswered[] {
+    const out: Unanswered[] = [];
+    for (let i = this.early.length - 1; i >= 0; i--) if (now - this.early[i]!.tsNs > REORDER_NS) this.early.splice(i, 1);
+    for (let i = 0; i < this.pending.length;) {
+      const p = this.pending[i]!;
+      const overdue = now - p.tsNs > LLC_TIMEOUT_NS;
+      if (overdue || final) { this.pending.splice(i, 1); out.push({ req: p, overdue }); } else i++;
+    }
+    return out;
+  }
+
+  /** Drop the requests of a group that ended (nobody answers on a terminated group). */
+  forget(lg: LinkGroup): void {
+    for (let i = this.pending.length - 1; i >= 0; i--) if (this.pending[i]!.lg === lg && this.pending[i]!.kind !== 'test_link') this.pending.splice(i, 1);
+  }
+}
+
+/** Does a message of kind `resp` (a response, or an answering request) answer a request of `req`? */
+function answers(resp: LlcKind, req: LlcKind): boolean {
+  return resp === req || (req === 'request_add_link' && resp === 'add_link');
+}
