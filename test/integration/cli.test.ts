@@ -107,9 +107,15 @@ test('--summary, --follow, --ladder: reports rebuilt from the wire', (t) => {
   const raw = spawnSync(process.execPath, [...cmd, '-r', pcapPath('d-bulk-2MiB'), '--follow', '1', '--follow-dir', 'c2s', '--follow-format', 'raw'], { cwd: ROOT, maxBuffer: 64 << 20 });
   t.is(raw.status, 0);
   t.is((raw.stdout as Buffer).length, 2 * 1024 * 1024 + 123);
-  const none = smcdump(['-r', pcapPath('c2-fallback-server-decline'), '--follow', '1']);
+  // A fallback is followed in its TCP payload after the CLC exchange (guest logs: 30 bytes sent, "ACK 30 fnv1a=2c19b33b").
+  const fb = smcdump(['-r', pcapPath('c2-fallback-server-decline'), '--follow', '1']);
+  t.is(fb.code, 0);
+  t.regex(fb.out, /\nfallback test: server declines\n/);
+  t.regex(fb.out, /\nACK 30 fnv1a=2c19b33b\n/);
+  t.regex(fb.err, /connection 1 \(fallback, TCP payload\): 30 bytes 10\.55\.0\.1:54306 → 10\.55\.0\.2:12345; 22 bytes/);
+  const none = smcdump(['-r', pcapPath('c2-fallback-server-decline'), '--follow', '7']);
   t.is(none.code, 1);
-  t.regex(none.err, /^smcdump: no SMC-R connection matches --follow; SMC-R connections in this capture: none\n$/);
+  t.regex(none.err, /^smcdump: no connection matches --follow; connections in this capture: 1 \(10\.55\.0\.1:54306-10\.55\.0\.2:12345 fallback\)\n$/);
   const bad = smcdump(['-r', pcapPath('a-first-contact'), '--follow', 'x']);
   t.is(bad.code, 1);
 
