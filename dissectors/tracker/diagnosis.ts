@@ -92,10 +92,16 @@ function linkNotEstablished(t: Tracker, g: LinkGroup, out: Diagnosis[]): void {
   }
 }
 
+/** Links up at a frame: confirmed before it and not deleted or lost by then. */
+function upAt(g: LinkGroup, frame: number, except: Link): Link[] {
+  return g.links.filter((l) => l !== except && l.confirmedFrame !== undefined && l.confirmedFrame < frame
+    && !(l.deleted && l.deleted.frame <= frame) && !(l.lost && l.lost.frame <= frame));
+}
+
 function linkLost(g: LinkGroup, out: Diagnosis[]): void {
-  const survivors = g.links.filter((l) => l.state === 'active');
   for (const l of g.links) {
     if (l.state !== 'lost' || !l.lost) continue;
+    const survivors = upAt(g, l.lost.frame, l);
     const moved = g.conns.filter((c) => c.failovers.some((f) => f.from === l.name || (!f.from && f.to !== l.name)));
     const after = survivors.length > 0
       ? `the link group continued on ${survivors.map((s) => s.name).join(', ')}${moved.length ? ` (${moved.length} connection(s) moved)` : ''}`
