@@ -151,7 +151,7 @@ function testLink(l: Link, out: Diagnosis[]): void {
   if (!t) return;
   out.push({ code: 'llc.testlink-unanswered', severity: 'warning', lg: l.lg.id, link: l.name,
     frames: { first: t.first, last: t.last, count: t.count },
-    message: `${t.count} TEST LINK request(s) on ${l.name} got no response within 2 s: the peer's SMC stack or device is gone (Linux ends the link after smcr_testlink_time without an answer).` });
+    message: `${t.count} TEST LINK request(s) on ${l.name} got no response: the peer's SMC stack or RoCE device is gone (Linux sends TEST LINK after smcr_testlink_time of silence and takes the link down when it goes unanswered for 2 s).` });
 }
 
 /** The writer's urgent byte is never consumed; the writer waits (Linux blocks further sends
