@@ -3,7 +3,7 @@
 // the guest programs said they sent and received). Each test asserts the diagnosis codes, the
 // states in the tables, and the --follow bytes against those checksums.
 import test from 'ava';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { FrameDecoder } from '../../dissectors/frame.js';
 import { Tracker } from '../../dissectors/tracker/tracker.js';
 import { diagnose, type Diagnosis } from '../../dissectors/tracker/diagnosis.js';
@@ -38,18 +38,36 @@ function streams(t: Tracker): [{ bytes: Uint8Array }[], { bytes: Uint8Array }[]]
 }
 
 const codes = (ds: Diagnosis[], sev?: Diagnosis['severity']): string[] => [...new Set(ds.filter((d) => !sev || d.severity === sev).map((d) => d.code))].sort();
-const have = (name: string): boolean => existsSync(pcapPath(name));
 
-test('l-failover: the moved connection is followed across the failover, both directions exact', async (t) => {
-  const tr = truth('l-failover');
-  for (const c of tr.connections) {
-    const tk = await track('l-failover', `${c.client}-${c.server}`);
+test('l-failover, l2-failover-client: the moved connection is followed across the failover, both directions exact', async (t) => {
+  for (const name of ['l-failover', 'l2-failover-client']) for (const c of truth(name).connections) {
+    const tk = await track(name, `${c.client}-${c.server}`);
     const [c2s, s2c] = streams(tk);
     t.deepEqual(fnv1a(c2s), { n: c.c2s.bytes!, h: c.c2s.fnv1a! }, `connection ${c.id} c>s`);
     t.deepEqual(fnv1a(s2c), { n: c.s2c.bytes!, h: c.s2c.fnv1a! }, `connection ${c.id} s>c`);
     const s = tk.followedTcp()!.smc!;
-    t.true(s.dirs.every((d) => d.stream!.missing.length === 0), `connection ${c.id}: nothing missing`);
+    t.true(s.dirs.every((d) => d.stream!.missing.length === 0), `${name} connection ${c.id}: nothing missing`);
   }
+});
+
+test('l2-failover-client: the client loses its device, REQUEST ADD LINK when it returns is answered by ADD LINK', async (t) => {
+  const tk = await track('l2-failover-client');
+  const ds = diagnose(tk);
+  t.deepEqual(codes(ds, 'error'), []);
+  t.deepEqual(codes(ds, 'warning'), ['lgr.failover', 'link.lost']);
+  t.deepEqual(tk.anomalies.filter((a) => a.code === 'llc.no-response' || a.code === 'cdc.unknown-token'), []);
+  const g = tk.groups[0]!;
+  // Guest B's smcdiag (the server's view): SYMMETRIC → ASYMMETRIC_PEER → SYMMETRIC.
+  t.deepEqual(g.types.map((x) => x.type), ['SINGLE', 'SYMMETRIC', 'SINGLE', 'ASYMMETRIC_PEER', 'SYMMETRIC']);
+  const req = g.events.findIndex((e) => e.what === 'request-add-link');
+  t.is(g.events[req]!.frame, 3788);
+  t.is(g.events[req]!.by, 'client');
+  t.is(g.events[req + 1]!.what, 'link-added');
+  t.is(g.events[req + 1]!.frame, 3790);
+  const l2 = g.links.find((l) => l.id === 2)!;
+  t.is(l2.state, 'lost');
+  t.is(l2.deleted?.by, 'client');
+  t.deepEqual(tk.tcp[1]!.smc!.failovers.map((f) => [f.from, f.to, f.by, f.frame]), [['LG1/L2', 'LG1/L1', 'client', 2075], ['LG1/L2', 'LG1/L1', 'server', 2098]]);
 });
 
 test('l-failover: lgr.failover and link.lost as warnings, no error, no unknown token; states and types agree', async (t) => {
@@ -139,12 +157,18 @@ test('o-urgent-stall: cdc.urgent-stall on the stalled connection only; urgent by
   t.deepEqual(ts.followedTcp()!.smc!.dirs[0].stream!.urgent, [61]);
 });
 
-test('p-window-stall: cdc.window-stall on the blocked direction, bytes exact', async (t) => {
-  if (!have('p-window-stall')) { t.pass('fixture not captured yet'); return; }
+test('p-window-stall: cdc.window-stall on the blocked direction with the pause the guest made, bytes exact', async (t) => {
   const tk = await track('p-window-stall');
   const ds = diagnose(tk);
-  t.true(codes(ds).includes('cdc.window-stall'));
   t.deepEqual(codes(ds, 'error'), []);
+  // The receiver paused 5000 ms (guest log): the ring-full write_blocked CDC (frame 402) until the
+  // consumer update when it read again (frame 405); the short blocks of the transfer are not stalls.
+  const ws = ds.filter((d) => d.code === 'cdc.window-stall');
+  t.is(ws.length, 1);
+  t.is(ws[0]!.severity, 'warning');
+  t.deepEqual([ws[0]!.frames.first, ws[0]!.frames.last], [402, 405]);
+  t.regex(ws[0]!.message, /client → server: .* 5\.0 s from frame 402/);
+  t.true(tk.tcp[0]!.smc!.dirs[0].writerBlocked >= 15);
   const tr = truth('p-window-stall');
   for (const c of tr.connections) {
     const tf = await track('p-window-stall', `${c.client}-${c.server}`);
