@@ -135,7 +135,7 @@ ttest('TCP sequence numbers: relative like tcpdump by default, absolute with -S'
       for (let i = 0; i < th.length; i++) {
         const mine = tcpPart(o[i]!);
         if (mine === undefined) continue;
-        t.is(mine, tcpPart(th[i]!), `${name} ${s.join(' ')} frame ${i + 1}`);
+        t.is(mine as string | undefined, tcpPart(th[i]!), `${name} ${s.join(' ')} frame ${i + 1}`);
         compared++;
       }
       t.true(compared > 5, `${name}: ${compared} TCP lines compared`);
