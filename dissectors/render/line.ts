@@ -84,7 +84,7 @@ function body(d: DecodedFrame, c: ChalkInstance, seq: LineOptions['seq'], withLi
   if (d.udp && ip) return `${ip.src}.${d.udp.srcPort} > ${ip.dst}.${d.udp.dstPort}: UDP, length ${d.payloadLength}`;
   if (ip) return `${ip.src} > ${ip.dst}: IPv${ip.version} proto ${ip.version === 4 ? (ip.header as { protocol: number }).protocol : (ip.header as { upperProtocol: number }).upperProtocol}`;
   // with -e the link header already said who and what
-  if (d.eth && withLink) return d.eth.ethertype === 0x0806 ? 'ARP' : `length ${d.origlen - d.eth.headerLength}`;
+  if (withLink) return (d.eth?.ethertype ?? d.link?.protocol) === 0x0806 ? 'ARP' : 'not decoded';
   if (d.eth) return `${d.eth.src} > ${d.eth.dst}, ethertype 0x${d.eth.ethertype.toString(16).padStart(4, '0')}, length ${d.origlen}`;
   return `link type ${d.linktype}, length ${d.origlen}`;
 }

@@ -5,6 +5,7 @@
 import { decodeEthernet, isVlanTpid } from '../net/ethernet.js';
 import { decodeSll, decodeSll2 } from '../net/sll.js';
 import { LINKTYPE } from '../../capture/types.js';
+import { readdirSync, readFileSync } from 'node:fs';
 
 // tcpdump's ethertype_values names (ethertype.c) for the types a capture of SMC-R may carry;
 // any other type prints as "Unknown", as tcpdump does.
@@ -22,6 +23,21 @@ function etype(t: number): string {
 
 // sll_pkttype_values in tcpdump's print-sll.c
 const SLL_PKTTYPE = ['In', 'B', 'M', 'P', 'Out'];
+
+let ifNames: Map<number, string> | undefined;
+
+/** if_indextoname() of this host, from /sys/class/net; '?' as tcpdump when unknown. */
+function localIfName(index: number): string {
+  if (!ifNames) {
+    ifNames = new Map();
+    try {
+      for (const n of readdirSync('/sys/class/net')) {
+        try { ifNames.set(Number(readFileSync(`/sys/class/net/${n}/ifindex`, 'utf8')), n); } catch { /* gone meanwhile */ }
+      }
+    } catch { /* no sysfs: every name unknown */ }
+  }
+  return ifNames.get(index) ?? '?';
+}
 
 export interface LinkHeader {
   /** The -e text, ending in ": " ('' for link types without a header, e.g. raw IP). */
@@ -57,8 +73,10 @@ export function linkHeader(b: Uint8Array, linktype: number, origlen: number): Li
       const v2 = linktype === LINKTYPE.LINUX_SLL2;
       const h = (v2 ? decodeSll2(b) : decodeSll(b)).value;
       if (b.length < h.headerLength) return { text: '', length: b.length };
-      let s = v2 ? `ifindex ${h.ifindex} ` : '';
-      s += `${(SLL_PKTTYPE[h.packetType] ?? '?').padStart(3)} `;
+      const dir = SLL_PKTTYPE[h.packetType] ?? '?';
+      // SLL2: tcpdump names the interface as the *reading* host calls that index
+      // (if_indextoname), then the direction, then "ifindex N"
+      let s = v2 ? `${localIfName(h.ifindex).padEnd(5)} ${dir.padEnd(3)} ifindex ${h.ifindex} ` : `${dir.padStart(3)} `;
       if (h.addrLength > 0 && h.addr) s += `${h.addr} `;
       s += `${etype(h.protocol)}, length ${origlen}: `;
       return { text: s, length: h.headerLength };

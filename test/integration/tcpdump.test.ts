@@ -167,6 +167,50 @@ ttest('nanoseconds: printed when the file has them, as tcpdump --time-stamp-prec
   samePrefixes(t, micro.ours.trimEnd().split('\n'), micro.theirs.trimEnd().split('\n'), TIME['']!, false, 'micro');
 });
 
+ttest('Linux cooked captures (SLL, SLL2, as -i any writes them): -e header and -x/-xx lines as tcpdump', async (t) => {
+  // the first-contact frames with their Ethernet header replaced by a cooked one
+  const src = readFileSync(pcapPath('a-first-contact'));
+  const dir = mkdtempSync(join(tmpdir(), 'smcdump-sll-'));
+  const cooked = (v2: boolean): string => {
+    const parts: Buffer[] = [Buffer.from(src.subarray(0, 24))];
+    parts[0]!.writeUInt32LE(v2 ? 276 : 113, 20);
+    for (let o = 24, k = 0; o + 16 <= src.length; k++) {
+      const cap = src.readUInt32LE(o + 8), orig = src.readUInt32LE(o + 12);
+      const eth = src.subarray(o + 16, o + 16 + cap);
+      o += 16 + cap;
+      const h = Buffer.alloc(v2 ? 20 : 16);
+      const type = eth.readUInt16BE(12);
+      if (v2) { h.writeUInt16BE(type, 0); h.writeUInt32BE(1, 4); h.writeUInt16BE(1, 8); h[10] = k % 5; h[11] = 6; eth.copy(h, 12, 6, 12); } else { h.writeUInt16BE(k % 5, 0); h.writeUInt16BE(1, 2); h.writeUInt16BE(6, 4); eth.copy(h, 6, 6, 12); h.writeUInt16BE(type, 14); }
+      const rec = Buffer.alloc(16);
+      src.copy(rec, 0, o - 16 - cap, o - 8 - cap);
+      rec.writeUInt32LE(cap - 14 + h.length, 8);
+      rec.writeUInt32LE(orig - 14 + h.length, 12);
+      parts.push(rec, h, eth.subarray(14));
+    }
+    const p = join(dir, v2 ? 'sll2.pcap' : 'sll.pcap');
+    writeFileSync(p, Buffer.concat(parts));
+    return p;
+  };
+  const cookedLink = '(?:\\S+ +\\S+ +ifindex \\d+ | *\\S+ )[0-9a-f:]{17} ethertype [^,]+ \\(0x[0-9a-f]{4}\\), length \\d+: ';
+  for (const v2 of [false, true]) {
+    const file = cooked(v2);
+    const e = await both(file, ['-e']);
+    const re = new RegExp(`^${TIME['']}${cookedLink}`);
+    const o = e.ours.trimEnd().split('\n'), th = e.theirs.trimEnd().split('\n');
+    t.is(o.length, 45);
+    t.is(o.length, th.length);
+    for (let i = 0; i < th.length; i++) {
+      const m = re.exec(th[i]!);
+      if (!m) { t.fail(`tcpdump line unexpected: ${th[i]}`); break; }
+      t.is(o[i]!.replace(NUM, '').slice(0, m[0].length), m[0], `${v2 ? 'SLL2' : 'SLL'} frame ${i + 1}`);
+    }
+    for (const flag of ['-x', '-xx']) {
+      const x = await both(file, [flag]);
+      t.deepEqual(packets(x.ours).map((p) => p.dump), packets(x.theirs).map((p) => p.dump), `${v2 ? 'SLL2' : 'SLL'} ${flag}`);
+    }
+  }
+});
+
 test('several -r are merged by timestamp like mergecap; a quoted glob too', async (t) => {
   const a = pcapPath('a-first-contact'), c = pcapPath('c2-fallback-server-decline');
   const opts = { cwd: ROOT, maxBuffer: 64 << 20, encoding: 'utf8' as const };
