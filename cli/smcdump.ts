@@ -59,7 +59,7 @@ function protoList(v: string): SmcProto[] {
 export function buildProgram(): Command {
   const p = new Command('smcdump');
   p.description('Decode SMC-R traffic (TCP option 254, CLC, RoCE LLC/CDC/RDMA WRITE) from capture files or live interfaces, tcpdump-style.')
-    .usage('(-r FILE | -i IFACE) [options] [filter...]')
+    .usage('(-r FILE [-r FILE...] | -i IFACE) [options] [filter...]')
     .option('-r, --read <file>', 'read frames from a pcap or pcapng file; several -r (or a quoted glob) are merged by timestamp, like mergecap', collectFile)
     .option('-i, --interface <iface>', 'capture live on IFACE (lo, eth0, any, an RDMA device where libpcap supports it)')
     .option('-D, --list-interfaces', 'list the interfaces smcdump can capture on, then exit')
