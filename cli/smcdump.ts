@@ -148,8 +148,10 @@ function packageVersion(): string {
 }
 
 interface Opts {
-  read?: string[]; e?: boolean; t: number; utc?: boolean; timeStampPrecision?: 'micro' | 'nano'; nano?: boolean;
-  version?: boolean; x: number; X: number; A: number; absoluteTcpSequenceNumbers?: boolean; number?: boolean; l?: boolean; interface?: string; listInterfaces?: boolean; write?: string; format: 'pcapng' | 'pcap';
+  read?: string[]; interface?: string; listInterfaces?: boolean; write?: string; format: 'pcapng' | 'pcap'; version?: boolean;
+  // tcpdump's output flags: -e, -t count, --utc, precision, -x/-X/-A counts, -S, -#, -l
+  e?: boolean; t: number; utc?: boolean; timeStampPrecision?: 'micro' | 'nano'; nano?: boolean;
+  x: number; X: number; A: number; absoluteTcpSequenceNumbers?: boolean; number?: boolean; l?: boolean;
   count?: number; snaplen?: number; bufferSize?: number; promiscuousMode: boolean; immediate?: boolean;
   verbose?: boolean; tree?: boolean; json?: boolean; only?: SmcProto[]; issues?: boolean; rocePort: number[];
   time: 'abs' | 'epoch' | 'rel' | 'none'; icrc: boolean; quiet?: boolean; progress?: boolean; color: boolean;

@@ -17,8 +17,8 @@ export class TcpRelative {
     const ip = d.ip;
     if (!tcp || !ip || !tcp.flags.ack) return undefined;
     const sp = tcp.srcPort, dp = tcp.dstPort;
-    // tcpdump compares the raw addresses; comparing their text is the same order for IPv4 in
-    // dotted quads only by accident, so compare numerically where it matters (equal ports).
+    // tcpdump's collating order: the lower port first; equal ports, the lower address
+    // (memcmp of the raw bytes, so compared as numbers, not as text)
     const rev = sp > dp || (sp === dp && addrCmp(ip.src, ip.dst) > 0);
     const key = rev ? `${ip.dst}.${dp}>${ip.src}.${sp}` : `${ip.src}.${sp}>${ip.dst}.${dp}`;
     const th = this.conv.get(key);
