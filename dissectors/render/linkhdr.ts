@@ -54,9 +54,8 @@ export function linkHeader(b: Uint8Array, linktype: number, origlen: number): Li
       const e = decodeEthernet(b).value;
       const first = (b[12]! << 8) | b[13]!;
       let s = `${e.src} > ${e.dst}, `;
-      // 802.3 frames carry a length, not a type
-      s += first < 0x0600 ? '802.3' : etype(first);
-      s += `, length ${origlen}: `;
+      // 802.3 frames carry a length, not a type; tcpdump prints it, bounded by the frame
+      s += first < 0x0600 ? `802.3, length ${Math.min(first, origlen - 14)}: ` : `${etype(first)}, length ${origlen}: `;
       // 802.1Q/QinQ: tcpdump prints each tag after the colon, then the inner type.
       let o = 14;
       let type = first;

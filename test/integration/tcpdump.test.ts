@@ -211,6 +211,40 @@ ttest('Linux cooked captures (SLL, SLL2, as -i any writes them): -e header and -
   }
 });
 
+ttest('-e names EtherTypes, 802.1Q tags and 802.3 lengths as tcpdump does', async (t) => {
+  // first-contact frames with other link headers: RoCE v1's type (tcpdump: Unknown), LLDP,
+  // IPv6, Loopback, an 802.3 length, and a real 802.1Q tag in front of IPv4
+  const src = readFileSync(pcapPath('a-first-contact'));
+  const parts: Buffer[] = [Buffer.from(src.subarray(0, 24))];
+  const types = [0x8915, 0x88cc, 0x86dd, 0x9000, 0x0060, -1, -1];
+  for (let o = 24, k = 0; o + 16 <= src.length && k < types.length; k++) {
+    const cap = src.readUInt32LE(o + 8);
+    const rec = Buffer.from(src.subarray(o, o + 16));
+    let d = Buffer.from(src.subarray(o + 16, o + 16 + cap));
+    o += 16 + cap;
+    if (types[k]! >= 0) d.writeUInt16BE(types[k]!, 12);
+    else {
+      d = Buffer.concat([d.subarray(0, 12), Buffer.from([0x81, 0x00, 0x20 | (k & 1) << 4, 100]), d.subarray(12)]);
+      rec.writeUInt32LE(cap + 4, 8);
+      rec.writeUInt32LE(rec.readUInt32LE(12) + 4, 12);
+    }
+    parts.push(rec, d);
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'smcdump-eth-'));
+  const file = join(dir, 'eth.pcap');
+  writeFileSync(file, Buffer.concat(parts));
+  const { ours, theirs } = await both(file, ['-e', '-x']);
+  const o = packets(ours), th = packets(theirs);
+  const vlan = '(?:vlan \\d+, p \\d+(?:, DEI)?, ethertype [^,]+ \\(0x[0-9a-f]{4}\\), )?';
+  samePrefixes(t, o.map((p) => p.head), th.map((p) => p.head), TIME['']!, true, 'EtherTypes');
+  const re = new RegExp(`^${TIME['']}${LINK}${vlan}`);
+  for (let i = 0; i < th.length; i++) t.is(o[i]!.head.replace(NUM, '').slice(0, re.exec(th[i]!.head)![0].length), re.exec(th[i]!.head)![0]);
+  t.regex(th[0]!.head, /ethertype Unknown \(0x8915\)/);
+  t.regex(th[5]!.head, /vlan 100, p 1, DEI, ethertype IPv4/);
+  // -x after a tag starts after it, as tcpdump's does (tcpdump dumps unknown types by itself)
+  t.deepEqual(o.slice(5).map((p) => p.dump), th.slice(5).map((p) => p.dump));
+});
+
 test('several -r are merged by timestamp like mergecap; a quoted glob too', async (t) => {
   const a = pcapPath('a-first-contact'), c = pcapPath('c2-fallback-server-decline');
   const opts = { cwd: ROOT, maxBuffer: 64 << 20, encoding: 'utf8' as const };
