@@ -21,6 +21,7 @@ import { packageRoot } from '../native/paths.js';
 import { renderTree } from '../dissectors/render/verbose.js';
 import { renderJson } from '../dissectors/render/json.js';
 import { renderSummary, summaryJson } from '../dissectors/render/summary.js';
+import { frameSelected, parseSelection, type Selection } from '../dissectors/render/select.js';
 import { Ladder } from '../dissectors/render/ladder.js';
 import { Tracker } from '../dissectors/tracker/tracker.js';
 import { writeFileSync } from 'node:fs';
@@ -102,6 +103,9 @@ export function buildProgram(): Command {
     .option('--ladder', 'instead of frames: a ladder diagram of the flows between the hosts (TCP/CLC single, RoCE double arrows)')
     .option('--ladder-svg <file>', 'also write the ladder diagram as SVG to FILE (checked before anything is read)')
     .option('--wide', '--summary: every column at full width and every row, whatever the terminal width')
+    .option('--conn <conn>', 'only SMC connection CONN (number from --summary, or ip:port-ip:port) in every view: its TCP frames, CLC, CDC and RDMA WRITEs on any link, the ladder, the summary')
+    .option('--lg <n>', 'only link group N (LG1 or 1) in every view')
+    .option('--link <name>', 'only link NAME (e.g. LG1/L2) in every view')
     .option('--no-track', 'no correlation (no [link conn] tags or anomalies): plain per-frame decoding, faster')
     .option('--endpoint <sock>', "an smcscope endpoint's control socket: alone (with --summary) its state like smcss; with -r/-i frames get the endpoint's names and every disagreement between wire and endpoint state is flagged")
     .option('--state <file>', 'a saved endpoint state (--state-json, or {"cmd":"state"} on the control socket): like --endpoint, offline')
@@ -156,7 +160,7 @@ interface Opts {
   count?: number; snaplen?: number; bufferSize?: number; promiscuousMode: boolean; immediate?: boolean;
   verbose?: boolean; tree?: boolean; json?: boolean; only?: SmcProto[]; issues?: boolean; rocePort: number[];
   time: 'abs' | 'epoch' | 'rel' | 'none'; icrc: boolean; quiet?: boolean; progress?: boolean; color: boolean;
-  summary?: boolean; wide?: boolean; follow?: string; followFormat: FollowFormat; followDir: FollowDir; ladder?: boolean; ladderSvg?: string; track: boolean;
+  summary?: boolean; wide?: boolean; conn?: string; lg?: string; link?: string; follow?: string; followFormat: FollowFormat; followDir: FollowDir; ladder?: boolean; ladderSvg?: string; track: boolean;
   endpoint?: string; state?: string;
 }
 
@@ -178,6 +182,8 @@ class Dump {
   readonly out = new Out();
   /** Correlation across frames (off with --no-track); report modes print from it at the end. */
   readonly tracker: Tracker | undefined;
+  /** --conn / --lg / --link: only these frames, rows and ladder arrows. */
+  private readonly select: Selection | undefined;
   readonly ladder: Ladder | undefined;
   /** --endpoint / --state with a capture: the endpoint's names on frames, disagreements at the end. */
   join: StateJoin | undefined;
@@ -201,6 +207,8 @@ class Dump {
     this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg;
     if ((o.track || this.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
     if (o.ladder || o.ladderSvg) this.ladder = new Ladder();
+    this.select = parseSelection(o);
+    if (this.select && !this.tracker) throw new CliError('--conn, --lg and --link need correlation: drop --no-track');
     let only = 0;
     for (const p of o.only ?? []) only |= PROTO_BIT[p];
     this.only = only;
@@ -228,7 +236,8 @@ class Dump {
     this.issues += d.issues.length;
     for (const i of d.issues) if (i.severity === 'error') this.errors++;
     let note = this.tracker?.feed(d);
-    if (note) this.ladder?.add(d, note);
+    const inSelection = !this.select || frameSelected(this.tracker!, this.select, note);
+    if (note && inSelection) this.ladder?.add(d, note);
     const ep = this.join?.feed(d);
     this.afterFrame?.();
     if (ep) {
@@ -244,6 +253,7 @@ class Dump {
     const seq = d.tcp && this.seq ? this.seq.bases(d) : undefined;
     const time = this.time.format(d.tsNs, digits);
     const anomalies = note ? note.anomalies.length : 0;
+    if (!inSelection) return;
     if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0 && anomalies === 0)) return;
     this.printed++;
     if (o.json) { this.out.line(renderJson(d, note)); return; }
@@ -288,7 +298,7 @@ class Dump {
     }
     if (o.summary) {
       if (o.json) {
-        const j = summaryJson(t) as Record<string, unknown>;
+        const j = summaryJson(t, this.select) as Record<string, unknown>;
         if (this.join) { j.endpointState = this.join.current; j.stateDisagreements = disagreementsJson(this.disagreements); }
         this.out.line(JSON.stringify(j, jsonReplacer));
       } else {
@@ -296,7 +306,7 @@ class Dump {
         // fitted to $COLUMNS or 80 columns; --wide gets everything.
         const tty = process.stdout.isTTY === true;
         const width = o.wide ? Infinity : tty ? process.stdout.columns || 80 : Number(process.env.COLUMNS) || 80;
-        this.out.line(renderSummary(t, this.chalk, { width, maxRows: tty && !o.wide ? 40 : Infinity }));
+        this.out.line(renderSummary(t, this.chalk, { width, maxRows: tty && !o.wide ? 40 : Infinity, ...(this.select ? { select: this.select } : {}) }));
         if (this.join) this.out.line('\n' + renderState(this.join.current, this.chalk));
       }
     }

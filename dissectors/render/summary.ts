@@ -8,12 +8,34 @@ import type { Link, SmcConn, Step, TcpConn } from '../tracker/model.js';
 import { diagnose, type Diagnosis } from '../tracker/diagnosis.js';
 import { typeHistory } from '../tracker/lgtype.js';
 import { renderTable, wrap, type Column } from './table.js';
+import { diagnosisSelected, selectState, type Selection } from './select.js';
+import type { LinkGroup } from '../tracker/model.js';
 
 export interface SummaryOptions {
   /** Width to fit (terminal columns); Infinity = every column at full width (--wide). */
   width?: number;
   /** Rows shown per table and list; the rest is counted ("… N more, use --json"). */
   maxRows?: number;
+  /** Only this connection, link group or link (--conn, --lg, --link). */
+  select?: Selection;
+}
+
+/** What the summary shows: everything, or what a selection keeps. */
+interface View { groups: LinkGroup[]; links: Link[]; tcp: TcpConn[]; orphans: SmcConn[]; diag: Diagnosis[]; other: boolean }
+
+function view(t: Tracker, sel: Selection | undefined): View {
+  const diag = diagnose(t);
+  if (!sel) return { groups: t.groups, links: t.groups.flatMap((g) => g.links), tcp: t.tcp, orphans: t.orphanConns, diag, other: true };
+  const s = selectState(t, sel);
+  const groups = t.groups.filter((g) => s.groups.has(g));
+  return {
+    groups,
+    links: groups.flatMap((g) => g.links).filter((l) => s.links.size === 0 || s.links.has(l.name) || sel.lg !== undefined),
+    tcp: t.tcp.filter((x) => s.conns.has(x.index)),
+    orphans: t.orphanConns.filter((x) => s.conns.has(x.index)),
+    diag: diag.filter((d) => diagnosisSelected(d, s)),
+    other: false,
+  };
 }
 import { fmtSize, hex32 } from '../wire/common.js';
 
@@ -71,7 +93,7 @@ export function closeState(s: SmcConn): string {
 
 const SEV_ORDER = { error: 0, warning: 1, info: 2 } as const;
 
-function renderDiagnosis(all: Diagnosis[], c: ChalkInstance, o: Required<SummaryOptions>): string[] {
+function renderDiagnosis(all: Diagnosis[], c: ChalkInstance, o: { width: number; maxRows: number }): string[] {
   const out = [c.bold('Diagnosis')];
   const ds = all.slice(0, o.maxRows);
   for (const d of ds) {
@@ -85,12 +107,14 @@ function renderDiagnosis(all: Diagnosis[], c: ChalkInstance, o: Required<Summary
 }
 
 export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions = {}): string {
-  const o: Required<SummaryOptions> = { width: opts.width ?? Infinity, maxRows: opts.maxRows ?? Infinity };
+  const o = { width: opts.width ?? Infinity, maxRows: opts.maxRows ?? Infinity };
   const tbl = { width: o.width, maxRows: o.maxRows, more: '--json lists all; --wide shows every column' };
   const out: string[] = [];
   const span = t.firstTs !== undefined ? ms(t.lastTs - t.firstTs) : '0';
   out.push(c.bold(`${t.frames} frames over ${span}: ${t.tcp.length} TCP connection(s), ${t.groups.length} link group(s), ${t.anomalyCount} anomal${t.anomalyCount === 1 ? 'y' : 'ies'}`));
-  const diag = diagnose(t);
+  const V = view(t, opts.select);
+  if (opts.select) out.push(c.dim(`only ${opts.select.conn !== undefined ? `connection ${opts.select.conn}` : opts.select.link !== undefined ? `link ${opts.select.link}` : `link group LG${opts.select.lg}`}: ${V.tcp.length} connection(s), ${V.groups.length} link group(s), ${V.links.length} link(s)`));
+  const diag = V.diag;
   const wrong = diag.some((d) => SEV_ORDER[d.severity] < 2);
   // Something wrong: the diagnosis comes first; only notes: after the tables.
   if (wrong) { out.push(''); for (const l of renderDiagnosis(diag, c, o)) out.push(l); }
@@ -98,9 +122,9 @@ export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions
   const troubled = new Set<string>();
   for (const d of diag) if (d.severity !== 'info') { if (d.lg !== undefined) troubled.add(`LG${d.lg}`); if (d.link) troubled.add(d.link); if (d.conn !== undefined) troubled.add(`c${d.conn}`); }
 
-  if (t.groups.length > 0) {
+  if (V.groups.length > 0) {
     out.push('', c.bold('Link groups'));
-    const groups = top(t.groups, o.maxRows, (g) => (troubled.has(`LG${g.id}`) ? 1e12 : 0) + g.conns.length);
+    const groups = top(V.groups, o.maxRows, (g) => (troubled.has(`LG${g.id}`) ? 1e12 : 0) + g.conns.length);
     out.push(renderTable(cols(['LG', 1], ['client peer (host)', 5], ['server peer (host)', 5], ['ver', 4], ['UEID', 6], ['max links/conns', 7], ['links', 3], ['conns', 3], ['type', 2], ['state', 1]),
       groups.map((g) => [
         `LG${g.id}${g.complete ? '' : ' (mid-stream)'}`,
@@ -114,10 +138,10 @@ export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions
         typeHistory(g),
         g.state,
       ]), c, { ...tbl, maxRows: Infinity }));
-    out.push(...moreLine(t.groups, groups, c));
+    out.push(...moreLine(V.groups, groups, c));
 
     out.push('', c.bold('Links'));
-    const links = t.groups.flatMap((g) => g.links);
+    const links = V.links;
     const shownLinks = top(links, o.maxRows, (l) => (troubled.has(l.name) ? 1e15 : 0) + (l.retransmits + l.psnGaps + l.naks) * 1e9 + l.packets[0] + l.packets[1]);
     out.push(renderTable(cols(['link', 1], ['client QP', 2], ['server QP', 2], ['MTU', 6], ['uid', 7], ['state', 1], ['pkts c>s / s>c', 4], ['payload c>s / s>c', 5], ['retx', 3], ['PSN gaps', 4], ['NAK', 4], ['RNR', 6]),
       shownLinks.map((l) => [
@@ -128,9 +152,9 @@ export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions
     out.push(...moreLine(links, shownLinks, c));
   }
 
-  if (t.tcp.length > 0) {
+  if (V.tcp.length > 0) {
     out.push('', c.bold('Connections'));
-    const conns = top(t.tcp, o.maxRows, (x) => (troubled.has(`c${x.index}`) ? 1e15 : 0) + (x.smc ? x.smc.dirs[0].prodLinear + x.smc.dirs[1].prodLinear : x.tcpBytes[0] + x.tcpBytes[1]));
+    const conns = top(V.tcp, o.maxRows, (x) => (troubled.has(`c${x.index}`) ? 1e15 : 0) + (x.smc ? x.smc.dirs[0].prodLinear + x.smc.dirs[1].prodLinear : x.tcpBytes[0] + x.tcpBytes[1]));
     const rows: string[][] = [];
     for (const x of conns) {
       const s = x.smc;
@@ -148,19 +172,19 @@ export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions
         `${s.dirs[0].writerBlocked}/${s.dirs[1].writerBlocked}`, closeState(s),
       ]);
     }
-    const orphans = t.orphanConns.slice(0, o.maxRows);
+    const orphans = V.orphans.slice(0, o.maxRows);
     for (const s of orphans) {
       rows.push([`?${-s.index}`, `${s.sides[0].gid} ↔ ${s.sides[1].gid}`, 'smc-r (mid-stream)', `LG${s.lg.id}`,
         `${hx(s.sides[0].token)}/${hx(s.sides[1].token)}`, '?', '?', `≥${s.dirs[0].prodLinear} / ≥${s.dirs[1].prodLinear}`,
         `${s.dirs[0].writerBlocked}/${s.dirs[1].writerBlocked}`, closeState(s)]);
     }
     out.push(renderTable(cols(['#', 1], ['client → server', 1], ['mode', 1], ['LG', 3], ['tokens c/s', 5], ['rkeys c/s', 6], ['RMBE c/s', 4], ['bytes c>s / s>c', 2], ['wblk', 5], ['close', 1]), rows, c, { ...tbl, maxRows: Infinity }));
-    out.push(...moreLine(t.tcp, conns, c), ...moreLine(t.orphanConns, orphans, c));
+    out.push(...moreLine(V.tcp, conns, c), ...moreLine(V.orphans, orphans, c));
 
     out.push('', c.bold('Handshakes'));
     for (const x of conns) out.push(`  #${x.index} ${timeline(connSteps(x))}`);
-    out.push(...moreLine(t.tcp, conns, c));
-    const fbAll = t.tcp.filter((x) => x.why && x.mode !== 'smc-r');
+    out.push(...moreLine(V.tcp, conns, c));
+    const fbAll = V.tcp.filter((x) => x.why && x.mode !== 'smc-r');
     const fb = fbAll.slice(0, o.maxRows);
     if (fb.length > 0) {
       out.push('', c.bold('Not SMC-R'));
@@ -169,7 +193,7 @@ export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions
     }
   }
 
-  if (t.otherRoce.size > 0) {
+  if (V.other && t.otherRoce.size > 0) {
     out.push('', c.bold('RoCE traffic, not SMC-R'));
     const all = [...t.otherRoce.values()], shown = all.slice(0, o.maxRows);
     for (const f of shown) out.push(`  ${f.src} → ${f.dst} QP 0x${f.qpn.toString(16)}: ${f.packets} ${f.transport} packets, ${f.bytes} bytes (frames ${f.first}–${f.last})`);
@@ -177,7 +201,7 @@ export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions
   }
 
   const events: { frame: number; what: string; text: string }[] = [];
-  for (const g of t.groups) for (const e of g.events) if (e.what !== 'link-added' || e.frame !== g.firstFrame) events.push(e);
+  for (const g of V.groups) for (const e of g.events) if (e.what !== 'link-added' || e.frame !== g.firstFrame) events.push(e);
   if (events.length > 0) {
     out.push('', c.bold('Link group events'));
     events.sort((a, b) => a.frame - b.frame);
@@ -212,7 +236,9 @@ export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions
 function hx(v: number | undefined): string { return v === undefined ? '?' : '0x' + v.toString(16); }
 
 /** The tracked state as plain JSON (no back-references), for `--summary --json`. */
-export function summaryJson(t: Tracker): unknown {
+export function summaryJson(t: Tracker, select?: Selection): unknown {
+  const V = view(t, select);
+  const keepLink = new Set(V.links);
   const conn = (s: SmcConn): unknown => ({
     index: s.index, lg: s.lg.id, sides: s.sides,
     dirs: s.dirs.map((d, i) => ({
@@ -224,24 +250,25 @@ export function summaryJson(t: Tracker): unknown {
   });
   return {
     frames: t.frames,
-    diagnosis: diagnose(t),
-    linkGroups: t.groups.map((g) => ({
+    ...(select ? { selection: select } : {}),
+    diagnosis: V.diag,
+    linkGroups: V.groups.map((g) => ({
       id: g.id, complete: g.complete, clientPeer: g.clientPeer, serverPeer: g.serverPeer, clientHost: g.clientHost, serverHost: g.serverHost,
       version: g.version, release: g.release, ueid: g.ueid, maxLinks: g.maxLinks, maxConns: g.maxConns, state: g.state,
       types: g.types, events: g.events,
-      links: g.links.map((l) => ({
+      links: g.links.filter((l) => keepLink.has(l)).map((l) => ({
         name: l.name, id: l.id, uid: l.uid, ends: l.ends, mtu: l.mtu, state: l.state, packets: l.packets, bytes: l.bytes,
         retransmits: l.retransmits, psnGaps: l.psnGaps, naks: l.naks, rnrNaks: l.rnrNaks, deleted: l.deleted, lost: l.lost,
         testLinkUnanswered: l.testLinkUnanswered,
       })),
       connections: g.conns.map((s) => s.index),
     })),
-    otherRoce: [...t.otherRoce.values()],
-    connections: t.tcp.map((x) => ({
+    otherRoce: V.other ? [...t.otherRoce.values()] : [],
+    connections: V.tcp.map((x) => ({
       index: x.index, client: x.client, server: x.server, mode: x.mode, why: x.why, fallbackCode: x.fallbackCode,
       synSmc: x.synSmc, synAckSmc: x.synAckSmc, tcpBytes: x.tcpBytes, timeline: connSteps(x), smc: x.smc ? conn(x.smc) : undefined,
     })),
-    midStreamConnections: t.orphanConns.map(conn),
+    midStreamConnections: V.orphans.map(conn),
     anomalyTotals: [...t.anomalyTotals.values()],
     anomalies: t.anomalies,
   };

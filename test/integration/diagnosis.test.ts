@@ -115,3 +115,19 @@ test('--follow names the bytes whose RDMA WRITE the capture lacks, with their of
   t.regex(text, /MISSING from the capture: \d+-\d+/);
   t.regex(closing, new RegExp(`${2 * 1024 * 1024 + 123} bytes .* of them missing from the capture \\(${miss[0]!.from}-${miss[0]!.to - 1}`));
 });
+
+test('--conn/--link select one connection or link across frames and summary (its RDMA traffic on every link included)', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  const run = (args: string[]): string => spawnSync(process.execPath, ['dist/cli/bin/smcdump.js', ...args], { encoding: 'utf8', maxBuffer: 64 << 20 }).stdout;
+  // The moved connection of the failover capture: its frames on link 2 before and link 1 after.
+  const lines = run(['-r', pcapPath('l-failover'), '--conn', '2']).trim().split('\n');
+  t.true(lines.length > 1000);
+  t.true(lines.every((l) => /\[c2[ \]]|\bc2 [cs]>[cs]\]/.test(l)), 'every line is connection 2');
+  t.true(lines.some((l) => /\[LG1\/L2 c2/.test(l)) && lines.some((l) => /\[LG1\/L1 c2/.test(l)), 'both links');
+  t.true(lines.some((l) => /CLC Proposal/.test(l)));
+  const js = JSON.parse(run(['-r', pcapPath('l-failover'), '--conn', '10.55.0.2:12301-10.55.0.1:54126', '--summary', '--json'])) as { connections: { index: number }[]; diagnosis: { code: string }[] };
+  t.deepEqual(js.connections.map((c) => c.index), [2]);
+  t.deepEqual(js.diagnosis.map((d) => d.code).sort(), ['lgr.failover', 'link.lost']);
+  const l1 = run(['-r', pcapPath('l-failover'), '--link', 'LG1/L1', '--summary', '--json']);
+  t.deepEqual((JSON.parse(l1) as { linkGroups: { links: { name: string }[] }[] }).linkGroups[0]!.links.map((l) => l.name), ['LG1/L1']);
+});
