@@ -22,6 +22,7 @@ import { parseFollow, renderFollow, type FollowDir, type FollowFormat } from './
 import { CliError, die, makeChalk, Out, writeAll } from './output.js';
 import { jsonReplacer } from '../dissectors/wire/common.js';
 import { Progress, wantProgress } from './progress.js';
+import { ReportRecorder, writeReport } from './report.js';
 import { StateJoin, parseEndpointState, type EndpointState, type StateAnomaly } from '../dissectors/tracker/compare.js';
 import type { FrameNote } from '../dissectors/tracker/model.js';
 import { queryControl, watchControl, type ControlWatch } from '../endpoint/control.js';
@@ -78,6 +79,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--follow-dir <dir>', 'which direction --follow prints').choices(['both', 'c2s', 's2c']).default('both'))
     .option('--ladder', 'instead of frames: a ladder diagram of the flows between the hosts (TCP/CLC single, RoCE double arrows)')
     .option('--ladder-svg <file>', 'also write the ladder diagram as SVG to FILE')
+    .option('--report <file.html>', 'also write a self-contained HTML report to FILE at the end: diagnosis, tables, zoomable ladder, cursor and link graphs')
     .option('--no-track', 'no correlation (no [link conn] tags or anomalies): plain per-frame decoding, faster')
     .option('--endpoint <sock>', "an smcscope endpoint's control socket: alone (with --summary) its state like smcss; with -r/-i frames get the endpoint's names and every disagreement between wire and endpoint state is flagged")
     .option('--state <file>', 'a saved endpoint state (--state-json, or {"cmd":"state"} on the control socket): like --endpoint, offline')
@@ -114,7 +116,7 @@ interface Opts {
   count?: number; snaplen?: number; bufferSize?: number; promiscuousMode: boolean; immediate?: boolean;
   verbose?: boolean; tree?: boolean; json?: boolean; only?: SmcProto[]; issues?: boolean; rocePort: number[];
   time: TimeFormat; icrc: boolean; quiet?: boolean; progress?: boolean; color: boolean;
-  summary?: boolean; follow?: string; followFormat: FollowFormat; followDir: FollowDir; ladder?: boolean; ladderSvg?: string; track: boolean;
+  summary?: boolean; follow?: string; followFormat: FollowFormat; followDir: FollowDir; ladder?: boolean; ladderSvg?: string; track: boolean; report?: string;
   endpoint?: string; state?: string;
 }
 
@@ -135,6 +137,8 @@ class Dump {
   /** Correlation across frames (off with --no-track); report modes print from it at the end. */
   readonly tracker: Tracker | undefined;
   readonly ladder: Ladder | undefined;
+  /** --report: the time series the HTML report draws. */
+  readonly recorder: ReportRecorder | undefined;
   /** --endpoint / --state with a capture: the endpoint's names on frames, disagreements at the end. */
   join: StateJoin | undefined;
   /** Called after each frame (live: refresh the endpoint state when it named something unknown). */
@@ -151,9 +155,10 @@ class Dump {
     this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
     this.chalk = makeChalk(o.color && !o.json);
     this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
-    this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg;
-    if ((o.track || this.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
+    this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg && !o.report;
+    if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
     if (o.ladder || o.ladderSvg) this.ladder = new Ladder();
+    if (o.report && this.tracker) this.recorder = new ReportRecorder(this.tracker);
     let only = 0;
     for (const p of o.only ?? []) only |= PROTO_BIT[p];
     this.only = only;
@@ -182,6 +187,7 @@ class Dump {
     for (const i of d.issues) if (i.severity === 'error') this.errors++;
     let note = this.tracker?.feed(d);
     if (note) this.ladder?.add(d, note);
+    if (note) this.recorder?.add(d, note);
     const ep = this.join?.feed(d);
     this.afterFrame?.();
     if (ep) {
@@ -242,6 +248,7 @@ class Dump {
     if (o.ladderSvg && this.ladder) {
       try { writeFileSync(o.ladderSvg, this.ladder.renderSvg()); } catch (e) { throw new CliError(`cannot write ${o.ladderSvg}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
     }
+    if (o.report && this.recorder) writeReport(o.report, t, this.recorder, o.read ?? o.interface ?? 'capture');
     if (!o.summary && t.anomalies.length > 0) {
       const bySev = { error: 0, warn: 0, note: 0 };
       for (const a of t.anomalies) bySev[a.severity]++;
