@@ -67,10 +67,20 @@ export function reportData(t: Tracker, rec: ReportRecorder, src: ReportSource): 
     index,
     dirs: dirs.map((d) => ({
       seen: d.seen, t: deltas(d.t.map(us)), prod: d.prod, cons: d.cons, flags: d.flags,
-      writesSeen: d.writesSeen, wt: deltas(d.wt.map(us)), wy: d.wy, wlen: d.wlen,
+      writesSeen: d.writesSeen, wt: deltas(d.wt.map(us)), wdur: d.wt1.map((e, i) => us(e) - us(d.wt[i]!)), wy: d.wy, wlen: d.wlen,
     })),
   }));
-  const links = [...rec.links.values()].map((l) => ({ name: l.name, bucketUs: us(l.bucketNs), pkts: l.pkts, bytes: l.bytes, retx: l.retx, naks: l.naks }));
+  const links = [...rec.links.values()].map((l) => {
+    // only the buckets from the link's first packet on; series without any count are empty
+    let b0 = Infinity;
+    for (const a of [l.pkts[0], l.pkts[1]]) { const i = a.findIndex((v) => v !== 0); if (i >= 0) b0 = Math.min(b0, i); }
+    if (!Number.isFinite(b0)) b0 = 0;
+    const trim = (a: [number[], number[]]): [number[], number[]] => [0, 1].map((k) => (a[k]!.some((v) => v !== 0) ? a[k]!.slice(b0) : [])) as [number[], number[]];
+    return { name: l.name, bucketUs: us(l.bucketNs), firstBucket: b0, pkts: trim(l.pkts), bytes: trim(l.bytes), retx: trim(l.retx), naks: trim(l.naks) };
+  });
+  // frame numbers: mostly the row before plus one; only the exceptions are listed
+  const frameSkips: number[] = [];
+  for (let i = 0, prev = 0; i < R.frame.length; i++) { const f = R.frame[i]!; if (f !== prev + 1) frameSkips.push(i, f - prev - 1); prev = f; }
   return {
     title: src.title, generator: src.generator, frames: t.frames,
     startNs: (rec.t0 ?? t.firstTs ?? 0n).toString(),
@@ -78,8 +88,7 @@ export function reportData(t: Tracker, rec: ReportRecorder, src: ReportSource): 
     summary,
     ladder: {
       hosts: rec.hosts, labels: rec.labels, kinds: KINDS, links: rec.linkNames, dropped: rec.rowsDropped,
-      t: deltas(R.tNs.map(us)), frame: deltas(R.frame), from: R.from, to: R.to, kind: R.kind, label: R.label,
-      link: R.link, conn: R.conn, dir: R.dir, flags: R.flags,
+      styles: rec.styles, t: deltas(R.tNs.map(us)), frameSkips, style: R.style,
     },
     conns, links,
   };

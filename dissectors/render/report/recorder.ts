@@ -32,8 +32,8 @@ export interface DirSeries {
   t: number[]; prod: number[]; cons: number[]; flags: number[];
   /** How many points were seen (t.length is fewer after halving). */
   seen: number;
-  /** RDMA WRITE segments: time, stream position of the first byte, length. */
-  wt: number[]; wy: number[]; wlen: number[];
+  /** RDMA WRITE segments (one per WRITE operation, FIRST…LAST): start time, end time, stream position of the first byte, length. */
+  wt: number[]; wt1: number[]; wy: number[]; wlen: number[];
   writesSeen: number;
   /** Write bytes not yet announced by a CDC (places the next segment above the producer cursor). */
   pending: number;
@@ -47,13 +47,16 @@ export interface LinkSeries {
 }
 
 function newDir(): DirSeries {
-  return { t: [], prod: [], cons: [], flags: [], seen: 0, wt: [], wy: [], wlen: [], writesSeen: 0, pending: 0 };
+  return { t: [], prod: [], cons: [], flags: [], seen: 0, wt: [], wt1: [], wy: [], wlen: [], writesSeen: 0, pending: 0 };
 }
 
 export class ReportRecorder {
   t0?: bigint;
-  /** Ladder rows, as columns. */
-  readonly rows = { tNs: [] as number[], frame: [] as number[], from: [] as number[], to: [] as number[], kind: [] as number[], label: [] as number[], link: [] as number[], conn: [] as number[], dir: [] as number[], flags: [] as number[] };
+  /** Ladder rows, as columns: time, frame number and style (index into `styles`). */
+  readonly rows = { tNs: [] as number[], frame: [] as number[], style: [] as number[] };
+  /** Distinct row looks: [from host, to host, kind, label, link (-1 none), conn (0 none), dir (-1 none), flags]. */
+  readonly styles: number[][] = [];
+  private readonly styleIx = new Map<string, number>();
   rowsDropped = 0;
   readonly hosts: string[] = [];
   readonly labels: string[] = [];
@@ -124,10 +127,10 @@ export class ReportRecorder {
       if (info.isAck) {
         const a = r.ib.aeth;
         if (a && a.kind !== 'ACK') { kind = 'nak'; text = `${a.kind} PSN ${psn}`; flags |= FLAG_ALERT; }
-        else { kind = 'ack'; text = `ACK PSN ${psn}`; }
+        else { kind = 'ack'; text = 'ACK'; }
       } else if (info.isWrite) {
         kind = 'write';
-        text = `${note.retransmission ? 'retransmitted ' : ''}RDMA WRITE ${r.ib.payload.length}B PSN ${psn}`;
+        text = note.retransmission ? `retransmitted RDMA WRITE ${r.ib.payload.length}B PSN ${psn}` : `RDMA WRITE ${info.isOnly ? 'ONLY' : info.isFirst ? 'FIRST' : info.isLast ? 'LAST' : 'MIDDLE'} ${r.ib.payload.length}B`;
       } else {
         const parts: string[] = [];
         for (const i of d.smc) {
@@ -144,7 +147,7 @@ export class ReportRecorder {
             parts.push(`CDC seq ${v.seq} prod ${v.prod.wrap}:${v.prod.count} cons ${v.cons.wrap}:${v.cons.count}${f.length ? ' [' + f.join(',') + ']' : ''}`);
           }
         }
-        if (parts.length === 0) { kind = 'roce'; parts.push(`${info.name} PSN ${psn}`); }
+        if (parts.length === 0) { kind = 'roce'; parts.push(info.name); }
         text = (note.retransmission ? 'retransmitted ' : '') + parts.join(', ');
       }
       this.linkSample(note.link, d, tNs, kind, note.retransmission === true);
@@ -152,14 +155,17 @@ export class ReportRecorder {
     if (src !== undefined && dst !== undefined) {
       if (this.rows.tNs.length < MAX_ROWS) {
         const R = this.rows;
-        R.tNs.push(tNs); R.frame.push(d.n); R.from.push(this.host(src)); R.to.push(this.host(dst));
-        R.kind.push(KINDS.indexOf(kind)); R.label.push(this.label(text)); R.link.push(this.linkOf(note.link));
-        R.conn.push(note.conn ?? 0); R.dir.push(dirIx); R.flags.push(flags);
+        R.tNs.push(tNs); R.frame.push(d.n);
+        const st = [this.host(src), this.host(dst), KINDS.indexOf(kind), this.label(text), this.linkOf(note.link), note.conn ?? 0, dirIx, flags];
+        const key = st.join(',');
+        let si = this.styleIx.get(key);
+        if (si === undefined) { si = this.styles.length; this.styles.push(st); this.styleIx.set(key, si); }
+        R.style.push(si);
       } else this.rowsDropped++;
     }
     if (note.conn === undefined || note.retransmission) return;
     if (kind === 'cdc') this.cdcPoints(note.conn, tNs, flags, dirIx);
-    else if (kind === 'write' && dirIx >= 0) this.writeSegment(note.conn, dirIx as 0 | 1, tNs, r!.ib.payload.length);
+    else if (kind === 'write' && dirIx >= 0) this.writeSegment(note.conn, dirIx as 0 | 1, tNs, r!.ib.payload.length, r!.ib.reth === undefined);
   }
 
   private series(index: number): [DirSeries, DirSeries] {
@@ -187,17 +193,17 @@ export class ReportRecorder {
     }
   }
 
-  private writeSegment(index: number, dir: 0 | 1, tNs: number, len: number): void {
+  /** One RDMA WRITE packet; `cont`: a MIDDLE/LAST packet that continues the WRITE operation. */
+  private writeSegment(index: number, dir: 0 | 1, tNs: number, len: number, cont: boolean): void {
     const c = this.conn(index);
     if (!c || len === 0) return;
     const ds = this.series(index)[dir];
     const y = c.dirs[dir].prodLinear + ds.pending;
     ds.pending += len;
-    ds.writesSeen++;
     const n = ds.wt.length;
-    // contiguous segments of one burst in the same microsecond become one
-    if (n > 0 && ds.wy[n - 1]! + ds.wlen[n - 1]! === y && tNs - ds.wt[n - 1]! < 1000) { ds.wlen[n - 1]! += len; return; }
-    ds.wt.push(tNs); ds.wy.push(y); ds.wlen.push(len);
+    if (cont && n > 0 && ds.wy[n - 1]! + ds.wlen[n - 1]! === y) { ds.wlen[n - 1]! += len; ds.wt1[n - 1] = tNs; return; }
+    ds.writesSeen++;
+    ds.wt.push(tNs); ds.wt1.push(tNs); ds.wy.push(y); ds.wlen.push(len);
     if (ds.wt.length > MAX_WRITES) halveWrites(ds);
   }
 
@@ -246,13 +252,13 @@ function halvePoints(ds: DirSeries): void {
 }
 
 function halveWrites(ds: DirSeries): void {
-  const t: number[] = [], y: number[] = [], l: number[] = [];
+  const t: number[] = [], t1: number[] = [], y: number[] = [], l: number[] = [];
   for (let i = 0; i < ds.wt.length; i += 2) {
-    t.push(ds.wt[i]!); y.push(ds.wy[i]!);
-    const j = i + 1;
-    l.push(j < ds.wt.length && ds.wy[j]! >= ds.wy[i]! ? Math.max(ds.wlen[i]!, ds.wy[j]! + ds.wlen[j]! - ds.wy[i]!) : ds.wlen[i]!);
+    const j = i + 1 < ds.wt.length && ds.wy[i + 1]! >= ds.wy[i]! ? i + 1 : i;
+    t.push(ds.wt[i]!); t1.push(ds.wt1[j]!); y.push(ds.wy[i]!);
+    l.push(Math.max(ds.wlen[i]!, ds.wy[j]! + ds.wlen[j]! - ds.wy[i]!));
   }
-  ds.wt = t; ds.wy = y; ds.wlen = l;
+  ds.wt = t; ds.wt1 = t1; ds.wy = y; ds.wlen = l;
 }
 
 function widen(l: LinkSeries): void {

@@ -28,7 +28,11 @@
   const L = D.ladder;
   const N = L.t.length;
   const rowT = undelta(L.t);           // µs since first frame
-  const rowFrame = undelta(L.frame);
+  const rowFrame = new Float64Array(N);
+  { let sk = 0, f = 0; for (let i = 0; i < N; i++) { f += 1; if (sk < L.frameSkips.length && L.frameSkips[sk] === i) { f += L.frameSkips[sk + 1]; sk += 2; } rowFrame[i] = f; } }
+  // per-row look, from the style table: [from, to, kind, label, link, conn, dir, flags]
+  const col = (k) => { const o = new Int32Array(N); for (let i = 0; i < N; i++) o[i] = L.styles[L.style[i]][k]; return o; };
+  Object.assign(L, { from: col(0), to: col(1), kind: col(2), label: col(3), link: col(4), conn: col(5), dir: col(6), flags: col(7) });
   const GAP_US = 100000;               // a pause of 100 ms or more gets its own labelled row
   const slot = new Float64Array(N);    // row → slot (rows plus gap slots)
   let slots = 0;
@@ -272,7 +276,7 @@
 
   // ------------------------------------------------------------------ graphs (uPlot)
   const cgSec = el('section', { id: 'cursor-graphs' }, el('h2', null, 'Cursor graphs'),
-    el('p', { class: 'none' }, 'Per connection and direction (the SMC-R counterpart of tcptrace): the writer\'s producer cursor and the reader\'s consumer cursor as stream bytes over time, the window (consumer cursor + the reader\'s RMB size: the writer may not pass it), RDMA WRITEs as short vertical segments, urgent bytes (▲), writer-blocked CDCs (◆), window stalls (shaded) and failovers (vertical line). Drag to zoom, double-click to reset.'));
+    el('p', { class: 'none' }, 'Per connection and direction (the SMC-R counterpart of tcptrace): the writer\'s producer cursor and the reader\'s consumer cursor as stream bytes over time, the window (consumer cursor + the reader\'s RMB size: the writer may not pass it), RDMA WRITEs as segments (one per WRITE operation, from its first to its last packet), urgent bytes (▲), writer-blocked CDCs (◆), window stalls (shaded) and failovers (vertical line). Drag to zoom, double-click to reset.'));
   const cg = el('div', { class: 'graphs' });
   cgSec.append(cg);
   app.append(cgSec);
@@ -298,6 +302,7 @@
       const prod = d.prod, cons = d.cons;
       const win = ring ? cons.map((v) => v + ring) : cons.map(() => null);
       const wt = undelta(d.wt);
+      const wdur = d.wdur;
       const col = { p: css('--c0'), c: css('--c1'), w: css('--c2'), wr: css('--c4'), u: css('--c5'), wb: css('--c3'), f: css('--err'), st: css('--gap') };
       const stalls = sd ? sd.stalls.map((x) => [secOfNs(x.tsNs), x.endTsNs !== undefined ? secOfNs(x.endTsNs) : D.spanUs / 1e6]) : [];
       const fails = s ? s.failovers.map((f) => ({ t: secOfNs(f.tsNs), text: `failover ${f.from || '?'} → ${f.to}` })) : [];
@@ -319,8 +324,9 @@
           ctx.strokeStyle = col.wr; ctx.lineWidth = 2 * dp;
           ctx.beginPath();
           for (let i = 0; i < wt.length; i++) {
-            const x = u.valToPos(wt[i] / 1e6, 'x', true);
-            ctx.moveTo(x, u.valToPos(d.wy[i], 'y', true)); ctx.lineTo(x, Math.min(u.valToPos(d.wy[i] + d.wlen[i], 'y', true), u.valToPos(d.wy[i], 'y', true) - dp));
+            const x = u.valToPos(wt[i] / 1e6, 'x', true), x1 = u.valToPos((wt[i] + wdur[i]) / 1e6, 'x', true);
+            const y0 = u.valToPos(d.wy[i], 'y', true);
+            ctx.moveTo(x, y0); ctx.lineTo(x1, Math.min(u.valToPos(d.wy[i] + d.wlen[i], 'y', true), y0 - dp));
           }
           ctx.stroke();
           for (let i = 0; i < t.length; i++) {
@@ -338,7 +344,7 @@
       };
       // the x range covers the WRITE segments and the failover lines too
       let xmin = t.length ? t[0] : 0, xmax = t.length ? t[t.length - 1] : 1;
-      for (const v of wt) { xmin = Math.min(xmin, v / 1e6); xmax = Math.max(xmax, v / 1e6); }
+      for (let i = 0; i < wt.length; i++) { xmin = Math.min(xmin, wt[i] / 1e6); xmax = Math.max(xmax, (wt[i] + wdur[i]) / 1e6); }
       for (const f of fails) { xmin = Math.min(xmin, f.t); xmax = Math.max(xmax, f.t); }
       if (xmax <= xmin) xmax = xmin + 1e-3;
       opts.scales.x.range = () => [xmin, xmax];
@@ -349,10 +355,11 @@
     }
     function linkPlot(card, l) {
       const n = Math.max(l.pkts[0].length, l.pkts[1].length, 1);
+      for (const a of [l.pkts, l.bytes, l.retx, l.naks]) for (const k of [0, 1]) if (!a[k].length) a[k] = [];
       const bs = l.bucketUs / 1e6;
       const x = [], th0 = [], th1 = [], rt = [], nk = [];
       for (let i = 0; i < n; i++) {
-        x.push(i * bs);
+        x.push((i + l.firstBucket) * bs);
         th0.push(((l.bytes[0][i] || 0) * 8) / bs / 1e6); th1.push(((l.bytes[1][i] || 0) * 8) / bs / 1e6);
         const r = (l.retx[0][i] || 0) + (l.retx[1][i] || 0), k = (l.naks[0][i] || 0) + (l.naks[1][i] || 0);
         rt.push(r || null); nk.push(k || null); // only buckets that had some are drawn
