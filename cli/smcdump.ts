@@ -79,6 +79,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--follow-dir <dir>', 'which direction --follow prints').choices(['both', 'c2s', 's2c']).default('both'))
     .option('--ladder', 'instead of frames: a ladder diagram of the flows between the hosts (TCP/CLC single, RoCE double arrows)')
     .option('--ladder-svg <file>', 'also write the ladder diagram as SVG to FILE')
+    .option('--wide', '--summary: every column at full width and every row, whatever the terminal width')
     .option('--report <file.html>', 'also write a self-contained HTML report to FILE at the end: diagnosis, tables, zoomable ladder, cursor and link graphs')
     .option('--no-track', 'no correlation (no [link conn] tags or anomalies): plain per-frame decoding, faster')
     .option('--endpoint <sock>', "an smcscope endpoint's control socket: alone (with --summary) its state like smcss; with -r/-i frames get the endpoint's names and every disagreement between wire and endpoint state is flagged")
@@ -116,7 +117,9 @@ interface Opts {
   count?: number; snaplen?: number; bufferSize?: number; promiscuousMode: boolean; immediate?: boolean;
   verbose?: boolean; tree?: boolean; json?: boolean; only?: SmcProto[]; issues?: boolean; rocePort: number[];
   time: TimeFormat; icrc: boolean; quiet?: boolean; progress?: boolean; color: boolean;
-  summary?: boolean; follow?: string; followFormat: FollowFormat; followDir: FollowDir; ladder?: boolean; ladderSvg?: string; track: boolean; report?: string;
+  summary?: boolean; wide?: boolean; follow?: string; followFormat: FollowFormat; followDir: FollowDir; ladder?: boolean; ladderSvg?: string; track: boolean;
+  /** --report FILE.html */
+  report?: string;
   endpoint?: string; state?: string;
 }
 
@@ -239,7 +242,11 @@ class Dump {
         if (this.join) { j.endpointState = this.join.current; j.stateDisagreements = disagreementsJson(this.disagreements); }
         this.out.line(JSON.stringify(j, jsonReplacer));
       } else {
-        this.out.line(renderSummary(t, this.chalk));
+        // A terminal gets tables that fit its width and the top rows; a pipe gets every row,
+        // fitted to $COLUMNS or 80 columns; --wide gets everything.
+        const tty = process.stdout.isTTY === true;
+        const width = o.wide ? Infinity : tty ? process.stdout.columns || 80 : Number(process.env.COLUMNS) || 80;
+        this.out.line(renderSummary(t, this.chalk, { width, maxRows: tty && !o.wide ? 40 : Infinity }));
         if (this.join) this.out.line('\n' + renderState(this.join.current, this.chalk));
       }
     }

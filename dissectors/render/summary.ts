@@ -2,18 +2,32 @@
 // rebuilt from the wire by the tracker — link groups, links, connections, the handshake
 // timeline with per-step latency, every fallback in one sentence, and the anomalies.
 
-import Table from 'cli-table3';
 import type { ChalkInstance } from 'chalk';
 import type { Tracker } from '../tracker/tracker.js';
 import type { Link, SmcConn, Step, TcpConn } from '../tracker/model.js';
 import { diagnose, type Diagnosis } from '../tracker/diagnosis.js';
 import { typeHistory } from '../tracker/lgtype.js';
+import { renderTable, wrap, type Column } from './table.js';
+
+export interface SummaryOptions {
+  /** Width to fit (terminal columns); Infinity = every column at full width (--wide). */
+  width?: number;
+  /** Rows shown per table and list; the rest is counted ("… N more, use --json"). */
+  maxRows?: number;
+}
 import { fmtSize, hex32 } from '../wire/common.js';
 
-function table(head: string[], c: ChalkInstance): Table.Table {
-  return new Table({ head: head.map((h) => c.bold(h)), style: { head: [], border: [] } });
+const cols = (...h: [string, number][]): Column[] => h.map(([head, prio]) => ({ head, prio }));
+
+/** The first `max` items in the order of `score` (highest first) when they do not all fit. */
+function top<T>(items: readonly T[], max: number, score: (x: T) => number): readonly T[] {
+  if (items.length <= max) return items;
+  return items.map((x, i) => ({ x, i, s: score(x) })).sort((a, b) => b.s - a.s || a.i - b.i).slice(0, max).sort((a, b) => a.i - b.i).map((e) => e.x);
 }
 
+function moreLine<T>(all: readonly T[], shown: readonly T[], c: ChalkInstance): string[] {
+  return all.length > shown.length ? [c.dim(`  … ${all.length - shown.length} more (--json lists all)`)] : [];
+}
 function ms(ns: bigint): string {
   const v = Number(ns) / 1e6;
   return v >= 1000 ? `${(v / 1000).toFixed(3)}s` : `${v.toFixed(1)}ms`;
@@ -30,8 +44,11 @@ function connSteps(c: TcpConn): Step[] {
   return s.sort((a, b) => (a.tsNs < b.tsNs ? -1 : a.tsNs > b.tsNs ? 1 : a.frame - b.frame));
 }
 
-function qp(e: Link['ends'][0]): string {
-  return `${e.gid || '?'} qp ${e.qpn !== undefined ? '0x' + e.qpn.toString(16) : '?'}${e.mac ? ' ' + e.mac : ''}`;
+/** At full width the GID, QPN and MAC; fitted to a terminal "10.55.0.1 qp 0x11" (an
+ *  IPv4-mapped GID as the address it maps). */
+function qp(e: Link['ends'][0], full: boolean): string {
+  const gid = !full && e.gid.startsWith('::ffff:') && e.gid.includes('.') ? e.gid.slice(7) : e.gid;
+  return `${gid || '?'} qp ${e.qpn !== undefined ? '0x' + e.qpn.toString(16) : '?'}${full && e.mac ? ' ' + e.mac : ''}`;
 }
 
 /** How the connection ended, as the diagnosis judged it (a connection of a dead group is not open). */
@@ -54,32 +71,38 @@ export function closeState(s: SmcConn): string {
 
 const SEV_ORDER = { error: 0, warning: 1, info: 2 } as const;
 
-function renderDiagnosis(ds: Diagnosis[], c: ChalkInstance): string[] {
+function renderDiagnosis(all: Diagnosis[], c: ChalkInstance, o: Required<SummaryOptions>): string[] {
   const out = [c.bold('Diagnosis')];
+  const ds = all.slice(0, o.maxRows);
   for (const d of ds) {
     const col = d.severity === 'error' ? c.red : d.severity === 'warning' ? c.yellow : c.dim;
     const where = [d.lg !== undefined && !d.link ? `LG${d.lg}` : '', d.link ?? '', d.conn !== undefined ? `conn ${d.conn}` : ''].filter(Boolean).join(' ');
     const ev = d.frames.count > 1 || d.frames.first !== d.frames.last ? `frames ${d.frames.first}–${d.frames.last}, ${d.frames.count}×` : `frame ${d.frames.first}`;
     out.push(`  ${col(d.severity.padEnd(7))} ${c.bold(d.code)}${where ? ` [${where}]` : ''} (${ev})`);
-    out.push(`          ${d.message}`);
+    for (const l of wrap(d.message, Math.max(30, o.width - 10))) out.push(`          ${l}`);
   }
-  return out;
+  return out.concat(moreLine(all, ds, c));
 }
 
-export function renderSummary(t: Tracker, c: ChalkInstance): string {
+export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions = {}): string {
+  const o: Required<SummaryOptions> = { width: opts.width ?? Infinity, maxRows: opts.maxRows ?? Infinity };
+  const tbl = { width: o.width, maxRows: o.maxRows, more: '--json lists all; --wide shows every column' };
   const out: string[] = [];
   const span = t.firstTs !== undefined ? ms(t.lastTs - t.firstTs) : '0';
   out.push(c.bold(`${t.frames} frames over ${span}: ${t.tcp.length} TCP connection(s), ${t.groups.length} link group(s), ${t.anomalies.length} anomal${t.anomalies.length === 1 ? 'y' : 'ies'}`));
   const diag = diagnose(t);
   const wrong = diag.some((d) => SEV_ORDER[d.severity] < 2);
   // Something wrong: the diagnosis comes first; only notes: after the tables.
-  if (wrong) out.push('', ...renderDiagnosis(diag, c));
+  if (wrong) out.push('', ...renderDiagnosis(diag, c, o));
+  // When rows must be cut, those with problems and the busiest come first.
+  const troubled = new Set<string>();
+  for (const d of diag) if (d.severity !== 'info') { if (d.lg !== undefined) troubled.add(`LG${d.lg}`); if (d.link) troubled.add(d.link); if (d.conn !== undefined) troubled.add(`c${d.conn}`); }
 
   if (t.groups.length > 0) {
     out.push('', c.bold('Link groups'));
-    const lt = table(['LG', 'client peer (host)', 'server peer (host)', 'ver', 'UEID', 'max links/conns', 'links', 'conns', 'type', 'state'], c);
-    for (const g of t.groups) {
-      lt.push([
+    const groups = top(t.groups, o.maxRows, (g) => (troubled.has(`LG${g.id}`) ? 1e12 : 0) + g.conns.length);
+    out.push(renderTable(cols(['LG', 1], ['client peer (host)', 5], ['server peer (host)', 5], ['ver', 4], ['UEID', 6], ['max links/conns', 7], ['links', 3], ['conns', 3], ['type', 2], ['state', 1]),
+      groups.map((g) => [
         `LG${g.id}${g.complete ? '' : ' (mid-stream)'}`,
         `${g.clientPeer ?? '?'}${g.clientHost ? ` (${g.clientHost})` : ''}`,
         `${g.serverPeer ?? '?'}${g.serverHost ? ` (${g.serverHost})` : ''}`,
@@ -90,36 +113,34 @@ export function renderSummary(t: Tracker, c: ChalkInstance): string {
         String(g.conns.length),
         typeHistory(g),
         g.state,
-      ]);
-    }
-    out.push(lt.toString());
+      ]), c, { ...tbl, maxRows: Infinity }));
+    out.push(...moreLine(t.groups, groups, c));
 
     out.push('', c.bold('Links'));
-    const kt = table(['link', 'client QP', 'server QP', 'MTU', 'uid', 'state', 'pkts c>s / s>c', 'payload c>s / s>c', 'retx', 'PSN gaps', 'NAK', 'RNR'], c);
-    for (const g of t.groups) {
-      for (const l of g.links) {
-        kt.push([
-          l.name, qp(l.ends[0]), qp(l.ends[1]), l.mtu ? String(l.mtu) : '?', l.uid !== undefined ? hex32(l.uid) : '?', l.state,
-          `${l.packets[0]} / ${l.packets[1]}`, `${l.bytes[0]} / ${l.bytes[1]}`,
-          String(l.retransmits), String(l.psnGaps), String(l.naks), String(l.rnrNaks),
-        ]);
-      }
-    }
-    out.push(kt.toString());
+    const links = t.groups.flatMap((g) => g.links);
+    const shownLinks = top(links, o.maxRows, (l) => (troubled.has(l.name) ? 1e15 : 0) + (l.retransmits + l.psnGaps + l.naks) * 1e9 + l.packets[0] + l.packets[1]);
+    out.push(renderTable(cols(['link', 1], ['client QP', 2], ['server QP', 2], ['MTU', 6], ['uid', 7], ['state', 1], ['pkts c>s / s>c', 4], ['payload c>s / s>c', 5], ['retx', 3], ['PSN gaps', 4], ['NAK', 4], ['RNR', 6]),
+      shownLinks.map((l) => [
+        l.name, qp(l.ends[0], o.width === Infinity), qp(l.ends[1], o.width === Infinity), l.mtu ? String(l.mtu) : '?', l.uid !== undefined ? hex32(l.uid) : '?', l.state,
+        `${l.packets[0]} / ${l.packets[1]}`, `${l.bytes[0]} / ${l.bytes[1]}`,
+        String(l.retransmits), String(l.psnGaps), String(l.naks), String(l.rnrNaks),
+      ]), c, { ...tbl, maxRows: Infinity }));
+    out.push(...moreLine(links, shownLinks, c));
   }
 
   if (t.tcp.length > 0) {
     out.push('', c.bold('Connections'));
-    const ct = table(['#', 'client → server', 'mode', 'LG', 'tokens c/s', 'rkeys c/s', 'RMBE c/s', 'bytes c>s / s>c', 'wblk', 'close'], c);
-    for (const x of t.tcp) {
+    const conns = top(t.tcp, o.maxRows, (x) => (troubled.has(`c${x.index}`) ? 1e15 : 0) + (x.smc ? x.smc.dirs[0].prodLinear + x.smc.dirs[1].prodLinear : x.tcpBytes[0] + x.tcpBytes[1]));
+    const rows: string[][] = [];
+    for (const x of conns) {
       const s = x.smc;
       const ends = `${x.client.ip}:${x.client.port} → ${x.server.ip}:${x.server.port}`;
       if (!s) {
-        ct.push([String(x.index), ends, x.mode, '-', '-', '-', '-', `${x.tcpBytes[0]} / ${x.tcpBytes[1]} (TCP)`, '-', x.closed ? 'closed' : 'open']);
+        rows.push([String(x.index), ends, x.mode, '-', '-', '-', '-', `${x.tcpBytes[0]} / ${x.tcpBytes[1]} (TCP)`, '-', x.rst ? `reset by the ${x.rst.by}` : x.closed ? 'closed' : 'open']);
         continue;
       }
       const [cl, sv] = s.sides;
-      ct.push([
+      rows.push([
         String(x.index), ends, c.green(x.mode), `LG${s.lg.id}`,
         `${hx(cl.token)}/${hx(sv.token)}`, `${hx(cl.rkey)}/${hx(sv.rkey)}`,
         `${cl.rmbeSize ? fmtSize(cl.rmbeSize) : '?'}/${sv.rmbeSize ? fmtSize(sv.rmbeSize) : '?'}`,
@@ -127,34 +148,45 @@ export function renderSummary(t: Tracker, c: ChalkInstance): string {
         `${s.dirs[0].writerBlocked}/${s.dirs[1].writerBlocked}`, closeState(s),
       ]);
     }
-    for (const s of t.orphanConns) {
-      ct.push([`?${-s.index}`, `${s.sides[0].gid} ↔ ${s.sides[1].gid}`, 'smc-r (mid-stream)', `LG${s.lg.id}`,
+    const orphans = t.orphanConns.slice(0, o.maxRows);
+    for (const s of orphans) {
+      rows.push([`?${-s.index}`, `${s.sides[0].gid} ↔ ${s.sides[1].gid}`, 'smc-r (mid-stream)', `LG${s.lg.id}`,
         `${hx(s.sides[0].token)}/${hx(s.sides[1].token)}`, '?', '?', `≥${s.dirs[0].prodLinear} / ≥${s.dirs[1].prodLinear}`,
         `${s.dirs[0].writerBlocked}/${s.dirs[1].writerBlocked}`, closeState(s)]);
     }
-    out.push(ct.toString());
+    out.push(renderTable(cols(['#', 1], ['client → server', 1], ['mode', 1], ['LG', 3], ['tokens c/s', 5], ['rkeys c/s', 6], ['RMBE c/s', 4], ['bytes c>s / s>c', 2], ['wblk', 5], ['close', 1]), rows, c, { ...tbl, maxRows: Infinity }));
+    out.push(...moreLine(t.tcp, conns, c), ...moreLine(t.orphanConns, orphans, c));
 
     out.push('', c.bold('Handshakes'));
-    for (const x of t.tcp) out.push(`  #${x.index} ${timeline(connSteps(x))}`);
-    const fb = t.tcp.filter((x) => x.why && x.mode !== 'smc-r');
+    for (const x of conns) out.push(`  #${x.index} ${timeline(connSteps(x))}`);
+    out.push(...moreLine(t.tcp, conns, c));
+    const fbAll = t.tcp.filter((x) => x.why && x.mode !== 'smc-r');
+    const fb = fbAll.slice(0, o.maxRows);
     if (fb.length > 0) {
       out.push('', c.bold('Not SMC-R'));
       for (const x of fb) out.push(`  #${x.index} ${x.mode}: ${x.why}`);
+      out.push(...moreLine(fbAll, fb, c));
     }
   }
 
   if (t.otherRoce.size > 0) {
     out.push('', c.bold('RoCE traffic, not SMC-R'));
-    for (const f of t.otherRoce.values()) out.push(`  ${f.src} → ${f.dst} QP 0x${f.qpn.toString(16)}: ${f.packets} ${f.transport} packets, ${f.bytes} bytes (frames ${f.first}–${f.last})`);
+    const all = [...t.otherRoce.values()], shown = all.slice(0, o.maxRows);
+    for (const f of shown) out.push(`  ${f.src} → ${f.dst} QP 0x${f.qpn.toString(16)}: ${f.packets} ${f.transport} packets, ${f.bytes} bytes (frames ${f.first}–${f.last})`);
+    out.push(...moreLine(all, shown, c));
   }
 
-  const events = t.groups.flatMap((g) => g.events.filter((e) => e.what !== 'link-added' || e.frame !== g.firstFrame));
+  const events: { frame: number; what: string; text: string }[] = [];
+  for (const g of t.groups) for (const e of g.events) if (e.what !== 'link-added' || e.frame !== g.firstFrame) events.push(e);
   if (events.length > 0) {
     out.push('', c.bold('Link group events'));
-    for (const e of events.sort((a, b) => a.frame - b.frame)) out.push(`  #${e.frame} ${e.what.padEnd(16)} ${e.text}`);
+    events.sort((a, b) => a.frame - b.frame);
+    const shown = events.slice(0, o.maxRows);
+    for (const e of shown) out.push(`  #${e.frame} ${e.what.padEnd(16)} ${e.text}`);
+    out.push(...moreLine(events, shown, c));
   }
 
-  if (!wrong && diag.length > 0) out.push('', ...renderDiagnosis(diag, c));
+  if (!wrong && diag.length > 0) out.push('', ...renderDiagnosis(diag, c, o));
 
   if (t.anomalies.length > 0) {
     out.push('', c.bold('Anomalies'));
@@ -169,7 +201,18 @@ export function renderSummary(t: Tracker, c: ChalkInstance): string {
       out.push(`  ${col(e.sev.padEnd(5))} ${code} ×${e.n} (first #${e.first}): ${e.msg}`);
     }
   }
-  return out.join('\n');
+  if (o.width === Infinity) return out.join('\n');
+  // Lines longer than the width wrap with a hanging indent (tables already fit).
+  const fitted: string[] = [];
+  for (const block of out) {
+    for (const l of block.split('\n')) {
+      if (l.replace(/\u001b\[[0-9;]*m/g, '').length <= o.width) { fitted.push(l); continue; }
+      const indent = /^ */.exec(l)![0].length + 4;
+      const parts = wrap(l, o.width - indent);
+      fitted.push(parts[0]!, ...parts.slice(1).map((p) => ' '.repeat(indent) + p));
+    }
+  }
+  return fitted.join('\n');
 }
 
 function hx(v: number | undefined): string { return v === undefined ? '?' : '0x' + v.toString(16); }

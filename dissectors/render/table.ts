@@ -1,0 +1,95 @@
+// Text tables for the summaries, in linear time (cli-table3 lays out cells quadratically: a
+// 20 000-row summary took minutes). Fits a width: columns are dropped by priority (1 = always
+// kept), then the widest cells wrap at spaces; a row limit shows the first N rows and says how
+// many more there are. Box-drawing like smcss/ss users know from cli-table3's look.
+
+import type { ChalkInstance } from 'chalk';
+
+export interface Column {
+  head: string;
+  /** 1 = never dropped; higher numbers are dropped first when the table does not fit. */
+  prio?: number;
+}
+
+export interface TableOptions {
+  /** Terminal width to fit (Infinity: no limit). */
+  width?: number;
+  /** Show at most this many rows, then "… N more". */
+  maxRows?: number;
+  /** What the user can do to see everything (printed with hidden columns or rows). */
+  more?: string;
+}
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;]*m/g;
+function visible(s: string): number { return s.includes('\u001b') ? s.replace(ANSI, '').length : s.length; }
+
+export function renderTable(cols: Column[], rows: string[][], c: ChalkInstance, opts: TableOptions = {}): string {
+  const width = opts.width ?? Infinity;
+  const shown = opts.maxRows !== undefined && rows.length > opts.maxRows ? rows.slice(0, opts.maxRows) : rows;
+  let keep = cols.map((_, i) => i);
+  const natural = cols.map((col) => col.head.length);
+  for (const r of shown) for (let i = 0; i < cols.length; i++) natural[i] = Math.max(natural[i]!, visible(r[i] ?? ''));
+  const total = (idx: number[], w: number[]): number => idx.reduce((n, i) => n + w[i]! + 3, 1);
+  // Drop optional columns, least important first, down to the important ones (priority 1–2);
+  // then wrap the widest cells (down to 18 characters); then drop the rest of the optional
+  // columns; then wrap harder (down to 8).
+  const w = natural.slice();
+  const narrow = (min: number): void => {
+    while (total(keep, w) > width) {
+      const widest = keep.reduce((a, b) => (w[b]! > w[a]! ? b : a), keep[0]!);
+      if (w[widest]! <= min) break;
+      w[widest] = Math.max(min, w[widest]! - (total(keep, w) - width));
+    }
+  };
+  const drop = (above: number): void => {
+    const byPrio = cols.map((col, i) => ({ i, p: col.prio ?? 1 })).filter((x) => x.p > above && keep.includes(x.i)).sort((a, b) => b.p - a.p || b.i - a.i);
+    for (const d of byPrio) {
+      if (total(keep, w) <= width) break;
+      keep = keep.filter((i) => i !== d.i);
+    }
+  };
+  drop(2);
+  narrow(18);
+  drop(1);
+  narrow(8);
+  const line = (l: string, m: string, r: string): string => l + keep.map((i) => '─'.repeat(w[i]! + 2)).join(m) + r;
+  const out: string[] = [line('┌', '┬', '┐')];
+  const emit = (cells: string[], head: boolean): void => {
+    const wrapped = keep.map((i) => wrap(cells[i] ?? '', w[i]!));
+    const h = Math.max(...wrapped.map((x) => x.length));
+    for (let k = 0; k < h; k++) {
+      let s = '│';
+      for (let j = 0; j < keep.length; j++) {
+        const t = wrapped[j]![k] ?? '';
+        s += ' ' + (head ? c.bold(t) : t) + ' '.repeat(w[keep[j]!]! - visible(t)) + ' │';
+      }
+      out.push(s);
+    }
+  };
+  emit(cols.map((x) => x.head), true);
+  out.push(line('├', '┼', '┤'));
+  for (const r of shown) emit(r, false);
+  out.push(line('└', '┴', '┘'));
+  const notes: string[] = [];
+  if (shown.length < rows.length) notes.push(`… ${rows.length - shown.length} more row(s)`);
+  if (keep.length < cols.length) notes.push(`column(s) hidden to fit ${width} characters: ${cols.filter((_, i) => !keep.includes(i)).map((x) => x.head).join(', ')}`);
+  if (notes.length) out.push(c.dim(`${notes.join('; ')}${opts.more ? ` (${opts.more})` : ''}`));
+  return out.join('\n');
+}
+
+/** Wrap a cell at spaces (or hard at the width) into lines of at most `w` visible characters. */
+export function wrap(s: string, w: number): string[] {
+  if (visible(s) <= w) return [s];
+  const plain = s.replace(ANSI, '');
+  const lines: string[] = [];
+  let rest = plain;
+  while (rest.length > w) {
+    let cut = rest.lastIndexOf(' ', w);
+    if (cut <= 0) cut = w;
+    lines.push(rest.slice(0, cut).trimEnd());
+    rest = rest.slice(cut).trimStart();
+  }
+  if (rest) lines.push(rest);
+  return lines;
+}
