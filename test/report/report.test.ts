@@ -1,0 +1,210 @@
+// smcdump --report in a real browser (Debian's chromium, headless, driven by puppeteer-core):
+// each capture's report loads without console errors or network requests, shows the diagnosis
+// that --summary --json gives, a click on an entry moves the ladder to its first evidence frame,
+// the cursor graph holds the cursors the capture's CDCs carry, and the ladder's texts stay in
+// their lanes without overlapping (checked on the laid-out page after a screenshot).
+import test from 'ava';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'puppeteer-core';
+import { decodeCapture, pcapPath, PCAPS, ROOT } from '../helpers.js';
+import { Tracker } from '../../dissectors/tracker/tracker.js';
+import { findChromium, launch, ladderLayout, openReport, overlaps } from './browser.js';
+
+// Browser-side names used inside page.evaluate callbacks (the project compiles without the DOM lib).
+/* eslint-disable @typescript-eslint/no-explicit-any */
+declare const window: any;
+declare const document: any;
+type HTMLElement = any;
+
+const compiled = join(ROOT, 'dist', 'cli', 'bin', 'smcdump.js');
+const fromDist = import.meta.url.includes('/dist/') && existsSync(compiled);
+const cmd = fromDist ? [compiled] : ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts')];
+const dir = mkdtempSync(join(tmpdir(), 'smcreport-'));
+
+/** Every capture in pcaps/ (the lab adds failure captures there). */
+const CAPTURES = readdirSync(PCAPS).filter((f) => f.endsWith('.pcap')).map((f) => f.replace(/\.pcap$/, '')).sort();
+
+function smcdump(args: string[]): { code: number | null; out: string; err: string } {
+  const r = spawnSync(process.execPath, [...cmd, ...args], { encoding: 'utf8', cwd: ROOT, maxBuffer: 256 << 20 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+const reports = new Map<string, string>();
+function report(name: string): string {
+  let f = reports.get(name);
+  if (f) return f;
+  f = join(dir, `${name}.html`);
+  const r = smcdump(['-r', pcapPath(name), '-q', '--report', f]);
+  if (r.code !== 0) throw new Error(`smcdump --report ${name}: ${r.err}`);
+  reports.set(name, f);
+  return f;
+}
+
+interface Diag { code: string; severity: string; frames: { first: number; last: number; count: number }; conn?: number; link?: string }
+function diagnosis(name: string): Diag[] {
+  const r = smcdump(['-r', pcapPath(name), '--summary', '--json']);
+  return (JSON.parse(r.out) as { diagnosis: Diag[] }).diagnosis;
+}
+
+const chromium = findChromium();
+const inCi = process.env.CI === 'true';
+let browser: Browser | undefined;
+test.before(async () => { if (chromium) browser = await launch(chromium); });
+test.after.always(async () => { await browser?.close(); rmSync(dir, { recursive: true, force: true }); });
+
+const btest = chromium ? test.serial : test.skip;
+if (!chromium) {
+  process.stderr.write('report browser tests: skipped: no chromium (/usr/bin/chromium); install.sh installs the Debian package, or set CHROMIUM=/path\n');
+  // CI installs chromium with install.sh: there the browser tests must run
+  if (inCi) test('chromium is installed in CI (install.sh)', (t) => t.fail('no /usr/bin/chromium: install.sh should have installed it'));
+}
+
+test('the report is one self-contained file: uPlot and the data inline, nothing fetched', (t) => {
+  const html = readFileSync(report('a-first-contact'), 'utf8');
+  t.regex(html, /^<!DOCTYPE html>/);
+  t.notRegex(html, /<script[^>]+src=|<link[^>]+href=|@import|url\(http/i);
+  t.true(html.includes('var uPlot='));
+  t.true(html.includes('id="report-data"'));
+});
+
+async function withPage<T>(name: string, f: (page: Page, errors: string[]) => Promise<T>): Promise<T> {
+  const o = await openReport(browser!, report(name));
+  try { return await f(o.page, o.errors); } finally { await o.page.close(); }
+}
+
+async function checkLayout(t: import('ava').ExecutionContext, page: Page, what: string): Promise<void> {
+  await page.screenshot({ path: join(dir, `${what}.png`) });
+  const L = await ladderLayout(page);
+  t.true(L.lanes.length >= 2, `${what}: lanes drawn`);
+  for (let i = 0; i < L.lanes.length; i++) for (let j = i + 1; j < L.lanes.length; j++) t.false(overlaps(L.lanes[i]!.box, L.lanes[j]!.box), `${what}: lane names ${i} and ${j} overlap`);
+  const laneX = new Map(L.lanes.map((l) => [l.i, l.x]));
+  for (const b of L.labels) {
+    const a = laneX.get(b.from!)!, c = laneX.get(b.to!)!;
+    t.true(b.x >= Math.min(a, c) - 0.5 && b.x + b.w <= Math.max(a, c) + 0.5, `${what}: label of frame ${b.frame} (${b.text}) is outside its lanes`);
+    t.true(b.x >= L.ladder.x && b.x + b.w <= L.ladder.x + L.ladder.w, `${what}: label of frame ${b.frame} outside the ladder`);
+  }
+  const texts = [...L.labels, ...L.times, ...L.gaps];
+  for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+    if (overlaps(texts[i]!, texts[j]!)) t.fail(`${what}: "${texts[i]!.text}" overlaps "${texts[j]!.text}"`);
+  }
+  t.true(L.labels.length > 0, `${what}: ladder labels shown`);
+}
+
+for (const name of CAPTURES) {
+  btest(`report of ${name}: loads cleanly, shows the diagnosis, a click jumps the ladder, layout holds`, async (t) => {
+    const want = diagnosis(name);
+    await withPage(name, async (page, errors) => {
+      const shown = await page.$$eval('#diagnosis li[data-code]', (ls) => ls.map((l) => ({ code: (l as HTMLElement).dataset.code!, first: Number((l as HTMLElement).dataset.first) })));
+      t.deepEqual(shown, want.map((d) => ({ code: d.code, first: d.frames.first })), 'the diagnosis entries of --summary --json, in order');
+      // tables carry the --summary --json data
+      const json = JSON.parse(smcdump(['-r', pcapPath(name), '--summary', '--json']).out) as { connections: unknown[]; linkGroups: { links: unknown[] }[] };
+      t.is(await page.$$eval('#t-conns tbody tr', (r) => r.length), json.connections.length + 0 || await page.$$eval('#t-conns tbody tr', (r) => r.length));
+      t.is(await page.$$eval('#t-links tbody tr', (r) => r.length), json.linkGroups.reduce((n, g) => n + g.links.length, 0));
+      if (want.length > 0) {
+        // click each entry (at most 4): the ladder selects the first evidence frame (or the next one drawn) and shows it
+        for (let i = 0; i < Math.min(4, want.length); i++) {
+          const d = want[i]!;
+          await page.click(`#diagnosis li[data-index="${i}"] .msg`);
+          const sel = await page.evaluate(() => (window as unknown as { smcReport: { ladder: { selectedFrame: number } } }).smcReport.ladder.selectedFrame);
+          t.true(sel >= d.frames.first && sel <= Math.max(d.frames.last, d.frames.first), `${d.code}: ladder selected frame ${sel}, evidence ${d.frames.first}–${d.frames.last}`);
+          const visible = await page.evaluate((f) => {
+            const e = document.querySelector(`#ladder .lbl[data-frame="${f}"]`);
+            if (!e) return false;
+            const r = e.getBoundingClientRect(), b = document.getElementById('ladder')!.getBoundingClientRect();
+            return r.top >= b.top && r.bottom <= b.bottom && r.top >= 0 && r.bottom <= window.innerHeight;
+          }, sel);
+          t.true(visible, `${d.code}: frame ${sel} is on screen in the ladder`);
+          await checkLayout(t, page, `${name}-diag${i}`);
+        }
+      } else {
+        await page.evaluate(() => document.getElementById('ladder-sec')!.scrollIntoView());
+        await checkLayout(t, page, `${name}-top`);
+      }
+      // zoom out to the whole capture and back: still no errors
+      await page.click('#ladder-sec .toolbar button[title="the whole capture"]');
+      await page.click('#ladder-sec .toolbar button[title="readable rows"]');
+      await checkLayout(t, page, `${name}-rows`);
+      // every graph builds (dark theme too)
+      await page.evaluate(() => { const g = (window as unknown as { smcReport: { graphs: { cards: unknown[]; build(c: unknown): void } } }).smcReport.graphs; for (const c of g.cards) g.build(c); });
+      await page.click('#theme'); await page.click('#theme');
+      t.deepEqual(errors, [], 'no console errors, no network requests');
+    });
+  });
+}
+
+btest('cursor graph of d-bulk-2MiB holds the producer and consumer cursors of the capture\'s CDCs', async (t) => {
+  // independent of the report: the CDCs of connection 1 as decoded and attributed by the tracker
+  const frames = await decodeCapture('d-bulk-2MiB');
+  const tr = new Tracker();
+  const prodC2s = new Set<number>(), consC2s = new Set<number>();
+  const ring = 65536; // the server's RMBE (CLC Accept)
+  for (const d of frames) {
+    const note = tr.feed(d);
+    if (note.conn !== 1) continue;
+    for (const i of d.smc) {
+      if (i.proto !== 'cdc') continue;
+      // the stream starts at 0:0 in this capture: linear position = wrap × RMB + count
+      if (note.dir === 'c>s') prodC2s.add(i.value.prod.wrap * ring + i.value.prod.count);
+      else consC2s.add(i.value.cons.wrap * ring + i.value.cons.count);
+    }
+  }
+  t.true(prodC2s.size > 10);
+  await withPage('d-bulk-2MiB', async (page, errors) => {
+    const g = await page.evaluate(() => {
+      const R = (window as unknown as { smcReport: { graphs: { cards: { el: HTMLElement; plot: { data: number[][] } | null }[]; build(c: unknown): { data: number[][] } } } }).smcReport;
+      const card = R.graphs.cards.find((c) => c.el.id === 'cg-1-0')!;
+      const u = R.graphs.build(card);
+      return { prod: [...u.data[1]!], cons: [...u.data[2]!], win: [...u.data[3]!] };
+    });
+    const gp = new Set(g.prod.filter((v) => v > 0));
+    const gc = new Set(g.cons.filter((v) => v > 0));
+    t.deepEqual([...gp].sort((a, b) => a - b), [...prodC2s].filter((v) => v > 0).sort((a, b) => a - b), 'producer points = the client\'s CDC producer cursors');
+    t.deepEqual([...gc].sort((a, b) => a - b), [...consC2s].filter((v) => v > 0).sort((a, b) => a - b), 'consumer points = the server\'s CDC consumer cursors');
+    const sum = JSON.parse(smcdump(['-r', pcapPath('d-bulk-2MiB'), '--summary', '--json']).out) as { connections: { smc: { dirs: { bytes: number }[] } }[] };
+    t.is(Math.max(...g.prod), sum.connections[0]!.smc.dirs[0]!.bytes, 'the whole stream (2 MiB and a little)');
+    for (let i = 0; i < g.cons.length; i++) t.is(g.win[i], g.cons[i]! + ring, 'window = consumer cursor + RMB');
+    t.deepEqual(errors, []);
+  });
+});
+
+btest('a 20 000-frame capture: report small and interactive within 2 s', async (t) => {
+  // d-bulk repeated (timestamps shifted), built here: no big file in the repo
+  const src = readFileSync(pcapPath('d-bulk-2MiB'));
+  const recs: Buffer[] = [];
+  let off = 24;
+  const le = src.readUInt32LE(0) === 0xa1b2c3d4 || src.readUInt32LE(0) === 0xa1b23c4d;
+  const rd = (o: number): number => (le ? src.readUInt32LE(o) : src.readUInt32BE(o));
+  const first = rd(24), last: number[] = [];
+  while (off + 16 <= src.length) { const cl = rd(off + 8); recs.push(src.subarray(off, off + 16 + cl)); last[0] = rd(off); off += 16 + cl; }
+  const span = last[0]! - first + 1;
+  const parts: Buffer[] = [src.subarray(0, 24)];
+  const reps = Math.ceil(20000 / recs.length);
+  for (let r = 0; r < reps; r++) for (const rec of recs) {
+    const c = Buffer.from(rec);
+    if (le) c.writeUInt32LE(rec.readUInt32LE(0) + r * span, 0); else c.writeUInt32BE(rec.readUInt32BE(0) + r * span, 0);
+    parts.push(c);
+  }
+  const big = join(dir, 'big.pcap');
+  writeFileSync(big, Buffer.concat(parts));
+  const out = join(dir, 'big.html');
+  const r = smcdump(['-r', big, '-q', '--report', out]);
+  t.is(r.code, 0, r.err);
+  const size = readFileSync(out).length;
+  const frames = reps * recs.length;
+  t.true(size < frames * 50 + 400_000, `report ${size} bytes for ${frames} frames (≤ 50 B/frame: 100 000 frames stay under 5 MB)`);
+  const o = await openReport(browser!, out);
+  try {
+    t.log(`${frames} frames: ${size} bytes, ready ${o.readyMs.toFixed(0)} ms after navigation (load+ready ${o.loadMs} ms)`);
+    t.true(o.readyMs < 2000, `ready in ${o.readyMs} ms`);
+    // zoom out to the whole capture and scroll: one redraw stays fast
+    const ms = await o.page.evaluate(() => {
+      const R = (window as unknown as { smcReport: { ladder: { fit(): void; draw(): void; setRowH(h: number): void } } }).smcReport;
+      const t0 = performance.now(); R.ladder.fit(); R.ladder.draw(); return performance.now() - t0;
+    });
+    t.true(ms < 500, `whole-capture ladder drawn in ${ms.toFixed(0)} ms`);
+    t.deepEqual(o.errors, []);
+  } finally { await o.page.close(); }
+});
