@@ -28,6 +28,9 @@ if [ "$(id -u)" -eq 0 ]; then
   command -v ip >/dev/null || pkgs+=(iproute2)
   command -v mkfs.ext4 >/dev/null || pkgs+=(e2fsprogs)
 fi
+# smcdump --report is tested in a real browser: Debian's chromium, headless (puppeteer-core drives
+# it and never downloads a browser of its own).
+[ -x /usr/bin/chromium ] || pkgs+=(chromium)
 node_ok || pkgs+=(nodejs npm)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then echo "install.sh: need root to apt-get install ${pkgs[*]}" >&2; exit 1; fi
@@ -37,6 +40,7 @@ fi
 node_ok || { echo "install.sh: smcscope needs Node.js >= 20.19 (found $(node --version 2>/dev/null || echo none))" >&2; exit 1; }
 
 export npm_config_nodedir=/usr   # native builds use the system Node headers, never a download
+export PUPPETEER_SKIP_DOWNLOAD=1  # puppeteer-core downloads nothing; belt and braces
 npm ci --no-fund --no-audit --loglevel=error   # also builds dist/ (npm "prepare")
 
 if [ "${1:-}" != "--no-demo" ]; then

@@ -102,7 +102,7 @@ function scriptJson(v: unknown): string {
 }
 
 /** Wrap report data and the page script into one HTML document. */
-export function reportPage(data: Record<string, unknown>, title: string): string {
+export function reportPage(data: Record<string, unknown>, title: string, script = 'report-client.js'): string {
   const u = uplot();
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -114,7 +114,7 @@ export function reportPage(data: Record<string, unknown>, title: string): string
 <div id="app"><noscript>This report needs JavaScript to draw its tables and graphs.</noscript></div>
 <script id="report-data" type="application/json">${scriptJson(data)}</script>
 <script>${u.js.replace(/<\/script/gi, '<\\/script')}</script>
-<script>${asset('report-client.js')}</script>
+<script>${asset(script)}</script>
 </body></html>
 `;
 }
