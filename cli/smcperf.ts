@@ -8,7 +8,7 @@
 //                    (at most 1024 bytes; ms = duration, bytes = byte budget, 0 = unlimited)
 //   server → client  "SMCPERF1 OK\n"  (or "SMCPERF1 ERR <reason>\n" and close)
 //   stream   client sends until its time/bytes are up, then shuts down writing; the server
-//            counts, and on EOF answers "SMCPERF1 DONE {"bytes":N,"ms":N}\n" and closes.
+//            counts, and on EOF answers "SMCPERF1 DONE {"bytes":N,"ms":N,"cpuMs":{…}}\n" and closes.
 //   reverse  the server sends SIZE-byte messages until ms/bytes are up, then closes writing.
 //   rr       the server echoes every byte; the client sends SIZE bytes and waits for SIZE back.
 // --raw: no header; stream writes into any sink, rr needs any echo server, reverse reads any

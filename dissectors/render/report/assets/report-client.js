@@ -149,6 +149,7 @@
   L.links.forEach((name, i) => legend.append(el('span', null, el('span', { class: 'swatch', style: `border-color: var(${LINKCOL[i % LINKCOL.length]})` }), name)));
   legend.append(el('span', null, el('span', { class: 'swatch', style: 'border-color: var(--c7)' }), 'TCP/CLC'));
   legend.append(el('span', null, el('span', { class: 'swatch', style: 'border-color: var(--err); border-top-style: solid' }), 'NAK / anomaly (!)'));
+  legend.append(el('span', null, el('span', { class: 'swatch', style: 'border-color: var(--c5); border-top-style: dashed' }), 'retransmission'));
   legend.append(el('span', { class: 'mono' }, 'LLC ═ · CDC ╌ · WRITE ─ · ACK ┈'));
   const info = el('span', { class: 'meta mono', id: 'ladder-info' });
   ladSec.append(el('div', { class: 'toolbar' }, zoomOut, zoomIn, fit, rowBtn, goto, info), el('div', { class: 'toolbar' }, legend));
@@ -209,7 +210,7 @@
       if (N === 0) { labels.replaceChildren(frag); return; }
       const r0 = slotToRow(Math.max(0, vis0)), r1 = slotToRow(Math.min(slots - 1, vis1));
       const cols = LINKCOL.map(css), colOf = {}; for (const k in KSTYLE) colOf[k] = KSTYLE[k].col ? css(KSTYLE[k].col) : null;
-      const errCol = css('--err'), hl = css('--hl');
+      const errCol = css('--err'), hl = css('--hl'), retxCol = css('--c5');
       const lastY = new Map();
       let drawn = 0;
       for (let i = r0; i <= r1; i++) {
@@ -224,9 +225,10 @@
         if (!showText && lastY.get(key) === py && !(L.flags[i] & FLAG_ALERT)) continue;
         lastY.set(key, py);
         const alert = (L.flags[i] & FLAG_ALERT) !== 0;
-        const col = alert ? errCol : colOf[kind] || (L.link[i] >= 0 ? cols[L.link[i] % cols.length] : colOf.tcp);
+        const retx = (L.flags[i] & FLAG_RETX) !== 0;
+        const col = alert ? errCol : retx ? retxCol : colOf[kind] || (L.link[i] >= 0 ? cols[L.link[i] % cols.length] : colOf.tcp);
         const x1 = laneX(a), x2 = laneX(b);
-        ctx.strokeStyle = col; ctx.fillStyle = col; ctx.lineWidth = alert ? st.w + 1 : st.w; ctx.setLineDash(st.dash);
+        ctx.strokeStyle = col; ctx.fillStyle = col; ctx.lineWidth = alert || retx ? st.w + 1 : st.w; ctx.setLineDash(retx ? [4, 2] : st.dash);
         ctx.beginPath();
         if (st.dbl && showText) { ctx.moveTo(x1, lineY - 1.5); ctx.lineTo(x2, lineY - 1.5); ctx.moveTo(x1, lineY + 1.5); ctx.lineTo(x2, lineY + 1.5); ctx.lineWidth = 1; }
         else { ctx.moveTo(x1, lineY); ctx.lineTo(x2, lineY); }
