@@ -208,3 +208,58 @@ btest('a 20 000-frame capture: report small and interactive within 2 s', async (
     t.deepEqual(o.errors, []);
   } finally { await o.page.close(); }
 });
+
+// Failure captures (the lab's l-failover, m-device-removal, o-urgent-stall, p-window-stall…):
+// whichever diagnosis they raise, the report shows its moment.
+const failover = CAPTURES.filter((n) => /failover|device-removal/.test(n));
+(failover.length && chromium ? test.serial : test.skip)(`failover in one click: the lgr.failover entry shows the validation CDC in the ladder and the cursor graph marks it${failover.length ? '' : ' (no failover capture in pcaps/ yet)'}`, async (t) => {
+  let seen = 0;
+  for (const name of failover) {
+    const want = diagnosis(name);
+    const i = want.findIndex((d) => d.code === 'lgr.failover');
+    if (i < 0) continue;
+    seen++;
+    const d = want[i]!;
+    await withPage(name, async (page, errors) => {
+      await page.click(`#diagnosis li[data-index="${i}"] .msg`); // one click
+      const label = await page.evaluate(() => {
+        const f = window.smcReport.ladder.selectedFrame;
+        return { f, text: document.querySelector(`#ladder .lbl[data-frame="${f}"]`)?.textContent ?? '' };
+      });
+      t.is(label.f, d.frames.first, `${name}: the first failover frame is selected`);
+      t.regex(label.text, /failover/, `${name}: frame ${label.f} is the failover validation CDC: ${label.text}`);
+      if (d.conn !== undefined) {
+        const lines = await page.evaluate((c: number) => {
+          const g = window.smcReport.graphs;
+          const card = g.cards.find((x: any) => x.el.id === `cg-${c}-0` || x.el.id === `cg-${c}-1`);
+          return card ? card.el.querySelector('.sub').textContent : '';
+        }, d.conn);
+        t.regex(lines, /failover/, `${name}: the cursor graph of connection ${d.conn} counts the failover`);
+      }
+      t.deepEqual(errors, []);
+    });
+  }
+  t.true(seen > 0, 'a failover capture with an lgr.failover diagnosis');
+});
+
+const stalls = CAPTURES.filter((n) => /stall/.test(n));
+(stalls.length && chromium ? test.serial : test.skip)(`urgent and window stalls are marked in the cursor graphs${stalls.length ? '' : ' (no stall capture in pcaps/ yet)'}`, async (t) => {
+  for (const name of stalls) {
+    const want = diagnosis(name).filter((d) => d.code === 'cdc.urgent-stall' || d.code === 'cdc.window-stall');
+    for (const d of want) {
+      await withPage(name, async (page, errors) => {
+        const marks = await page.evaluate((c: number) => {
+          const D = window.smcReport.data;
+          const conn = D.conns.find((x: any) => x.index === c);
+          const urg = conn ? conn.dirs.some((x: any) => x.flags.some((f: number) => (f & 8) !== 0)) : false;
+          const subs = window.smcReport.graphs.cards.filter((x: any) => x.el.id.startsWith(`cg-${c}-`)).map((x: any) => x.el.querySelector('.sub').textContent);
+          return { urg, subs };
+        }, d.conn!);
+        if (d.code === 'cdc.urgent-stall') t.true(marks.urg, `${name}: an urgent CDC point on connection ${d.conn}`);
+        else t.true(marks.subs.some((s: string) => /[1-9]\d* stall/.test(s)), `${name}: stall counted: ${marks.subs.join(' | ')}`);
+        t.deepEqual(errors, []);
+      });
+    }
+  }
+  t.pass();
+});
