@@ -216,7 +216,7 @@ class Dump {
     const o = this.o;
     if (this.join) {
       this.disagreements = this.join.compare();
-      if (t) t.anomalies.push(...this.disagreements);
+      if (t) for (const a of this.disagreements) t.addAnomaly(a);
     }
     const stateReport = (): void => {
       if (!this.join) return;
@@ -256,10 +256,10 @@ class Dump {
       try { writeFileSync(o.ladderSvg, this.ladder.renderSvg()); } catch (e) { throw new CliError(`cannot write ${o.ladderSvg}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
     }
     if (o.report && this.recorder) writeReport(o.report, t, this.recorder, o.read ?? o.interface ?? 'capture');
-    if (!o.summary && t.anomalies.length > 0) {
+    if (!o.summary && t.anomalyCount > 0) {
       const bySev = { error: 0, warn: 0, note: 0 };
-      for (const a of t.anomalies) bySev[a.severity]++;
-      line = (line ? line + '\n' : '') + `${t.anomalies.length} anomal${t.anomalies.length === 1 ? 'y' : 'ies'} (${bySev.error} errors, ${bySev.warn} warnings, ${bySev.note} notes): --summary lists them`;
+      for (const a of t.anomalyTotals.values()) bySev[a.severity] += a.count;
+      line = (line ? line + '\n' : '') + `${t.anomalyCount} anomal${t.anomalyCount === 1 ? 'y' : 'ies'} (${bySev.error} errors, ${bySev.warn} warnings, ${bySev.note} notes): --summary lists them`;
     }
     // frames on stdout, the state comparison with the closing summary on stderr
     if (this.join && !o.summary && !o.json && !this.report) line = (line ? line + '\n' : '') + renderDisagreements(this.disagreements, this.join.current, makeChalk(false));

@@ -30,8 +30,13 @@ export function renderJson(d: DecodedFrame, note?: FrameNote): string {
 
 /** ISO 8601 UTC with nanoseconds. */
 export function formatIsoNs(tsNs: bigint): string {
-  const ms = Number(tsNs / 1_000_000n);
-  const iso = new Date(ms).toISOString(); // 2026-11-22T09:35:57.123Z
-  const ns = (tsNs % 1_000_000_000n).toString().padStart(9, '0');
-  return `${iso.slice(0, 19)}.${ns}Z`;
+  // Whole seconds, floored (also before 1970), and the nanoseconds within them.
+  let sec = tsNs / 1_000_000_000n;
+  let ns = tsNs % 1_000_000_000n;
+  if (ns < 0n) { ns += 1_000_000_000n; sec -= 1n; }
+  const d = new Date(Number(sec) * 1000);
+  // A pcapng timestamp can be any 64-bit value; beyond what Date holds, print seconds since the epoch.
+  if (Number.isNaN(d.getTime())) return `@${sec}.${ns.toString().padStart(9, '0')}`;
+  const iso = d.toISOString(); // 2026-11-22T09:35:57.000Z (or ±YYYYYY-… far out)
+  return `${iso.slice(0, iso.length - 5)}.${ns.toString().padStart(9, '0')}Z`;
 }

@@ -89,11 +89,11 @@ export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions
   const tbl = { width: o.width, maxRows: o.maxRows, more: '--json lists all; --wide shows every column' };
   const out: string[] = [];
   const span = t.firstTs !== undefined ? ms(t.lastTs - t.firstTs) : '0';
-  out.push(c.bold(`${t.frames} frames over ${span}: ${t.tcp.length} TCP connection(s), ${t.groups.length} link group(s), ${t.anomalies.length} anomal${t.anomalies.length === 1 ? 'y' : 'ies'}`));
+  out.push(c.bold(`${t.frames} frames over ${span}: ${t.tcp.length} TCP connection(s), ${t.groups.length} link group(s), ${t.anomalyCount} anomal${t.anomalyCount === 1 ? 'y' : 'ies'}`));
   const diag = diagnose(t);
   const wrong = diag.some((d) => SEV_ORDER[d.severity] < 2);
   // Something wrong: the diagnosis comes first; only notes: after the tables.
-  if (wrong) out.push('', ...renderDiagnosis(diag, c, o));
+  if (wrong) { out.push(''); for (const l of renderDiagnosis(diag, c, o)) out.push(l); }
   // When rows must be cut, those with problems and the busiest come first.
   const troubled = new Set<string>();
   for (const d of diag) if (d.severity !== 'info') { if (d.lg !== undefined) troubled.add(`LG${d.lg}`); if (d.link) troubled.add(d.link); if (d.conn !== undefined) troubled.add(`c${d.conn}`); }
@@ -186,19 +186,13 @@ export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions
     out.push(...moreLine(events, shown, c));
   }
 
-  if (!wrong && diag.length > 0) out.push('', ...renderDiagnosis(diag, c, o));
+  if (!wrong && diag.length > 0) { out.push(''); for (const l of renderDiagnosis(diag, c, o)) out.push(l); }
 
-  if (t.anomalies.length > 0) {
+  if (t.anomalyCount > 0) {
     out.push('', c.bold('Anomalies'));
-    const byCode = new Map<string, { n: number; sev: string; first: number; msg: string }>();
-    for (const a of t.anomalies) {
-      const e = byCode.get(a.code);
-      if (e) e.n++;
-      else byCode.set(a.code, { n: 1, sev: a.severity, first: a.frame, msg: a.message });
-    }
-    for (const [code, e] of byCode) {
-      const col = e.sev === 'error' ? c.red : e.sev === 'warn' ? c.yellow : c.dim;
-      out.push(`  ${col(e.sev.padEnd(5))} ${code} ×${e.n} (first #${e.first}): ${e.msg}`);
+    for (const e of t.anomalyTotals.values()) {
+      const col = e.severity === 'error' ? c.red : e.severity === 'warn' ? c.yellow : c.dim;
+      out.push(`  ${col(e.severity.padEnd(5))} ${e.code} ×${e.count} (first #${e.first}): ${e.message}`);
     }
   }
   if (o.width === Infinity) return out.join('\n');
@@ -248,6 +242,7 @@ export function summaryJson(t: Tracker): unknown {
       synSmc: x.synSmc, synAckSmc: x.synAckSmc, tcpBytes: x.tcpBytes, timeline: connSteps(x), smc: x.smc ? conn(x.smc) : undefined,
     })),
     midStreamConnections: t.orphanConns.map(conn),
+    anomalyTotals: [...t.anomalyTotals.values()],
     anomalies: t.anomalies,
   };
 }

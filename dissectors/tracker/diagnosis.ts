@@ -84,7 +84,7 @@ function linkNotEstablished(t: Tracker, g: LinkGroup, out: Diagnosis[]): void {
     const first = l === g.links[0] ? g.firstTcp : undefined;
     const decl = first?.decline;
     let msg = `${l.name} (${qps(l)}) never came up: no completed CONFIRM LINK exchange; ${seen.join(', ')}`;
-    if (decl) msg += `; the ${decl.by} then declined ${hex32(decl.msg.diagnosis)} (frame ${decl.frame}) and connection ${first!.index} fell back to TCP`;
+    if (decl) msg += `; the ${decl.by} then declined ${hex32(decl.diagnosis)} (frame ${decl.frame}) and connection ${first!.index} fell back to TCP`;
     const sure = gaveUp || elapsed > LINK_UP_NS;
     if (!sure) msg += ' before the capture ended';
     out.push({ code: 'link.not-established', severity: sure ? 'error' : 'info', lg: g.id, link: l.name,
@@ -118,9 +118,10 @@ function failover(g: LinkGroup, out: Diagnosis[]): void {
     const fl = f.inFlight[0] + f.inFlight[1];
     return `connection ${c.index} at stream bytes ${f.at[0]} c>s / ${f.at[1]} s>c (${fl} byte(s) unconsumed, validation CDC from the ${c.failovers.map((x) => x.by).join(' and ')})`;
   });
-  const frames = moves.map((m) => m.f.frame);
+  let first = Infinity, last = 0;
+  for (const m of moves) { first = Math.min(first, m.f.frame); last = Math.max(last, m.f.frame); }
   out.push({ code: 'lgr.failover', severity: 'warning', lg: g.id, link: moves[0]!.f.to, ...(conns.length === 1 ? { conn: conns[0]!.index } : {}),
-    frames: { first: Math.min(...frames), last: Math.max(...frames), count: moves.length },
+    frames: { first, last, count: moves.length },
     message: `LG${g.id} failed over ${routes}${lost.length ? ` after losing ${lost.join(', ')}` : ''}: ${parts.join('; ')}; data continued at the same RMB offsets. Link group type ${typeHistory(g)}.` });
 }
 
@@ -189,7 +190,8 @@ function abort(c: SmcConn, out: Diagnosis[]): void {
 function notSmc(g: LinkGroup, out: Diagnosis[]): void {
   if (g.complete || g.links.some((l) => l.smcMessages > 0)) return;
   const pk = g.links.reduce((n, l) => n + l.packets[0] + l.packets[1], 0);
-  const last = Math.max(...g.links.map((l) => l.lastFrom[0]?.frame ?? l.lastFrom[1]?.frame ?? l.firstFrame));
+  let last = 0;
+  for (const l of g.links) last = Math.max(last, l.lastFrom[0]?.frame ?? 0, l.lastFrom[1]?.frame ?? 0, l.firstFrame);
   out.push({ code: 'roce.not-smc', severity: 'info', lg: g.id, frames: { first: g.firstFrame, last, count: pk },
     message: `RoCE traffic, not SMC-R: ${pk} RC packet(s) between ${[...new Set(g.links.flatMap((l) => l.ends.map((e) => e.gid)))].join(' and ')} carried no LLC or CDC message.` });
 }

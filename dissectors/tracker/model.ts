@@ -3,8 +3,9 @@
 // anomalies ("expert info") found on the way. Plain data: renderers print it, tests read it.
 
 import type { Severity } from '../wire/common.js';
-import type { ClcAcceptConfirm, ClcDecline, ClcProposal } from '../wire/clc.js';
+import type { ClcAcceptConfirm } from '../wire/clc.js';
 import type { RingStream } from './stream.js';
+import type { PsnRuns } from './psnruns.js';
 
 export interface Anomaly {
   frame: number;
@@ -46,10 +47,12 @@ export interface TcpConn {
   /** Whether the SYN / SYN-ACK carried option 254 (undefined: not captured). */
   synSmc?: boolean;
   synAckSmc?: boolean;
-  proposal?: ClcProposal;
+  /** A CLC Proposal was seen, and the UEIDs it offered (v2). */
+  proposed?: { ueids: string[] };
+  /** The Accept until the Confirm completes the handshake (decoded CLC messages are not kept
+   *  longer: they may hold views of the capture's read buffers). */
   accept?: ClcAcceptConfirm;
-  confirm?: ClcAcceptConfirm;
-  decline?: { msg: ClcDecline; by: 'client' | 'server'; frame: number };
+  decline?: { diagnosis: number; outOfSync: boolean; by: 'client' | 'server'; frame: number };
   mode: TcpMode;
   /** One sentence: why this connection is not SMC-R (fallback / plain TCP). */
   why?: string;
@@ -186,7 +189,7 @@ export interface Link {
   /** A multi-packet RDMA WRITE in progress per direction (its MIDDLE/LAST carry no RETH). */
   write: [WriteCont | undefined, WriteCont | undefined];
   /** Recent request PSN → SMC connection index, per direction (for NAK/retransmission attribution). */
-  psnConn: [{ psn: Int32Array; conn: Int32Array }, { psn: Int32Array; conn: Int32Array }];
+  psnConn: [PsnRuns | undefined, PsnRuns | undefined];
 }
 
 export interface RetxStats {
@@ -222,9 +225,6 @@ export interface LinkGroup {
   complete: boolean;
   links: Link[];
   conns: SmcConn[];
-  /** RMBs by "link serial|writer direction|rkey": one RMB has one rkey per link (CLC, CONFIRM
-   *  RKEY, ADD LINK rkey lists); aliases of one RMB share `ref`, which names its connection. */
-  rmbs: Map<string, RmbAlias>;
   /** active; terminated (DELETE LINK ALL / last link deleted); failed (never came up or lost). */
   state: 'active' | 'terminated' | 'failed';
   firstFrame: number;

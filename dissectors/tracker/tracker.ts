@@ -24,6 +24,7 @@ import type {
   Anomaly, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
 } from './model.js';
 import { RingStream } from './stream.js';
+import { PsnRuns } from './psnruns.js';
 import { LlcPairing, type LlcRequest } from './llcpair.js';
 import { lgEvent, noteType } from './lgtype.js';
 
@@ -43,9 +44,6 @@ export const WINDOW_STALL_NS = 1_000_000_000n;
 /** DELETE LINK reason "lost path" (Linux SMC_LLC_DEL_LOST_PATH). */
 const DEL_LOST_PATH = 0x00010000;
 
-/** Recent PSNs remembered per link direction to attribute NAKs/retransmissions (power of 2). */
-const PSN_RING = 1024;
-const PSN_RING_MASK = PSN_RING - 1;
 
 const NO_ANOMALIES = Object.freeze([]) as unknown as Anomaly[];
 const EMPTY_NOTE: FrameNote = Object.freeze({ anomalies: NO_ANOMALIES }) as FrameNote;
@@ -55,10 +53,20 @@ const SIDE = ['client', 'server'] as const;
 /** RoCE traffic that is not SMC-R (UD/UC/RD/XRC transports), per flow. */
 export interface OtherRoce { src: string; dst: string; qpn: number; transport: string; packets: number; bytes: number; first: number; last: number }
 
+/** Every anomaly of one code: how many, the first and last frame, the first message. */
+export interface AnomalyTotal { code: string; severity: Severity; count: number; first: number; last: number; message: string }
+
+/** Anomalies kept with their frame per code (the rest are counted only). */
+const ANOMALIES_KEPT = 1000;
+
 export class Tracker {
   readonly tcp: TcpConn[] = [];
   readonly groups: LinkGroup[] = [];
+  /** Anomalies with their frames: at most ANOMALIES_KEPT per code (memory stays bounded on
+   *  captures with millions of retransmissions); `anomalyTotals` counts all of them. */
   readonly anomalies: Anomaly[] = [];
+  readonly anomalyTotals = new Map<string, AnomalyTotal>();
+  anomalyCount = 0;
   /** SMC connections first seen mid-stream (no CLC captured). */
   readonly orphanConns: SmcConn[] = [];
   /** Non-RC RoCE flows ("RoCE traffic, not SMC-R"). */
@@ -71,8 +79,12 @@ export class Tracker {
   private readonly tcpByKey = new Map<string, TcpConn>();
   /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
   private readonly qps = new QpIndex();
-  /** "lgId|writer dir|token" → connection (tokens are per host, valid on every link of the group). */
-  private readonly byToken = new Map<string, SmcConn>();
+  /** (link group, writer direction, token) → connection (tokens are per host, valid on every
+   *  link of the group). Numeric keys: no string per CDC or per connection. */
+  private readonly byToken = new Map<number, SmcConn>();
+  /** (link serial, writer direction, rkey) → RMB: one RMB has one rkey per link (CLC, CONFIRM
+   *  RKEY, ADD LINK rkey lists); aliases of one RMB share `ref`, which names its connection. */
+  private readonly rmbs = new Map<number, RmbAlias>();
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
   private readonly awaitingConfirmLink: { conn: TcpConn; lg: LinkGroup; frame: number; tsNs: bigint }[] = [];
   private readonly lgFirstConn = new Map<LinkGroup, TcpConn>();
@@ -176,7 +188,7 @@ export class Tracker {
       c.tcpBytes[fromClient ? 0 : 1] += len;
       if (c.mode === 'smc-r' || c.mode === 'smc-d') {
         this.anomaly('error', 'tcp.data-after-smc', `${len} bytes of TCP payload on connection ${c.index} after it switched to SMC-${c.mode === 'smc-r' ? 'R' : 'D'}`, undefined, c.index);
-      } else if (c.mode === 'pending' && c.proposal) {
+      } else if (c.mode === 'pending' && c.proposed) {
         c.mode = 'fallback';
         c.why ??= 'fell back without a Decline: TCP data followed the Proposal';
       }
@@ -195,7 +207,7 @@ export class Tracker {
     const step = (name: string): void => { c.steps.push({ name, frame: d.n, tsNs: d.tsNs }); };
     switch (m.type) {
       case 'proposal':
-        c.proposal = m;
+        c.proposed = { ueids: m.v2?.eids ?? [] };
         step('Proposal');
         if (c.synAckSmc === false) this.anomaly('warn', 'clc.without-option', 'CLC Proposal although the SYN-ACK had no SMC option', undefined, c.index);
         break;
@@ -204,9 +216,9 @@ export class Tracker {
         step('Accept');
         break;
       case 'confirm':
-        c.confirm = m;
         step('Confirm');
-        if (c.accept) this.smcEstablished(c, d);
+        if (c.accept) this.smcEstablished(c, m, d);
+        c.accept = undefined;
         break;
       case 'decline':
         step('Decline');
@@ -218,12 +230,13 @@ export class Tracker {
   }
 
   private onDecline(c: TcpConn, m: ClcDecline, by: 'client' | 'server', d: DecodedFrame): void {
-    c.decline = { msg: m, by, frame: d.n };
+    c.decline = { diagnosis: m.diagnosis, outOfSync: m.outOfSync, by, frame: d.n };
+    c.accept = undefined;
     c.mode = 'fallback';
     c.fallbackCode = m.diagnosis;
     const r = declineReason(m.diagnosis);
     let why = `${by} declined ${hex32(m.diagnosis)} ${r.name}: ${r.meaning}`;
-    const ueids = c.proposal?.v2?.eids;
+    const ueids = c.proposed?.ueids;
     if (ueids && ueids.length > 0) why += `; client offered ${ueids.join(', ')}`;
     if (m.outOfSync) why += '; out of sync: the peer must drop its link group';
     c.why = why;
@@ -242,8 +255,8 @@ export class Tracker {
     }
   }
 
-  private smcEstablished(c: TcpConn, d: DecodedFrame): void {
-    const acc = c.accept!, conf = c.confirm!;
+  private smcEstablished(c: TcpConn, conf: ClcAcceptConfirm, d: DecodedFrame): void {
+    const acc = c.accept!;
     if (acc.d || conf.d) { c.mode = 'smc-d'; c.why = 'SMC-D (no RoCE traffic to follow)'; return; }
     if (!acc.r || !conf.r) return;
     c.mode = 'smc-r';
@@ -288,8 +301,8 @@ export class Tracker {
     lg.conns.push(conn);
     // CDC to the server carries the server's token; WRITEs to the server use the server's rkey
     // on the link the CLC named (CONFIRM RKEY / ADD LINK name it on the group's other links).
-    this.byToken.set(`${lg.id}|0|${server.token}`, conn);
-    this.byToken.set(`${lg.id}|1|${client.token}`, conn);
+    this.byToken.set(tokenKey(lg, 0, server.token), conn);
+    this.byToken.set(tokenKey(lg, 1, client.token), conn);
     this.bindRmb(link, 0, server.rkey, server.rmbVa, conn);
     this.bindRmb(link, 1, client.rkey, client.rmbVa, conn);
   }
@@ -306,19 +319,19 @@ export class Tracker {
   // RMBs: one rkey per link
   // ---------------------------------------------------------------------------------------
 
-  private rmbKey(link: Link, dir: 0 | 1, rkey: number): string { return `${link.serial}|${dir}|${rkey}`; }
+  private rmbKey(link: Link, dir: 0 | 1, rkey: number): number { return (link.serial * 2 + dir) * 0x100000000 + (rkey >>> 0); }
 
   /** The RMB written in direction `dir` with `rkey` on `link` belongs to `conn`. */
   private bindRmb(link: Link, dir: 0 | 1, rkey: number, va: bigint, conn: SmcConn): void {
     const k = this.rmbKey(link, dir, rkey);
-    const hit = link.lg.rmbs.get(k);
+    const hit = this.rmbs.get(k);
     if (hit) { hit.ref.conn = conn; hit.ref.dir = dir; hit.va = va; return; }
-    link.lg.rmbs.set(k, { ref: { conn, dir }, va });
+    this.rmbs.set(k, { ref: { conn, dir }, va });
   }
 
   /** Another rkey of the same RMB (`ref`), valid on `link`. */
   private aliasRmb(link: Link, dir: 0 | 1, rkey: number, va: bigint, ref: RmbRef): void {
-    link.lg.rmbs.set(this.rmbKey(link, dir, rkey), { ref, va });
+    this.rmbs.set(this.rmbKey(link, dir, rkey), { ref, va });
   }
 
   // ---------------------------------------------------------------------------------------
@@ -326,7 +339,7 @@ export class Tracker {
   // ---------------------------------------------------------------------------------------
 
   private newGroup(frame: number, complete: boolean): LinkGroup {
-    const lg: LinkGroup = { id: this.groups.length + 1, complete, links: [], conns: [], rmbs: new Map(), state: 'active', firstFrame: frame, types: [], events: [] };
+    const lg: LinkGroup = { id: this.groups.length + 1, complete, links: [], conns: [], state: 'active', firstFrame: frame, types: [], events: [] };
     this.groups.push(lg);
     return lg;
   }
@@ -334,7 +347,7 @@ export class Tracker {
   private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): Link {
     const link: Link = {
       lg, id: 0, serial: ++this.linkSerial, name: `LG${lg.id}/#${lg.links.length + 1}`, ends, mtu, state, nextPsn: [undefined, undefined],
-      packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined], psnConn: [psnRing(), psnRing()],
+      packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined], psnConn: [undefined, undefined],
       lastFrom: [undefined, undefined], retx: [undefined, undefined], testLinkUnanswered: undefined, smcMessages: 0,
     };
     lg.links.push(link);
@@ -421,7 +434,7 @@ export class Tracker {
     this.note.link = link.name;
     link.packets[dir]++;
     link.bytes[dir] += r.ib.payload.length;
-    link.lastFrom[dir] = { frame: d.n, tsNs: d.tsNs };
+    link.lastFrom[dir] = stamp(link.lastFrom[dir], d);
     if (info.isAck) {
       const a = r.ib.aeth;
       const rx = link.retx[1 - dir];
@@ -464,9 +477,7 @@ export class Tracker {
     }
     this.note.link = link.name; // CONFIRM LINK / ADD LINK may just have named the link
     // Remember which connection each recent PSN carried, for NAKs and retransmissions.
-    const ring = link.psnConn[dir];
-    ring.psn[bth.psn & PSN_RING_MASK] = bth.psn;
-    ring.conn[bth.psn & PSN_RING_MASK] = this.note.conn ?? 0;
+    (link.psnConn[dir] ??= new PsnRuns()).record(bth.psn, this.note.conn ?? 0);
   }
 
   private onOtherRoce(src: string, dst: string, qpn: number, transport: string, bytes: number, frame: number): void {
@@ -497,7 +508,7 @@ export class Tracker {
     const info = opcodeInfo(ib.bth.opcode);
     let cont: WriteCont | undefined;
     if (ib.reth) {
-      const hit: RmbAlias | undefined = link.lg.rmbs.get(this.rmbKey(link, dir, ib.reth.rkey));
+      const hit: RmbAlias | undefined = this.rmbs.get(this.rmbKey(link, dir, ib.reth.rkey));
       const conn = hit?.ref.conn;
       if (!hit || !conn) {
         link.write[dir] = undefined;
@@ -528,9 +539,9 @@ export class Tracker {
   }
 
   private onCdc(m: CdcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
-    let conn = this.byToken.get(`${link.lg.id}|${dir}|${m.token}`);
+    let conn = this.byToken.get(tokenKey(link.lg, dir, m.token));
     if (!conn) {
-      const rev = this.byToken.get(`${link.lg.id}|${1 - dir}|${m.token}`);
+      const rev = this.byToken.get(tokenKey(link.lg, (1 - dir) as 0 | 1, m.token));
       if (rev && link.lg.complete) {
         this.anomaly('error', 'cdc.wrong-direction', `CDC carries the sender's own token (connection ${rev.index})`, link.name, rev.index);
         return;
@@ -549,7 +560,7 @@ export class Tracker {
     if (m.prodFlags.failoverValidation) { this.onFailover(conn, link, dir, m, d); return; }
     if (conn.link !== link) conn.link = link;
     conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
-    w.lastCdc = { frame: d.n, tsNs: d.tsNs };
+    w.lastCdc = stamp(w.lastCdc, d);
     // Sequence numbers: +1 per CDC of the sender (RC retransmissions were filtered by PSN).
     let seqGap = false;
     if (w.seq !== undefined) {
@@ -576,7 +587,7 @@ export class Tracker {
       if (n > 0) {
         w.stream?.release(w.prod.count, n, d.n);
         w.prodLinear += n;
-        w.lastProdMove = { frame: d.n, tsNs: d.tsNs };
+        w.lastProdMove = stamp(w.lastProdMove, d);
       }
     }
     w.prod = { wrap: m.prod.wrap, count: m.prod.count };
@@ -629,7 +640,7 @@ export class Tracker {
 
   /** The reader of direction `w` moved its consumer cursor: a blocked writer may go on. */
   private consumed(w: SmcDir, d: DecodedFrame): void {
-    w.lastConsMove = { frame: d.n, tsNs: d.tsNs };
+    w.lastConsMove = stamp(w.lastConsMove, d);
     const b = w.blockedSince;
     if (!b) return;
     if (d.tsNs - b.tsNs >= WINDOW_STALL_NS) w.stalls.push({ frame: b.frame, tsNs: b.tsNs, endFrame: d.n, endTsNs: d.tsNs, resumed: true });
@@ -652,9 +663,7 @@ export class Tracker {
 
   /** Connection of a recent request PSN on a link direction (undefined when not remembered). */
   private connOfPsn(link: Link, dir: 0 | 1, psn: number): number | undefined {
-    const ring = link.psnConn[dir];
-    const i = psn & PSN_RING_MASK;
-    return ring.psn[i] === psn && ring.conn[i] !== 0 ? ring.conn[i] : undefined;
+    return link.psnConn[dir]?.lookup(psn);
   }
 
   private consAheadAnomaly(w: SmcDir, conn: SmcConn): void {
@@ -679,7 +688,7 @@ export class Tracker {
       link.lg.conns.push(conn);
       this.orphanConns.push(conn);
     }
-    this.byToken.set(`${link.lg.id}|${dir}|${token}`, conn);
+    this.byToken.set(tokenKey(link.lg, dir, token), conn);
     return conn;
   }
 
@@ -764,7 +773,7 @@ export class Tracker {
           // The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link.
           const wdir = (1 - dir) as 0 | 1;
           const k = this.rmbKey(link, wdir, m.rkey);
-          const ref: RmbRef = lg.rmbs.get(k)?.ref ?? { dir: wdir };
+          const ref: RmbRef = this.rmbs.get(k)?.ref ?? { dir: wdir };
           this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
           for (const o of m.others.slice(0, m.numRtokens)) {
             const ol = this.linkById(lg, o.linkId);
@@ -805,7 +814,7 @@ export class Tracker {
   /** ADD LINK rkey list: the sender's RMB known by `rkey` on `onLink` is `rkeyNew` on `nl`. */
   private rkeyAlias(onLink: Link, nl: Link, rkey: number, rkeyNew: number, vaNew: bigint, ownerEnd: 0 | 1): void {
     const wdir = (1 - ownerEnd) as 0 | 1; // WRITEs into the owner's RMB travel towards it
-    const ref = onLink.lg.rmbs.get(this.rmbKey(onLink, wdir, rkey))?.ref ?? { dir: wdir };
+    const ref = this.rmbs.get(this.rmbKey(onLink, wdir, rkey))?.ref ?? { dir: wdir };
     this.aliasRmb(nl, wdir, rkeyNew, vaNew, ref);
   }
 
@@ -877,13 +886,22 @@ export class Tracker {
     const a: Anomaly = { frame, tsNs, severity, code, message };
     if (link !== undefined) a.link = link;
     if (conn !== undefined) a.conn = conn;
-    this.anomalies.push(a);
+    this.addAnomaly(a);
     return a;
   }
-}
 
-function psnRing(): { psn: Int32Array; conn: Int32Array } {
-  return { psn: new Int32Array(PSN_RING).fill(-1), conn: new Int32Array(PSN_RING) };
+  /** Record an anomaly found elsewhere (e.g. the capture ↔ endpoint state comparison). */
+  addAnomaly(a: Anomaly): void {
+    this.anomalyCount++;
+    const t = this.anomalyTotals.get(a.code);
+    if (!t) this.anomalyTotals.set(a.code, { code: a.code, severity: a.severity, count: 1, first: a.frame, last: a.frame, message: a.message });
+    else {
+      t.count++;
+      if (a.frame > t.last) t.last = a.frame;
+      if (t.count > ANOMALIES_KEPT) return;
+    }
+    this.anomalies.push(a);
+  }
 }
 
 /** Per-direction state; `fromStart`: the handshake was captured, so both cursors start at 0:0. */
@@ -894,6 +912,19 @@ function newDir(ringSize: number, fromStart = false): SmcDir {
   };
   if (fromStart) { d.prod = { wrap: 0, count: 0 }; d.cons = { wrap: 0, count: 0 }; }
   return d;
+}
+
+/** Map key of (link group, writer direction, alert token): exact up to 2^20 link groups. */
+function tokenKey(lg: LinkGroup, dir: 0 | 1, token: number): number {
+  return (lg.id * 2 + dir) * 0x100000000 + (token >>> 0);
+}
+
+/** Update a "last seen" slot in place (no object per frame on the hot path). */
+function stamp(slot: { frame: number; tsNs: bigint } | undefined, d: DecodedFrame): { frame: number; tsNs: bigint } {
+  if (!slot) return { frame: d.n, tsNs: d.tsNs };
+  slot.frame = d.n;
+  slot.tsNs = d.tsNs;
+  return slot;
 }
 
 function newTcpStream(): TcpStream {

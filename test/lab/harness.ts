@@ -19,6 +19,10 @@ export const ROOT = resolve(LAB_DIR, '..', '..');
 export const SCENARIO_DIR = join(LAB_DIR, 'scenarios');
 export const HOST_IP = '10.55.0.254';
 export const GUESTS = { a: { ip: '10.55.0.1', mac: '52:54:00:55:00:0a', tap: 'smctapa' }, b: { ip: '10.55.0.2', mac: '52:54:00:55:00:0b', tap: 'smctapb' } } as const;
+/** The second NIC of a two-NIC scenario ("# lab-nics: 2"): eth1 in the guest, a second tap on
+ *  the same bridge, an address in the same subnet (SMC-Rv2 only takes an alternate RoCE device
+ *  whose netdev has an address in the subnet of the link group's source address). */
+export const GUESTS_NIC2 = { a: { ip: '10.55.0.11', mac: '52:54:00:55:01:0a', tap: 'smctapa1' }, b: { ip: '10.55.0.12', mac: '52:54:00:55:01:0b', tap: 'smctapb1' } } as const;
 export type GuestName = keyof typeof GUESTS;
 export const BRIDGE = 'smcbr0';
 const NS_PREFIX = 'smcscope-lab-';
@@ -42,6 +46,8 @@ export interface ScenarioOptions {
   bootRetries?: number;
   /** qemu -cpu under TCG (default: "# lab-tcg-cpu: X", else max,-erms; see docs/lab.md). */
   tcgCpu?: string;
+  /** NICs per guest, 1 or 2 (default: "# lab-nics: N", else 1); see GUESTS_NIC2. */
+  nics?: 1 | 2;
   memMiB?: number;
   /** Host-side part (default: scenarios/NAME.host.ts or NAME.host.sh when present). */
   host?: HostPart;
@@ -225,13 +231,13 @@ export function leftovers(ns: string, runDir: string): string[] {
 let nsCounter = 0;
 /** Create the lab network: namespace, bridge (no STP, no uplink, IPv6 off), one tap per guest,
  *  optionally the host address on the bridge. Returns the namespace name. */
-export function createNetwork(guests: GuestName[], hostAddress: boolean): string {
+export function createNetwork(guests: GuestName[], hostAddress: boolean, nics: 1 | 2 = 1): string {
   const ns = `${NS_PREFIX}${process.pid}-${++nsCounter}`;
   installHandlers();
   must('ip', ['netns', 'add', ns]);
   namespaces.add(ns);
   try {
-    setUpNetwork(ns, guests, hostAddress);
+    setUpNetwork(ns, guests, hostAddress, nics);
   } catch (e) {
     removeNamespaceSync(ns);
     throw e;
@@ -239,15 +245,17 @@ export function createNetwork(guests: GuestName[], hostAddress: boolean): string
   return ns;
 }
 
-function setUpNetwork(ns: string, guests: GuestName[], hostAddress: boolean): void {
+function setUpNetwork(ns: string, guests: GuestName[], hostAddress: boolean, nics: 1 | 2): void {
   const ip = (...a: string[]) => must('ip', ['-n', ns, ...a]);
   must('ip', ['netns', 'exec', ns, 'sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1', 'net.ipv6.conf.default.disable_ipv6=1']);
   ip('link', 'set', 'lo', 'up');
   // mcast_snooping 0: the bridge would join 224.0.0.106 and send IGMP reports into the captures
   ip('link', 'add', BRIDGE, 'type', 'bridge', 'stp_state', '0', 'forward_delay', '0', 'mcast_snooping', '0');
   for (const g of guests) {
-    ip('tuntap', 'add', 'dev', GUESTS[g].tap, 'mode', 'tap');
-    ip('link', 'set', GUESTS[g].tap, 'master', BRIDGE, 'up');
+    for (const tap of nics === 2 ? [GUESTS[g].tap, GUESTS_NIC2[g].tap] : [GUESTS[g].tap]) {
+      ip('tuntap', 'add', 'dev', tap, 'mode', 'tap');
+      ip('link', 'set', tap, 'master', BRIDGE, 'up');
+    }
   }
   ip('link', 'set', BRIDGE, 'up');
   if (hostAddress) ip('addr', 'add', `${HOST_IP}/24`, 'dev', BRIDGE);
@@ -257,7 +265,7 @@ function setUpNetwork(ns: string, guests: GuestName[], hostAddress: boolean): vo
  *  route but the lab subnet. Returns a description; throws if anything else is there. */
 export function checkIsolation(ns: string): string {
   const links = (JSON.parse(must('ip', ['-n', ns, '-j', 'link', 'show'])) as Array<{ ifname: string }>).map((l) => l.ifname);
-  const allowed = new Set<string>(['lo', BRIDGE, ...Object.values(GUESTS).map((g) => g.tap)]);
+  const allowed = new Set<string>(['lo', BRIDGE, ...[...Object.values(GUESTS), ...Object.values(GUESTS_NIC2)].map((g) => g.tap)]);
   const bad = links.filter((l) => !allowed.has(l));
   const routes = (JSON.parse(must('ip', ['-n', ns, '-j', 'route', 'show', 'table', 'all'])) as Array<{ dst: string; dev?: string; table?: string }>)
     .filter((r) => r.table !== 'local');
@@ -315,6 +323,7 @@ export async function runScenario(opts: ScenarioOptions): Promise<ScenarioResult
   const bootTimeoutS = opts.bootTimeoutS ?? 300;
   const bootRetries = opts.bootRetries ?? 1;
   const tcgCpu = opts.tcgCpu ?? header(text, 'tcg-cpu') ?? 'max,-erms';
+  const nics: 1 | 2 = opts.nics ?? (header(text, 'nics') === '2' ? 2 : 1);
   const mem = opts.memMiB ?? 1024;
   const hostFile = hostPartFile(opts.name);
   const host: HostPart | undefined = opts.host ?? (hostFile === null ? undefined
@@ -355,7 +364,7 @@ export async function runScenario(opts: ScenarioOptions): Promise<ScenarioResult
     await step('preflight', () => { sweepStale(log); const why = preflight(); if (why) throw new Error(why); });
     const image = await step('guest image', () => ensureImage(log), (r) => `${r.built ? 'built' : 'cached'} ${r.dir}`);
     await step('lab network', () => {
-      result.netns = createNetwork(guests, host !== undefined);
+      result.netns = createNetwork(guests, host !== undefined, nics);
       return checkIsolation(result.netns);
     }, (d) => `${result.netns}: ${d}`);
 
@@ -398,14 +407,16 @@ export async function runScenario(opts: ScenarioOptions): Promise<ScenarioResult
       const append = ['root=/dev/vda', 'ro', 'console=ttyS0', 'loglevel=4', 'panic=-1', 'net.ifnames=0', 'init=/usr/local/sbin/lab-init',
         `lab.name=${g}`, `lab.ip=${GUESTS[g].ip}/24`, `lab.peer=${GUESTS[peer].ip}`, `lab.guests=${guests.join(',')}`,
         `lab.scenario=${opts.name}`, `lab.timeout=${timeoutS}`, `lab.gotimeout=${bootTimeoutS * (bootRetries + 1) + 120}`,
+        ...(nics === 2 ? [`lab.ip2=${GUESTS_NIC2[g].ip}/24`, `lab.peer2=${GUESTS_NIC2[peer].ip}`] : []),
         ...(opts.fault?.guest === g ? [`lab.fault=${opts.fault.kind}`] : [])];
+      const nic2 = nics === 2 ? ['-netdev', `tap,id=n1,ifname=${GUESTS_NIC2[g].tap},script=no,downscript=no`, '-device', `virtio-net-pci,netdev=n1,mac=${GUESTS_NIC2[g].mac}`] : [];
       const accel = process.env.LAB_ACCEL === 'kvm' ? ['-accel', 'kvm', '-cpu', 'host'] : ['-accel', 'tcg,thread=multi', '-cpu', tcgCpu];
       const fd = openSync(join(runDir, `qemu-${g}.log`), attempt > 1 ? 'a' : 'w');
       const c = spawn('ip', ['netns', 'exec', result.netns, 'qemu-system-x86_64', '-name', `guest${g}`, '-machine', 'q35', ...accel,
         '-smp', '1', '-m', String(mem), '-nodefaults', '-display', 'none', '-no-reboot',
         '-kernel', join(image.dir, 'vmlinuz'), '-initrd', join(image.dir, 'initrd.img'), '-append', append.join(' '),
         '-drive', `file=${join(image.dir, 'rootfs.img')},if=virtio,format=raw,snapshot=on`,
-        '-netdev', `tap,id=n0,ifname=${GUESTS[g].tap},script=no,downscript=no`, '-device', `virtio-net-pci,netdev=n0,mac=${GUESTS[g].mac}`,
+        '-netdev', `tap,id=n0,ifname=${GUESTS[g].tap},script=no,downscript=no`, '-device', `virtio-net-pci,netdev=n0,mac=${GUESTS[g].mac}`, ...nic2,
         '-virtfs', `local,path=${LAB_DIR},mount_tag=lab,security_model=none,readonly=on`,
         '-virtfs', `local,path=${runDir},mount_tag=out,security_model=none`,
         '-serial', `file:${con}`], { stdio: ['ignore', fd, fd] });

@@ -52,15 +52,10 @@ const us = (ns: number): number => Math.round(ns / 1000);
 /** The report's data (also what the browser tests compare with). */
 export function reportData(t: Tracker, rec: ReportRecorder, src: ReportSource): Record<string, unknown> {
   const summary = summaryJson(t) as Record<string, unknown>;
-  const anomalies = t.anomalies;
   const byCode: Record<string, { count: number; severity: string; first: number; message: string }> = {};
-  for (const a of anomalies) {
-    const e = byCode[a.code];
-    if (e) e.count++;
-    else byCode[a.code] = { count: 1, severity: a.severity, first: a.frame, message: a.message };
-  }
-  summary.anomalies = anomalies.slice(0, MAX_ANOMALIES);
-  summary.anomalyCount = anomalies.length;
+  for (const a of t.anomalyTotals.values()) byCode[a.code] = { count: a.count, severity: a.severity, first: a.first, message: a.message };
+  summary.anomalies = t.anomalies.slice(0, MAX_ANOMALIES);
+  summary.anomalyCount = t.anomalyCount;
   summary.anomaliesByCode = byCode;
   const R = rec.rows;
   const conns = [...rec.conns.entries()].sort((a, b) => a[0] - b[0]).map(([index, dirs]) => ({

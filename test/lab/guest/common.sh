@@ -76,6 +76,41 @@ setup_rdma() {
     run smcdiag devs
 }
 
+# Second NIC (scenario header "# lab-nics: 2"): the harness adds eth1 on the same bridge and
+# passes lab.ip2=/lab.peer2= on the kernel command line (A 10.55.0.11, B 10.55.0.12, same /24).
+for kv in $(cat /proc/cmdline); do
+    case "$kv" in lab.ip2=*) LAB_IP2=${kv#*=} ;; lab.peer2=*) LAB_PEER2=${kv#*=} ;; esac
+done
+MY_IP2=${LAB_IP2%/*}
+PEER_IP2=${LAB_PEER2:-}
+
+# setup_nic2: eth1 up with its address in eth0's subnet. Both NICs sit on one bridge, so
+# arp_ignore=1/arp_announce=2 keep each address answered (and used as ARP source) by its own
+# NIC; otherwise eth0 answers ARP for eth1's address and RoCE packets for rxe1 arrive on eth0.
+setup_nic2() {
+    [ -n "$LAB_IP2" ] || { fail "setup_nic2: no lab.ip2 (scenario without '# lab-nics: 2'?)"; return 1; }
+    must sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 \
+        net.ipv4.conf.eth0.arp_ignore=1 net.ipv4.conf.eth0.arp_announce=2 \
+        net.ipv4.conf.eth1.arp_ignore=1 net.ipv4.conf.eth1.arp_announce=2
+    must ip addr add "$LAB_IP2" dev eth1
+    must ip link set eth1 up
+    run ip -br link
+    run ip -br addr
+    run ip route
+}
+# add_rxe RXE NETDEV [PNETID]: one more Soft-RoCE device, under the lab PNET ID (call after
+# setup_rdma, which loads the modules)
+add_rxe() {
+    must rdma link add "$1" type rxe netdev "$2"
+    must smcdiag pnet add "${3:-LABNET}" "$2" "$1" 1
+    (cd "/sys/class/infiniband/$1/ports/1" && grep -v '^0000:0000:0000:0000:0000:0000:0000:0000$' gids/* |
+        while IFS=: read -r f v; do i=${f#gids/}; echo "  $1 gid[$i] $v $(cat gid_attrs/types/$i) $(cat gid_attrs/ndevs/$i)"; done)
+    run rdma link show
+}
+# mark WHAT: a log line with the wall clock (UTC, as the capture's timestamps) next to the
+# uptime, for the moments a test must find in the capture (failure actions)
+mark() { log "MARK $* (wall $(date -u +%Y-%m-%dT%H:%M:%S.%NZ) epoch $(date +%s.%N))"; }
+
 # smc_state TAG: everything SMC knows, into the log (like smcss -a, smcr linkgroup/link/stats)
 smc_state() {
     log "---- SMC state: $1"

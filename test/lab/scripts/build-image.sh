@@ -21,7 +21,7 @@ else CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/smcscope-lab; fi
 hash_files() { (cd "$LAB" && sha256sum "$@" | sha256sum | cut -c1-16); }
 ROOTFS_KEY=$(hash_files scripts/build-rootfs.sh guest/packages.txt)
 GUEST_FILES=(guest/lab-init guest/smcdiag.py guest/smc_run guest/smcpingpong.c
-             guest/smcpreload.c guest/labpoweroff.c)
+             guest/smcxfer.c guest/smcpreload.c guest/labpoweroff.c)
 IMAGE_KEY=$(echo "$ROOTFS_KEY $(hash_files scripts/build-image.sh "${GUEST_FILES[@]}")" | sha256sum | cut -c1-16)
 ROOTFS="$CACHE/rootfs-$ROOTFS_KEY"
 IMAGE="$CACHE/image-$IMAGE_KEY"
@@ -68,13 +68,14 @@ install -D -m 0755 "$LAB/guest/lab-init" "$S/usr/local/sbin/lab-init"
 install -D -m 0755 "$LAB/guest/smcdiag.py" "$S/usr/local/bin/smcdiag"
 install -D -m 0755 "$LAB/guest/smc_run" "$S/usr/local/bin/smc_run"
 mkdir -p "$S/usr/local/src/smclab" "$S/lab" "$S/out"
-cp "$LAB/guest/smcpingpong.c" "$LAB/guest/smcpreload.c" "$LAB/guest/labpoweroff.c" "$S/usr/local/src/smclab/"
+cp "$LAB/guest/smcpingpong.c" "$LAB/guest/smcxfer.c" "$LAB/guest/smcpreload.c" "$LAB/guest/labpoweroff.c" "$S/usr/local/src/smclab/"
 # Compile inside the guest's own userland (its gcc and glibc), /dev bound for gcc.
 unshare --mount --propagation private /bin/sh -c '
     set -e; mount --bind /dev "$1/dev"
     exec chroot "$1" /usr/bin/env -i PATH=/usr/bin:/bin /bin/sh -ec "
         cd /usr/local/src/smclab
         gcc -O2 -Wall -Werror -o /usr/local/bin/smcpingpong smcpingpong.c
+        gcc -O2 -Wall -Werror -o /usr/local/bin/smcxfer smcxfer.c -lpthread
         gcc -O2 -Wall -Werror -shared -fPIC -o /usr/local/lib/libsmcpreload.so smcpreload.c -ldl
         gcc -O2 -Wall -Werror -o /usr/local/sbin/labpoweroff labpoweroff.c"' sh "$S"
 
