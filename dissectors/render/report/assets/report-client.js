@@ -311,7 +311,7 @@
       const opts = {
         width: card.clientWidth - 14, height: 260, title: undefined,
         scales: { x: { time: false } },
-        axes: [Object.assign({ label: 'seconds since capture start', size: 40 }, axisStyle()), Object.assign({ label: 'stream bytes', size: 70, values: (u, v) => v.map(fmtBytes) }, axisStyle())],
+        axes: [Object.assign({ label: 'seconds since capture start', size: 40 }, axisStyle()), Object.assign({ label: 'stream bytes', size: 84, values: (u, v) => v.map(fmtBytes) }, axisStyle())],
         series: [{ label: 's' },
           { label: 'producer', stroke: col.p, width: 2, paths: uPlot.paths.stepped({ align: 1 }), points: { show: true, size: 4 } },
           { label: 'consumer', stroke: col.c, width: 2, dash: [8, 4], paths: uPlot.paths.stepped({ align: 1 }), points: { show: true, size: 4 } },
@@ -339,7 +339,7 @@
             if (f & FLAG_URG) { ctx.fillStyle = col.u; ctx.moveTo(x, y - r); ctx.lineTo(x - r, y + r * 0.7); ctx.lineTo(x + r, y + r * 0.7); ctx.closePath(); ctx.fill(); }
             if (f & FLAG_WB) { ctx.fillStyle = col.wb; ctx.beginPath(); ctx.moveTo(x, y - r); ctx.lineTo(x + r, y); ctx.lineTo(x, y + r); ctx.lineTo(x - r, y); ctx.closePath(); ctx.fill(); }
           }
-          ctx.strokeStyle = col.f; ctx.lineWidth = 2 * dp; ctx.setLineDash([6 * dp, 4 * dp]); ctx.fillStyle = col.f; ctx.font = `${12 * dp}px sans-serif`;
+          ctx.strokeStyle = col.f; ctx.lineWidth = 2 * dp; ctx.setLineDash([6 * dp, 4 * dp]); ctx.fillStyle = col.f; ctx.font = `${12 * dp}px sans-serif`; ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';
           for (const f of fails) { const x = u.valToPos(f.t, 'x', true); ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke(); ctx.fillText(f.text, x + 4 * dp, u.bbox.top + 14 * dp); }
           ctx.setLineDash([]);
         })] },
@@ -350,8 +350,7 @@
       for (const f of fails) { xmin = Math.min(xmin, f.t); xmax = Math.max(xmax, f.t); }
       if (xmax <= xmin) xmax = xmin + 1e-3;
       opts.scales.x.range = () => [xmin, xmax];
-      let ymax = 1; for (let i = 0; i < t.length; i++) ymax = Math.max(ymax, prod[i], win[i] || 0); for (let i = 0; i < wt.length; i++) ymax = Math.max(ymax, d.wy[i] + d.wlen[i]);
-      opts.scales.y = { range: () => [0, ymax * 1.05] };
+      // y follows what is in view (uPlot's auto range over the visible x window), like tcptrace
       opts.scales.x.range = (u, a, b) => (a === null || a === undefined || (a === xmin && b === xmax) ? [xmin, xmax] : [a, b]);
       return new uPlot(opts, [t, prod, cons, win], card.plotEl);
     }
