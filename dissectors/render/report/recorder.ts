@@ -144,7 +144,8 @@ export class ReportRecorder {
             if (v.prodFlags.urgentPresent) flags |= FLAG_URG;
             if (v.prodFlags.failoverValidation) flags |= FLAG_FAILOVER;
             if (v.connFlags.peerConnClosed || v.connFlags.peerConnAbort || v.connFlags.peerDoneWriting) flags |= FLAG_CLOSE;
-            parts.push(`CDC seq ${v.seq} prod ${v.prod.wrap}:${v.prod.count} cons ${v.cons.wrap}:${v.cons.count}${f.length ? ' [' + f.join(',') + ']' : ''}`);
+            // flags first: a label clipped to its lanes still shows [failover] or [wb]
+            parts.push(`CDC${f.length ? ' [' + f.join(',') + ']' : ''} seq ${v.seq} prod ${v.prod.wrap}:${v.prod.count} cons ${v.cons.wrap}:${v.cons.count}`);
           }
         }
         if (parts.length === 0) { kind = 'roce'; parts.push(info.name); }

@@ -146,7 +146,8 @@
   const rowBtn = el('button', { title: 'readable rows', onclick: () => ladder.setRowH(18) }, 'rows');
   const goto = el('input', { type: 'number', min: 1, placeholder: 'frame #', style: 'width:7em', onkeydown: (e) => { if (e.key === 'Enter') ladder.jump(Number(goto.value), true); } });
   const legend = el('span', { class: 'legend' });
-  L.links.forEach((name, i) => legend.append(el('span', null, el('span', { class: 'swatch', style: `border-color: var(${LINKCOL[i % LINKCOL.length]})` }), name)));
+  L.links.slice(0, 12).forEach((name, i) => legend.append(el('span', null, el('span', { class: 'swatch', style: `border-color: var(${LINKCOL[i % LINKCOL.length]})` }), name)));
+  if (L.links.length > 12) legend.append(el('span', null, `… ${L.links.length - 12} more links (colours repeat; every label names its link)`));
   legend.append(el('span', null, el('span', { class: 'swatch', style: 'border-color: var(--c7)' }), 'TCP/CLC'));
   legend.append(el('span', null, el('span', { class: 'swatch', style: 'border-color: var(--err); border-top-style: solid' }), 'NAK / anomaly (!)'));
   legend.append(el('span', null, el('span', { class: 'swatch', style: 'border-color: var(--c5); border-top-style: dashed' }), 'retransmission'));
@@ -244,7 +245,7 @@
           const conn = L.conn[i] ? `#${L.conn[i]} ${L.dir[i] === 0 ? 'c>s' : L.dir[i] === 1 ? 's>c' : ''} ` : '';
           const link = L.link[i] >= 0 ? `[${L.links[L.link[i]]}] ` : '';
           const text = (alert ? '! ' : '') + link + conn + L.labels[L.label[i]];
-          frag.append(el('div', { class: 'lbl' + (alert ? ' alert' : '') + (rowFrame[i] === selected ? ' sel' : ''), 'data-frame': rowFrame[i], 'data-from': a, 'data-to': b, title: `frame ${rowFrame[i]}: ${text}`,
+          frag.append(el('div', { class: 'lbl' + (alert ? ' alert' : '') + (L.flags[i] & FLAG_FAILOVER ? ' failover' : '') + (rowFrame[i] === selected ? ' sel' : ''), 'data-frame': rowFrame[i], 'data-from': a, 'data-to': b, title: `frame ${rowFrame[i]}: ${text}`,
             style: `left:${lo + 10}px;width:${Math.max(0, hi - lo - 20)}px;top:${ty}px` }, text));
           frag.append(el('div', { class: 'tm', 'data-frame': rowFrame[i], style: `top:${ty}px;width:${TIMEW - 8}px` }, `${(rowT[i] / 1e6).toFixed(6)} #${rowFrame[i]}`));
         }
