@@ -92,10 +92,16 @@ function linkNotEstablished(t: Tracker, g: LinkGroup, out: Diagnosis[]): void {
   }
 }
 
+/** Links up at a frame: confirmed before it and not deleted or lost by then. */
+function upAt(g: LinkGroup, frame: number, except: Link): Link[] {
+  return g.links.filter((l) => l !== except && l.confirmedFrame !== undefined && l.confirmedFrame < frame
+    && !(l.deleted && l.deleted.frame <= frame) && !(l.lost && l.lost.frame <= frame));
+}
+
 function linkLost(g: LinkGroup, out: Diagnosis[]): void {
-  const survivors = g.links.filter((l) => l.state === 'active');
   for (const l of g.links) {
     if (l.state !== 'lost' || !l.lost) continue;
+    const survivors = upAt(g, l.lost.frame, l);
     const moved = g.conns.filter((c) => c.failovers.some((f) => f.from === l.name || (!f.from && f.to !== l.name)));
     const after = survivors.length > 0
       ? `the link group continued on ${survivors.map((s) => s.name).join(', ')}${moved.length ? ` (${moved.length} connection(s) moved)` : ''}`
@@ -145,7 +151,7 @@ function testLink(l: Link, out: Diagnosis[]): void {
   if (!t) return;
   out.push({ code: 'llc.testlink-unanswered', severity: 'warning', lg: l.lg.id, link: l.name,
     frames: { first: t.first, last: t.last, count: t.count },
-    message: `${t.count} TEST LINK request(s) on ${l.name} got no response within 2 s: the peer's SMC stack or device is gone (Linux ends the link after smcr_testlink_time without an answer).` });
+    message: `${t.count} TEST LINK request(s) on ${l.name} got no response: the peer's SMC stack or RoCE device is gone (Linux sends TEST LINK after smcr_testlink_time of silence and takes the link down when it goes unanswered for 2 s).` });
 }
 
 /** The writer's urgent byte is never consumed; the writer waits (Linux blocks further sends

@@ -21,6 +21,9 @@ export function lgTypeOf(lg: LinkGroup): LgType {
 
 /** Record the type if it changed (after a link came up, went down or was deleted). */
 export function noteType(lg: LinkGroup, frame: number, tsNs: bigint): void {
+  // A third link is transient (Linux adds the symmetric link before deleting the asymmetric
+  // one): the type changes when the old link goes.
+  if (lg.links.filter((l) => l.state === 'active').length > 2) return;
   const t = lgTypeOf(lg);
   const last = lg.types[lg.types.length - 1];
   if (last?.type === t) return;

@@ -111,6 +111,8 @@ export interface SmcDir {
   /** Last CDC of the writer / last consumer-cursor move of the reader. */
   lastCdc?: { frame: number; tsNs: bigint };
   lastConsMove?: { frame: number; tsNs: bigint };
+  /** The link the writer's last CDC travelled on (each side fails over on its own). */
+  link?: string;
   /** Stream position when the writer last moved its producer cursor. */
   lastProdMove?: { frame: number; tsNs: bigint };
   doneWriting: boolean;

@@ -559,6 +559,7 @@ export class Tracker {
     w.cdcs++;
     if (m.prodFlags.failoverValidation) { this.onFailover(conn, link, dir, m, d); return; }
     if (conn.link !== link) conn.link = link;
+    w.link = link.name;
     conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
     w.lastCdc = stamp(w.lastCdc, d);
     // Sequence numbers: +1 per CDC of the sender (RC retransmissions were filtered by PSN).
@@ -650,15 +651,17 @@ export class Tracker {
   /** Failover validation CDC (zero cursors, the last completed sequence number): the sender
    *  continues this connection on `link`. Cursors and sequence are not touched by it. */
   private onFailover(conn: SmcConn, link: Link, dir: 0 | 1, m: CdcMessage, d: DecodedFrame): void {
-    const from = conn.link && conn.link !== link ? conn.link.name : undefined;
+    const w = conn.dirs[dir];
+    const was = w.link ?? conn.link?.name;
+    const from = was !== link.name ? was : undefined;
     const inFlight: [number, number] = [conn.dirs[0].prodLinear - conn.dirs[0].consLinear, conn.dirs[1].prodLinear - conn.dirs[1].consLinear];
     conn.failovers.push({ from, to: link.name, by: SIDE[dir], frame: d.n, tsNs: d.tsNs, inFlight, at: [conn.dirs[0].prodLinear, conn.dirs[1].prodLinear] });
     lgEvent(link.lg, { frame: d.n, tsNs: d.tsNs, what: 'failover', link: link.name, by: SIDE[dir], text: `connection ${conn.index} moved${from ? ` from ${from}` : ''} to ${link.name} (validation CDC seq ${m.seq} from the ${SIDE[dir]})` });
-    const w = conn.dirs[dir];
     if (w.seq !== undefined && m.seq !== w.seq && seqNewer(m.seq, w.seq)) {
       this.anomaly('warn', 'cdc.failover-seq', `failover validation CDC names seq ${m.seq} but the last CDC seen was ${w.seq} (connection ${conn.index}: CDCs lost with the link)`, link.name, conn.index);
     }
     conn.link = link;
+    w.link = link.name;
   }
 
   /** Connection of a recent request PSN on a link direction (undefined when not remembered). */
@@ -792,7 +795,12 @@ export class Tracker {
     const reason = `${hex32(m.reason)} ${deleteLinkReason(m.reason)}`;
     if (m.all) {
       if (m.response) return;
-      for (const l of lg.links) if (l.state === 'active' || l.state === 'confirming' || l.state === 'unknown') { l.state = 'deleted'; l.deleted = { frame: d.n, tsNs: d.tsNs, by, reason: m.reason }; }
+      for (const l of lg.links) {
+        if (l.state !== 'active' && l.state !== 'confirming' && l.state !== 'unknown') continue;
+        // A link still waiting for its CONFIRM LINK never came up: failed, not deleted.
+        l.state = l.state === 'confirming' && l.confirmedFrame === undefined ? 'failed' : 'deleted';
+        l.deleted = { frame: d.n, tsNs: d.tsNs, by, reason: m.reason };
+      }
       if (lg.state === 'active') {
         lg.state = 'terminated';
         lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'terminated', by, text: `DELETE LINK ALL from the ${by} (${reason}): link group ends` });
@@ -826,6 +834,9 @@ export class Tracker {
     for (const u of this.llc.expire(now, final)) {
       const p = u.req;
       const kind = p.kind.replace(/_/g, ' ').toUpperCase();
+      // At the end of the capture a request still counts as unanswered when the peer could not
+      // have answered: it fell silent and the request's packets were retransmitted unacknowledged.
+      if (!u.overdue && peerSilentSince(p.link, p.from, p.tsNs)) u.overdue = true;
       if (p.kind === 'test_link' && u.overdue) {
         const t = p.link.testLinkUnanswered;
         if (t) { t.count++; t.last = p.frame; t.lastTs = p.tsNs; }
@@ -925,6 +936,13 @@ function stamp(slot: { frame: number; tsNs: bigint } | undefined, d: DecodedFram
   slot.frame = d.n;
   slot.tsNs = d.tsNs;
   return slot;
+}
+
+/** Since `tsNs`, the end opposite `from` sent nothing while `from` retransmitted requests. */
+function peerSilentSince(l: Link, from: 0 | 1, tsNs: bigint): boolean {
+  const r = l.retx[from];
+  const peer = l.lastFrom[1 - from];
+  return r !== undefined && !r.answered && r.lastTs > tsNs && r.maxRepeat >= 2 && (peer === undefined || peer.tsNs < tsNs);
 }
 
 function newTcpStream(): TcpStream {

@@ -94,3 +94,24 @@ test('captures that start mid-flow: no false LLC alarms and no phantom link grou
     }
   }
 });
+
+test('--follow names the bytes whose RDMA WRITE the capture lacks, with their offsets', async (t) => {
+  const { renderFollow } = await import('../../cli/follow.js');
+  const { Chalk } = await import('chalk');
+  const frames = await readFrames(pcapPath('d-bulk-2MiB'));
+  const dec = new FrameDecoder();
+  // Drop the 10th RDMA WRITE ONLY/FIRST packet from a copy of the capture.
+  const writes: number[] = [];
+  frames.forEach((f, i) => { const d = dec.decode(f); if (d.roce?.ib.reth) writes.push(i); });
+  const cut = frames.filter((_, i) => i !== writes[10]);
+  const dec2 = new FrameDecoder();
+  const tr = new Tracker({ follow: 1 });
+  for (const f of cut) tr.feed(dec2.decode(f));
+  tr.finish();
+  let text = '';
+  const closing = renderFollow(tr, 'text', 'c2s', new Chalk({ level: 0 }), (b) => { text += typeof b === 'string' ? b : ''; });
+  const miss = tr.followed()!.dirs[0].stream!.missing;
+  t.true(miss.length > 0);
+  t.regex(text, /MISSING from the capture: \d+-\d+/);
+  t.regex(closing, new RegExp(`${2 * 1024 * 1024 + 123} bytes .* of them missing from the capture \\(${miss[0]!.from}-${miss[0]!.to - 1}`));
+});
