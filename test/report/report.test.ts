@@ -9,7 +9,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
-import { decodeCapture, pcapPath, PCAPS, ROOT } from '../helpers.js';
+import { decodeCapture, pcapPath, PCAPS, readFrames, ROOT } from '../helpers.js';
+import { FrameDecoder } from '../../dissectors/frame.js';
+import { ReportRecorder } from '../../dissectors/render/report/recorder.js';
+import { renderReport } from '../../dissectors/render/report/html.js';
+import { summaryJson } from '../../dissectors/render/summary.js';
+import { jsonReplacer } from '../../dissectors/wire/common.js';
 import { Tracker } from '../../dissectors/tracker/tracker.js';
 import { findChromium, launch, ladderLayout, openReport, overlaps } from './browser.js';
 
@@ -33,25 +38,28 @@ function smcdump(args: string[]): { code: number | null; out: string; err: strin
 }
 
 const reports = new Map<string, string>();
-function report(name: string): string {
-  let f = reports.get(name);
-  if (f) return f;
-  f = join(dir, `${name}.html`);
-  const r = smcdump(['-r', pcapPath(name), '-q', '--report', f]);
-  if (r.code !== 0) throw new Error(`smcdump --report ${name}: ${r.err}`);
+const summaries = new Map<string, Summary>();
+/** The report of a capture and its `--summary --json`, built in-process the way smcdump does
+ *  (decode → Tracker.feed → ReportRecorder.add; finish) — a process per capture would double
+ *  the test time; the command line itself is tested below. */
+async function build(name: string): Promise<void> {
+  if (reports.has(name)) return;
+  const dec = new FrameDecoder();
+  const tr = new Tracker();
+  const rec = new ReportRecorder(tr);
+  for (const f of await readFrames(pcapPath(name))) { const d = dec.decode(f); rec.add(d, tr.feed(d)); }
+  tr.finish();
+  const f = join(dir, `${name}.html`);
+  writeFileSync(f, renderReport(tr, rec, { title: name, generator: 'test' }));
   reports.set(name, f);
-  return f;
+  summaries.set(name, JSON.parse(JSON.stringify(summaryJson(tr), jsonReplacer)) as Summary);
 }
+function report(name: string): string { return reports.get(name)!; }
 
 interface Diag { code: string; severity: string; frames: { first: number; last: number; count: number }; conn?: number; link?: string }
 interface Summary { diagnosis: Diag[]; connections: { smc?: { dirs: { bytes: number }[] } }[]; linkGroups: { links: unknown[] }[] }
-const summaries = new Map<string, Summary>();
 /** `--summary --json` of a capture (what the report must agree with). */
-function summary(name: string): Summary {
-  let s = summaries.get(name);
-  if (!s) { s = JSON.parse(smcdump(['-r', pcapPath(name), '--summary', '--json']).out) as Summary; summaries.set(name, s); }
-  return s;
-}
+function summary(name: string): Summary { return summaries.get(name)!; }
 const diagnosis = (name: string): Diag[] => summary(name).diagnosis;
 
 const chromium = findChromium();
@@ -67,8 +75,12 @@ if (!chromium) {
   if (inCi) test('chromium is installed in CI (install.sh)', (t) => t.fail('no /usr/bin/chromium: install.sh should have installed it'));
 }
 
-test('the report is one self-contained file: uPlot and the data inline, nothing fetched', (t) => {
-  const html = readFileSync(report('a-first-contact'), 'utf8');
+test('smcdump -r CAP --report FILE: one self-contained file, uPlot and the data inline, nothing fetched', (t) => {
+  const f = join(dir, 'cli-a.html');
+  const r = smcdump(['-r', pcapPath('a-first-contact'), '--report', f]);
+  t.is(r.code, 0, r.err);
+  t.regex(r.out, /CLC Proposal/, 'frames are still printed (no -q)');
+  const html = readFileSync(f, 'utf8');
   t.regex(html, /^<!DOCTYPE html>/);
   t.notRegex(html, /<script[^>]+src=|<link[^>]+href=|@import|url\(http/i);
   t.true(html.includes('var uPlot='));
@@ -76,6 +88,7 @@ test('the report is one self-contained file: uPlot and the data inline, nothing 
 });
 
 async function withPage<T>(name: string, f: (page: Page, errors: string[]) => Promise<T>): Promise<T> {
+  await build(name);
   const o = await openReport(browser!, report(name));
   try { return await f(o.page, o.errors); } finally { await o.page.close(); }
 }
@@ -100,6 +113,7 @@ async function checkLayout(t: import('ava').ExecutionContext, page: Page, what: 
 
 for (const name of CAPTURES) {
   btest(`report of ${name}: loads cleanly, shows the diagnosis, a click jumps the ladder, layout holds`, async (t) => {
+    await build(name);
     const want = diagnosis(name);
     await withPage(name, async (page, errors) => {
       const shown = await page.$$eval('#diagnosis li[data-code]', (ls) => ls.map((l) => ({ code: (l as HTMLElement).dataset.code!, first: Number((l as HTMLElement).dataset.first) })));
@@ -219,6 +233,7 @@ const failover = CAPTURES.filter((n) => /failover|device-removal/.test(n));
 (failover.length && chromium ? test.serial : test.skip)(`failover in one click: the lgr.failover entry shows the validation CDC in the ladder and the cursor graph marks it${failover.length ? '' : ' (no failover capture in pcaps/ yet)'}`, async (t) => {
   let seen = 0;
   for (const name of failover) {
+    await build(name);
     const want = diagnosis(name);
     const i = want.findIndex((d) => d.code === 'lgr.failover');
     if (i < 0) continue;
@@ -249,6 +264,7 @@ const failover = CAPTURES.filter((n) => /failover|device-removal/.test(n));
 const stalls = CAPTURES.filter((n) => /stall/.test(n));
 (stalls.length && chromium ? test.serial : test.skip)(`urgent and window stalls are marked in the cursor graphs${stalls.length ? '' : ' (no stall capture in pcaps/ yet)'}`, async (t) => {
   for (const name of stalls) {
+    await build(name);
     const want = diagnosis(name).filter((d) => d.code === 'cdc.urgent-stall' || d.code === 'cdc.window-stall');
     for (const d of want) {
       await withPage(name, async (page, errors) => {
