@@ -59,6 +59,7 @@ export class ReportRecorder {
   private readonly styleIx = new Map<string, number>();
   rowsDropped = 0;
   readonly hosts: string[] = [];
+  private lastHost: [string, number, string, number] = ['', -1, '', -1];
   readonly labels: string[] = [];
   private readonly labelIx = new Map<string, number>();
   readonly linkNames: string[] = [];
@@ -72,8 +73,11 @@ export class ReportRecorder {
   constructor(private readonly tracker: Tracker) {}
 
   private host(h: string): number {
+    if (h === this.lastHost[0]) return this.lastHost[1];
+    if (h === this.lastHost[2]) return this.lastHost[3];
     let i = this.hosts.indexOf(h);
     if (i < 0) { i = this.hosts.length; this.hosts.push(h); }
+    this.lastHost = [h, i, this.lastHost[0], this.lastHost[1]];
     return i;
   }
 
@@ -157,10 +161,11 @@ export class ReportRecorder {
       if (this.rows.tNs.length < MAX_ROWS) {
         const R = this.rows;
         R.tNs.push(tNs); R.frame.push(d.n);
-        const st = [this.host(src), this.host(dst), KINDS.indexOf(kind), this.label(text), this.linkOf(note.link), note.conn ?? 0, dirIx, flags];
-        const key = st.join(',');
+        const from = this.host(src), to = this.host(dst), lb = this.label(text), ln = this.linkOf(note.link), cn = note.conn ?? 0;
+        // the label already names the kind; the key is built without an array (per-frame cost)
+        const key = `${lb} ${from} ${to} ${ln} ${cn} ${dirIx} ${flags}`;
         let si = this.styleIx.get(key);
-        if (si === undefined) { si = this.styles.length; this.styles.push(st); this.styleIx.set(key, si); }
+        if (si === undefined) { si = this.styles.length; this.styles.push([from, to, KINDS.indexOf(kind), lb, ln, cn, dirIx, flags]); this.styleIx.set(key, si); }
         R.style.push(si);
       } else this.rowsDropped++;
     }
