@@ -31,6 +31,10 @@ fi
 # smcdump --report is tested in a real browser: Debian's chromium, headless (puppeteer-core drives
 # it and never downloads a browser of its own).
 [ -x /usr/bin/chromium ] || pkgs+=(chromium)
+# `man smcdump` and Tab completion: man-db reads the pages, bash-completion loads the
+# completion files installed below (minimal Debian images have neither).
+command -v man >/dev/null || pkgs+=(man-db)
+dpkg -s bash-completion >/dev/null 2>&1 || pkgs+=(bash-completion)
 node_ok || pkgs+=(nodejs npm)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then echo "install.sh: need root to apt-get install ${pkgs[*]}" >&2; exit 1; fi
@@ -41,7 +45,19 @@ node_ok || { echo "install.sh: smcscope needs Node.js >= 20.19 (found $(node --v
 
 export npm_config_nodedir=/usr   # native builds use the system Node headers, never a download
 export PUPPETEER_SKIP_DOWNLOAD=1  # puppeteer-core downloads nothing; belt and braces
-npm ci --no-fund --no-audit --loglevel=error   # also builds dist/ (npm "prepare")
+npm ci --no-fund --no-audit --loglevel=error   # also builds dist/ (npm "prepare"), man pages and completions in dist/share
+
+# As root: the commands on PATH, their man pages and completions system-wide, in the
+# /usr/local places that man (manpath.config), bash-completion (XDG_DATA_DIRS) and zsh (fpath)
+# search on Debian. The pages and completions are generated from each command's --help.
+if [ "$(id -u)" -eq 0 ]; then
+  for b in smcdump smcping smcperf; do ln -sfn "$PWD/dist/cli/bin/$b.js" "/usr/local/bin/$b"; done
+  install -d /usr/local/share/man/man1 /usr/local/share/bash-completion/completions /usr/local/share/zsh/site-functions
+  install -m 644 dist/share/man/man1/*.1 /usr/local/share/man/man1/
+  install -m 644 dist/share/bash-completion/completions/* /usr/local/share/bash-completion/completions/
+  install -m 644 dist/share/zsh/site-functions/_* /usr/local/share/zsh/site-functions/
+  mandb -q 2>/dev/null || true   # for whatis/apropos; man finds the pages without it
+fi
 
 if [ "${1:-}" != "--no-demo" ]; then
   echo "--- npx smcdump -r pcaps/a-first-contact.pcap"

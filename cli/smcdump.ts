@@ -3,15 +3,21 @@
 // or JSON lines; writes what it reads or captures to a pcapng/pcap file with -w.
 
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { writeSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { accessSync, constants as fsc, readFileSync, statSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { type as osType, release as osRelease } from 'node:os';
-import { openCapture } from '../capture/reader.js';
+import { CaptureFormatError } from '../capture/reader.js';
+import { expandCaptureArgs, MergedReader, tsDigits } from '../capture/merge.js';
 import { createCaptureWriter, PcapngWriter, type CaptureWriter, type WriteTarget } from '../capture/writer.js';
 import type { CapturedFrame } from '../capture/types.js';
 import { BpfMatcher, LiveCapture, listInterfaces, rdmaDevices, pcapVersion, type InterfaceInfo, type LiveStats } from '../capture/live.js';
 import { FrameDecoder, frameProtoMask, PROTO_BIT, type SmcProto } from '../dissectors/frame.js';
-import { renderLine, type TimeFormat } from '../dissectors/render/line.js';
+import { renderLine } from '../dissectors/render/line.js';
+import { TimeColumn, timeModeForTCount, type TimeMode } from '../dissectors/render/time.js';
+import { linkHeader } from '../dissectors/render/linkhdr.js';
+import { tcpdumpAscii, tcpdumpHex } from '../dissectors/render/hexdump.js';
+import { TcpRelative } from '../dissectors/render/tcpseq.js';
+import { packageRoot } from '../native/paths.js';
 import { renderTree } from '../dissectors/render/verbose.js';
 import { renderJson } from '../dissectors/render/json.js';
 import { renderSummary, summaryJson } from '../dissectors/render/summary.js';
@@ -38,6 +44,11 @@ function intArg(name: string, min: number, max: number) {
   };
 }
 
+function collectFile(v: string, prev: string[] | undefined): string[] { return [...(prev ?? []), v]; }
+
+/** For options given several times with tcpdump's meaning of "more": -tt, -xx, -XX. */
+function count(_v: string, prev: number): number { return prev + 1; }
+
 function collectPort(v: string, prev: number[]): number[] { return [...prev, intArg('port', 1, 65535)(v)]; }
 
 function protoList(v: string): SmcProto[] {
@@ -49,8 +60,8 @@ function protoList(v: string): SmcProto[] {
 export function buildProgram(): Command {
   const p = new Command('smcdump');
   p.description('Decode SMC-R traffic (TCP option 254, CLC, RoCE LLC/CDC/RDMA WRITE) from capture files or live interfaces, tcpdump-style.')
-    .usage('(-r FILE | -i IFACE) [options] [filter...]')
-    .option('-r, --read <file>', 'read frames from a pcap or pcapng file')
+    .usage('(-r FILE [-r FILE...] | -i IFACE) [options] [filter...]')
+    .option('-r, --read <file>', 'read frames from a pcap or pcapng file; several -r (or a quoted glob) are merged by timestamp, like mergecap', collectFile)
     .option('-i, --interface <iface>', 'capture live on IFACE (lo, eth0, any, an RDMA device where libpcap supports it)')
     .option('-D, --list-interfaces', 'list the interfaces smcdump can capture on, then exit')
     .option('-w, --write <file>', 'also write the frames (after the filter) to FILE; "-" = stdout (implies -q)')
@@ -61,13 +72,25 @@ export function buildProgram(): Command {
     .option('-p, --no-promiscuous-mode', 'live capture: do not put the interface in promiscuous mode')
     .option('--immediate', 'live capture: deliver each frame at once (default: in blocks, up to ~100 ms late)')
     .option('-n', 'do not resolve addresses or ports (smcdump never does; accepted for tcpdump habits)')
+    .option('-e', 'print the link-level header on each line (tcpdump -e)')
+    .option('-t', 'time column as tcpdump: -t none, -tt seconds since the epoch, -ttt since the previous frame, -tttt date and time, -ttttt since the first frame', count, 0)
+    .option('--utc', 'times of day in UTC (default: local time, TZ respected, like tcpdump)')
+    .addOption(new Option('--time-stamp-precision <p>', 'fraction digits: micro (6) or nano (9); default: nano where the capture file has nanoseconds, else micro').choices(['micro', 'nano']))
+    .option('--nano', 'same as --time-stamp-precision=nano')
+    .option('-x', 'print each frame in hex without its link-level header (-xx: with it)', count, 0)
+    .option('-X', 'print each frame in hex and ASCII without its link-level header (-XX: with it)', count, 0)
+    .option('-A', 'print each frame in ASCII without its link-level header (-AA: with it)', count, 0)
+    .option('-S, --absolute-tcp-sequence-numbers', 'print absolute TCP sequence numbers (default: relative to the first, as tcpdump)')
+    .option('-#, --number', 'number the frames (the default: --summary, --follow and --ladder refer to frame numbers)')
+    .option('--no-number', 'no frame-number column (lines then start like tcpdump\'s)')
+    .option('-l', 'line-buffered output: each line is written at once (for | grep, | tee)')
     .option('-v, --verbose', 'print each issue under its frame')
     .option('-V, --tree', 'print the full field tree with byte offsets and a hex dump')
     .option('--json', 'one JSON object per frame (JSON Lines); with -D a JSON array of interfaces')
     .option('--only <protos>', `print only frames carrying these (comma list: ${PROTOS.join(',')})`, protoList)
     .option('--issues', 'print only frames that have issues')
     .option('--roce-port <port>', 'also decode UDP port PORT as RoCEv2 (4791 always is); repeatable', collectPort, [] as number[])
-    .addOption(new Option('--time <format>', 'timestamp format').choices(['abs', 'epoch', 'rel', 'none']).default('abs'))
+    .addOption(new Option('--time <format>', 'time column: abs (time of day, the default), epoch (as -tt), rel (seconds since the first frame), none (as -t)').choices(['abs', 'epoch', 'rel', 'none']).default('abs'))
     .option('--no-icrc', 'do not verify the RoCE ICRC')
     .option('-q, --quiet', 'no per-frame output, only the closing summary')
     .option('--progress', 'always show the -r progress bar on stderr')
@@ -78,7 +101,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--follow-format <fmt>', 'stream output for --follow').choices(['text', 'hex', 'raw']).default('text'))
     .addOption(new Option('--follow-dir <dir>', 'which direction --follow prints').choices(['both', 'c2s', 's2c']).default('both'))
     .option('--ladder', 'instead of frames: a ladder diagram of the flows between the hosts (TCP/CLC single, RoCE double arrows)')
-    .option('--ladder-svg <file>', 'also write the ladder diagram as SVG to FILE')
+    .option('--ladder-svg <file>', 'also write the ladder diagram as SVG to FILE (checked before anything is read)')
     .option('--wide', '--summary: every column at full width and every row, whatever the terminal width')
     .option('--report <file.html>', 'also write a self-contained HTML report to FILE at the end: diagnosis, tables, zoomable ladder, cursor and link graphs')
     .option('--no-track', 'no correlation (no [link conn] tags or anomalies): plain per-frame decoding, faster')
@@ -88,6 +111,9 @@ export function buildProgram(): Command {
     .addHelpText('after', `
 Examples:
   smcdump -r pcaps/a-first-contact.pcap              one line per frame
+  smcdump -r pcaps/a-first-contact.pcap -e -tttt -X -c 5
+                                                     tcpdump's link header, date, hex/ASCII dump
+  smcdump -r 'caps/*.pcapng' --summary               several files merged by timestamp
   smcdump -r pcaps/a-first-contact.pcap --only clc,llc
                                                      just the handshake and link control
   smcdump -r pcaps/d-bulk-2MiB.pcap -c 20 -V         field tree + hex dump of the first 20 frames
@@ -105,18 +131,33 @@ Examples:
   smcdump -i eth0 udp port 4791 or tcp               live: Soft-RoCE (rxe) and CLC on eth0
   smcdump -i lo -w smc.pcapng -q                     record to pcapng (Wireshark opens it), Ctrl-C ends
 
-Times are UTC. The closing summary goes to stderr; a live capture ends with Ctrl-C (or -c) and
-reports frames captured, received by the filter and dropped by the kernel. Live capture needs
-CAP_NET_RAW (root). Exit status: 0 on success (even when frames have issues), 1 on unreadable
-input, capture errors or bad arguments. Full manual: docs/smcdump.md.`);
+Times are local time (TZ) unless --utc, with nanoseconds when the file has them. The closing
+summary goes to stderr; a live capture ends with Ctrl-C (or -c) and reports frames captured,
+received by the filter and dropped by the kernel; Ctrl-C during -r stops reading and prints
+what was read (and the --summary/--follow/--ladder report so far). Live capture needs
+CAP_NET_RAW (root).
+
+Exit status: 0 on success, even when frames have issues and after Ctrl-C; 1 unreadable,
+corrupt or truncated input (the frames before the damage are printed first), a bad filter,
+capture errors, missing privileges, nothing to --follow, unwritable output; 2 bad arguments
+(unknown or conflicting options, bad values, no input). Full manual: docs/smcdump.md.`);
+  // not commander's .version(): the libpcap version needs the addon, loaded only when asked
+  p.option('--version', 'print the versions of smcdump and libpcap, then exit');
   return p;
 }
 
+function packageVersion(): string {
+  try { return String((JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: string }).version ?? '?'); } catch { return '?'; }
+}
+
 interface Opts {
-  read?: string; interface?: string; listInterfaces?: boolean; write?: string; format: 'pcapng' | 'pcap';
+  read?: string[]; interface?: string; listInterfaces?: boolean; write?: string; format: 'pcapng' | 'pcap'; version?: boolean;
+  // tcpdump's output flags: -e, -t count, --utc, precision, -x/-X/-A counts, -S, -#, -l
+  e?: boolean; t: number; utc?: boolean; timeStampPrecision?: 'micro' | 'nano'; nano?: boolean;
+  x: number; X: number; A: number; absoluteTcpSequenceNumbers?: boolean; number?: boolean; l?: boolean;
   count?: number; snaplen?: number; bufferSize?: number; promiscuousMode: boolean; immediate?: boolean;
   verbose?: boolean; tree?: boolean; json?: boolean; only?: SmcProto[]; issues?: boolean; rocePort: number[];
-  time: TimeFormat; icrc: boolean; quiet?: boolean; progress?: boolean; color: boolean;
+  time: 'abs' | 'epoch' | 'rel' | 'none'; icrc: boolean; quiet?: boolean; progress?: boolean; color: boolean;
   summary?: boolean; wide?: boolean; follow?: string; followFormat: FollowFormat; followDir: FollowDir; ladder?: boolean; ladderSvg?: string; track: boolean;
   /** --report FILE.html */
   report?: string;
@@ -131,7 +172,9 @@ class Dump {
   printed = 0;
   issues = 0;
   errors = 0;
-  private t0: bigint | undefined;
+  private readonly time: TimeColumn;
+  /** Relative TCP sequence numbers (tcpdump's default), off with -S. */
+  private readonly seq: TcpRelative | undefined;
   private readonly counts = new Array<number>(COUNTED.length).fill(0);
   private readonly decoder: FrameDecoder;
   private readonly only: number;
@@ -157,6 +200,9 @@ class Dump {
   constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined, liveFilter = false) {
     this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
     this.chalk = makeChalk(o.color && !o.json);
+    const legacy: Record<Opts['time'], TimeMode> = { abs: 'hms', epoch: 'epoch', rel: 'rel', none: 'none' };
+    this.time = new TimeColumn(o.t > 0 ? timeModeForTCount(o.t) : legacy[o.time], o.utc === true);
+    this.seq = o.absoluteTcpSequenceNumbers ? undefined : new TcpRelative();
     this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
     this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg && !o.report;
     if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
@@ -167,8 +213,9 @@ class Dump {
     this.only = only;
   }
 
-  /** Track every frame read; count, print and write only the ones the filter selected. */
-  handle(f: CapturedFrame, selected = true): void {
+  /** Track every frame read; count, print and write only the ones the filter selected.
+   *  `digits`: fraction digits of the frame's timestamp (6 or 9). */
+  handle(f: CapturedFrame, selected = true, digits: 6 | 9 = 6): void {
     if (!selected) {
       // A read filter narrows what is shown, not what correlation sees (-r only: a live
       // filter runs in the kernel and the tracker is told that frames may be hidden).
@@ -183,7 +230,6 @@ class Dump {
     this.frames++;
     if (this.recordOnly) return;
     const d = this.decoder.decode(f);
-    if (this.t0 === undefined) this.t0 = d.tsNs;
     const mask = frameProtoMask(d);
     if (mask !== 0) for (let i = 0; i < COUNTED.length; i++) if (mask & PROTO_BIT[COUNTED[i]!]) this.counts[i]!++;
     this.issues += d.issues.length;
@@ -201,13 +247,25 @@ class Dump {
     }
     const o = this.o;
     if (o.quiet || this.report) return;
+    // as tcpdump: relative numbers and -ttt deltas run over every frame that passed the
+    // capture filter, whether or not --only/--issues then show it
+    const seq = d.tcp && this.seq ? this.seq.bases(d) : undefined;
+    const time = this.time.format(d.tsNs, digits);
     const anomalies = note ? note.anomalies.length : 0;
     if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0 && anomalies === 0)) return;
     this.printed++;
     if (o.json) { this.out.line(renderJson(d, note)); return; }
-    this.out.line(renderLine(d, { chalk: this.chalk, time: o.time, t0: this.t0 }, note));
+    const link = o.e || o.x || o.X || o.A ? linkHeader(f.data, f.linktype, f.origlen) : undefined;
+    this.out.line(renderLine(d, { chalk: this.chalk, time, ...(o.e ? { link: link!.text } : {}), ...(seq ? { seq } : {}), number: o.number !== false }, note));
+    if (link && (o.x || o.X || o.A)) {
+      // tcpdump: -X wins over -x, -x over -A; doubled, the link-level header is included
+      const level = o.X || o.x || o.A;
+      const bytes = level > 1 ? f.data : f.data.subarray(link.length);
+      if (bytes.length > 0) this.out.line(o.X ? tcpdumpHex(bytes, true) : o.x ? tcpdumpHex(bytes, false) : tcpdumpAscii(bytes));
+    }
     if (o.tree) this.out.line(renderTree(d, this.chalk));
     else if (o.verbose) for (const i of d.issues) this.out.line(`        ${i.severity} ${i.code} @${i.offset}: ${i.message}`);
+    if (o.l) this.out.flush();
   }
 
   /** End of input: the report of --summary / --follow / --ladder, and the SVG. Returns a line for stderr. */
@@ -277,7 +335,7 @@ class Dump {
 
 function openWriter(o: Opts, extra: { linktype?: number; snaplen?: number }): CaptureWriter | undefined {
   if (!o.write) return undefined;
-  if (o.read !== undefined && o.write !== '-' && resolve(o.write) === resolve(o.read)) throw new CliError(`-w ${o.write} would overwrite the file being read`);
+  if (o.read !== undefined && o.write !== '-' && o.read.some((r) => resolve(r) === resolve(o.write!))) throw new CliError(`-w ${o.write} would overwrite a file being read`);
   // stdout: through a sink that waits out EAGAIN on a non-blocking pipe and ends quietly on EPIPE.
   const target: WriteTarget = o.write !== '-' ? o.write : {
     write: (chunk: Uint8Array) => {
@@ -312,15 +370,43 @@ export async function main(argv: string[]): Promise<void> {
     throw e;
   }
   const o = program.opts<Opts>();
+  if (o.version) return printVersion();
   const filter = program.args.join(' ').trim();
   if (o.write === '-') o.quiet = true;
   if (o.listInterfaces) return listIfaces(o);
-  if (o.interface !== undefined && o.read !== undefined) throw new CliError('-r and -i exclude each other: read a file or capture live');
-  if (o.endpoint !== undefined && o.state !== undefined) throw new CliError('--endpoint and --state exclude each other: a live endpoint or a saved state');
+  // usage errors exit 2, like commander's own
+  if (o.interface !== undefined && o.read !== undefined) throw new CliError('-r and -i exclude each other: read a file or capture live', 2);
+  if (o.endpoint !== undefined && o.state !== undefined) throw new CliError('--endpoint and --state exclude each other: a live endpoint or a saved state', 2);
+  // before any work: an hour of reading must not end in "cannot write"
+  if (o.ladderSvg !== undefined) checkWritable(o.ladderSvg, '--ladder-svg');
   if ((o.endpoint !== undefined || o.state !== undefined) && o.interface === undefined && o.read === undefined) return stateView(o);
   if (o.interface !== undefined) return live(o, filter);
-  if (!o.read) throw new CliError('no input: give a capture file with -r FILE or an interface with -i IFACE (see --help)');
+  if (!o.read) throw new CliError('no input: give a capture file with -r FILE or an interface with -i IFACE (see --help)', 2);
   return replay(o, filter);
+}
+
+/** FILE can be created or overwritten: its directory exists and is writable, it is no directory. */
+function checkWritable(file: string, flag: string): void {
+  const fail = (why: string): never => { throw new CliError(`${flag} ${file}: ${why}`); };
+  let st;
+  try { st = statSync(file); } catch { st = undefined; }
+  if (st?.isDirectory()) fail('is a directory (give a file name)');
+  if (st) {
+    try { accessSync(file, fsc.W_OK); } catch { fail('not writable'); }
+    return;
+  }
+  const dir = dirname(resolve(file));
+  let ds;
+  try { ds = statSync(dir); } catch { fail(`no such directory ${dir}`); }
+  if (!ds!.isDirectory()) fail(`${dir} is not a directory`);
+  try { accessSync(dir, fsc.W_OK | fsc.X_OK); } catch { fail(`directory ${dir} is not writable`); }
+}
+
+/** Like tcpdump --version: this program's version, then the libpcap it runs on. */
+function printVersion(): void {
+  let pcap: string;
+  try { pcap = pcapVersion(); } catch (e) { pcap = `libpcap: ${(e as Error).message}`; }
+  writeAll(1, Buffer.from(`smcdump ${packageVersion()} (smcscope)\n${pcap}\n`));
 }
 
 /** `smcdump --endpoint SOCK` / `--state FILE` without a capture: the endpoint's state, smcss-like. */
@@ -338,15 +424,34 @@ async function initialState(o: Opts): Promise<EndpointState | undefined> {
   return undefined;
 }
 
+/** Fraction digits forced by --time-stamp-precision / --nano (undefined: as the capture has them). */
+function forcedDigits(o: Opts): 6 | 9 | undefined {
+  if (o.nano || o.timeStampPrecision === 'nano') return 9;
+  return o.timeStampPrecision === 'micro' ? 6 : undefined;
+}
+
+/** SIGINT/SIGTERM/SIGHUP while reading files: stop reading, then report what was read. A second
+ *  signal ends the process at once (the handlers are gone by then). */
+class StopOnSignal {
+  stopped = false;
+  private readonly signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  private readonly handler = (): void => { this.stopped = true; this.close(); };
+  constructor() { for (const s of this.signals) process.on(s, this.handler); }
+  close(): void { for (const s of this.signals) process.removeListener(s, this.handler); }
+}
+
 async function replay(o: Opts, filter: string): Promise<void> {
   const bpf = filter !== '' ? new BpfMatcher(filter) : undefined;
   const st = await initialState(o);
-  const reader = await openCapture(o.read!);
+  const reader = MergedReader.open(expandCaptureArgs(o.read!));
+  const digits = forcedDigits(o);
   let writer: CaptureWriter | undefined;
   let read = 0;
   let dump: Dump | undefined;
   let progress: Progress | undefined;
+  let damage: string | undefined;
   const after: string[] = [];
+  const stop = new StopOnSignal();
   try {
     // A bad filter is reported before anything is read (pcapng: for the first interface).
     if (bpf && reader.linktype >= 0) bpf.compile(reader.linktype);
@@ -354,12 +459,31 @@ async function replay(o: Opts, filter: string): Promise<void> {
     dump = new Dump(o, writer);
     if (st) dump.join = new StateJoin(st);
     if (wantProgress(o.progress)) progress = new Progress({ total: reader.fileSize, delayMs: o.progress ? 0 : 1000 });
-    for (let f = reader.next(); f; f = reader.next()) {
+    let lastYield = Date.now();
+    for (;;) {
+      let f: CapturedFrame | null;
+      try {
+        f = reader.next();
+      } catch (e) {
+        // a corrupt block in the middle: what came before it is reported, then the damage
+        if (!(e instanceof CaptureFormatError)) throw e;
+        damage = reader.readers.length > 1 ? `${reader.paths[reader.readers.indexOf(reader.current)]}: ${e.message}` : e.message;
+        break;
+      }
+      if (!f) break;
       read++;
-      if (progress && (read & 4095) === 1) progress.update(reader.bytesRead, read);
+      if ((read & 1023) === 0) {
+        if (progress) progress.update(reader.bytesRead, read);
+        // Let a Ctrl-C through now and then: the loop is synchronous otherwise.
+        if (Date.now() - lastYield > 50) {
+          await new Promise<void>((r) => setImmediate(r));
+          lastYield = Date.now();
+        }
+      }
+      if (stop.stopped) break;
       const selected = !bpf || bpf.matches(f);
       if (!selected && !dump.tracker) continue;
-      dump.handle(f, selected);
+      dump.handle(f, selected, digits ?? tsDigits(reader.current, f));
       if (o.count !== undefined && dump.frames >= o.count) break;
     }
     if (progress) { progress.update(reader.bytesRead, read); progress.end(); }
@@ -368,16 +492,22 @@ async function replay(o: Opts, filter: string): Promise<void> {
     const closing = dump.finish();
     if (closing) after.push(closing);
   } finally {
+    stop.close();
     progress?.end();
     dump?.out.flush();
     reader.close();
     bpf?.close();
     writer?.close();
   }
-  for (const w of reader.warnings) process.stderr.write(`smcdump: warning: ${w}\n`);
+  // A file that ends inside a record is damaged, not finished: its frames were printed above,
+  // the summary says how many, and the exit status says it was not all there.
+  const truncation = reader.warnings.filter((w) => /truncated/.test(w));
+  for (const w of reader.warnings) if (!truncation.includes(w)) process.stderr.write(`smcdump: warning: ${w}\n`);
   const lead = bpf ? `${dump.frames} frames matched the filter (${read} read)` : undefined;
-  process.stderr.write(`${dump.summary(lead)}\n`);
+  process.stderr.write(`${dump.summary(lead)}${stop.stopped ? ' (interrupted)' : ''}\n`);
   for (const l of after) process.stderr.write(`${l}\n`);
+  if (damage !== undefined) throw new CliError(`${damage}; the ${read} frames before it were read`);
+  if (truncation.length > 0) throw new CliError(`${truncation[0]!} (the file is cut short); the ${read} frames before it were read`);
 }
 
 async function live(o: Opts, filter: string): Promise<void> {
@@ -396,6 +526,8 @@ async function live(o: Opts, filter: string): Promise<void> {
   // The interface block goes out now, so even a capture that ends empty opens in Wireshark.
   if (writer instanceof PcapngWriter) writer.addInterface(cap.linktype, cap.name);
   const dump = new Dump(o, writer, filter !== '');
+  // live: microseconds unless asked, as tcpdump (the -w file keeps the kernel's nanoseconds)
+  const digits = forcedDigits(o) ?? 6;
   let watch: ControlWatch | undefined;
   if (st) {
     const join = new StateJoin(st, { live: o.endpoint !== undefined });
@@ -439,7 +571,7 @@ async function live(o: Opts, filter: string): Promise<void> {
       }
       cap.start(
         (f) => {
-          dump.handle(f);
+          dump.handle(f, true, digits);
           if (o.count !== undefined && dump.frames >= o.count) { cap.close(); end(false); }
         },
         (e) => { failure = e; end(false); },

@@ -325,7 +325,7 @@ function packageVersion(): string {
 
 /** commander wired for one-line errors (exit 2), --help on stdout, --version. */
 export function cliProgram(p: Command): Command {
-  p.version(packageVersion(), '-V, --version');
+  p.version(`${p.name()} ${packageVersion()} (smcscope)`, '-V, --version');
   p.exitOverride((e) => { throw new CliError(e.message.replace(/^error: /, ''), e.exitCode === 0 ? 0 : 2); });
   p.configureOutput({ writeErr: () => undefined, writeOut: (str) => { try { writeSync(1, str); } catch { /* reader gone */ } } });
   return p;

@@ -6,55 +6,29 @@ import type { FrameNote } from '../tracker/model.js';
 import { summarizeTcp } from '../net/tcp.js';
 import { summarizeIb } from '../wire/ib.js';
 
-export type TimeFormat = 'abs' | 'epoch' | 'rel' | 'none';
-
 export interface LineOptions {
   chalk: ChalkInstance;
-  time: TimeFormat;
-  /** First frame's timestamp, for relative times. */
-  t0?: bigint;
+  /** The time column as TimeColumn made it ('' = none, -t). */
+  time: string;
+  /** tcpdump -e: the link-level header text, ending in ": ". */
+  link?: string;
+  /** Relative TCP sequence numbers (tcpdump's default): this frame's bases. */
+  seq?: { seqBase: number; ackBase: number };
+  /** The frame-number column (default on). */
+  number?: boolean;
 }
 
 const PAD6 = '      ';
 
-export function formatTime(tsNs: bigint, fmt: TimeFormat, t0 = 0n): string {
-  if (fmt === 'none') return '';
-  if (fmt === 'epoch') {
-    const s = tsNs / 1_000_000_000n;
-    const us = (tsNs % 1_000_000_000n) / 1000n;
-    return `${s}.${us.toString().padStart(6, '0')}`;
-  }
-  if (fmt === 'rel') {
-    const d = tsNs - t0;
-    const s = d / 1_000_000_000n;
-    const us = (d % 1_000_000_000n) / 1000n;
-    return `${s}.${(us < 0n ? -us : us).toString().padStart(6, '0')}`;
-  }
-  // Time of day in UTC, like tcpdump with TZ=UTC: HH:MM:SS.uuuuuu. The HH:MM:SS part is
-  // cached per second: frames come in bursts within one second, and bigint math is slow.
-  const sec = tsNs / 1_000_000_000n;
-  if (sec !== cachedSec) {
-    cachedSec = sec;
-    const secOfDay = Number(sec % 86400n);
-    const hh = Math.floor(secOfDay / 3600), mm = Math.floor((secOfDay % 3600) / 60), ss = secOfDay % 60;
-    cachedHms = `${two(hh)}:${two(mm)}:${two(ss)}.`;
-  }
-  const us = String(Number(tsNs - sec * 1_000_000_000n) / 1000 | 0);
-  return cachedHms + (us.length < 6 ? '000000'.slice(us.length) + us : us);
-}
-
-let cachedSec = -1n;
-let cachedHms = '';
-
-function two(n: number): string { return n < 10 ? '0' + n : String(n); }
-
 export function renderLine(d: DecodedFrame, o: LineOptions, note?: FrameNote): string {
   const c = o.chalk;
-  const num = String(d.n);
-  let s = (num.length < 6 ? PAD6.slice(num.length) : '') + num;
-  const time = formatTime(d.tsNs, o.time, o.t0);
-  if (time) s += ' ' + time;
-  s += ' ' + body(d, c);
+  let s = '';
+  if (o.number !== false) {
+    const num = String(d.n);
+    s = (num.length < 6 ? PAD6.slice(num.length) : '') + num + ' ';
+  }
+  if (o.time) s += o.time + ' ';
+  s += (o.link ?? '') + body(d, c, o.seq, o.link !== undefined && o.link !== '');
   if (note) s += tags(note, c);
   if (d.issues.length > 0) {
     let worst = 'note';
@@ -83,7 +57,7 @@ function tags(n: FrameNote, c: ChalkInstance): string {
   return s;
 }
 
-function body(d: DecodedFrame, c: ChalkInstance): string {
+function body(d: DecodedFrame, c: ChalkInstance, seq: LineOptions['seq'], withLink: boolean): string {
   const ip = d.ip;
   if (d.tcp && ip) {
     const ends = `${ip.src}.${d.tcp.srcPort} > ${ip.dst}.${d.tcp.dstPort}:`;
@@ -93,7 +67,7 @@ function body(d: DecodedFrame, c: ChalkInstance): string {
     if (d.tcpRole === 'clc-part') tail = c.cyan(' [CLC segment, reassembled later]');
     else if (d.tcpRole === 'out-of-order') tail = c.yellow(' [out of order]');
     else if (d.tcpRole === 'retransmission') tail = c.yellow(' [retransmission]');
-    const tcp = summarizeTcp(d.tcp, d.payloadLength);
+    const tcp = summarizeTcp(d.tcp, d.payloadLength, seq);
     const opt = d.smc.some((i) => i.proto === 'tcpopt') ? tcp.replace('smc-r', c.green('smc-r')) : tcp;
     return `${ends} ${opt}${tail}`;
   }
@@ -109,6 +83,8 @@ function body(d: DecodedFrame, c: ChalkInstance): string {
   }
   if (d.udp && ip) return `${ip.src}.${d.udp.srcPort} > ${ip.dst}.${d.udp.dstPort}: UDP, length ${d.payloadLength}`;
   if (ip) return `${ip.src} > ${ip.dst}: IPv${ip.version} proto ${ip.version === 4 ? (ip.header as { protocol: number }).protocol : (ip.header as { upperProtocol: number }).upperProtocol}`;
+  // with -e the link header already said who and what
+  if (withLink) return (d.eth?.ethertype ?? d.link?.protocol) === 0x0806 ? 'ARP' : 'not decoded';
   if (d.eth) return `${d.eth.src} > ${d.eth.dst}, ethertype 0x${d.eth.ethertype.toString(16).padStart(4, '0')}, length ${d.origlen}`;
   return `link type ${d.linktype}, length ${d.origlen}`;
 }

@@ -20,7 +20,6 @@ export interface TableOptions {
   more?: string;
 }
 
-// eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*m/g;
 function visible(s: string): number { return s.includes('\u001b') ? s.replace(ANSI, '').length : s.length; }
 

@@ -371,7 +371,7 @@ export function decodeLlc(b: Uint8Array, t?: Tree): Decoded<LlcMessage> {
   const varEnd = length >= 4 && length <= avail ? length : avail;
 
   let reserved: LlcReservedBytes[] | undefined;
-  let flagsOther = 0;
+  let flagsOther: number;
   let m: LlcMessage;
   let structEnd = LLC_MSG_SIZE;
 

@@ -1,6 +1,6 @@
 // smcdump as a user runs it: a real process, real files, exit codes, one-line errors.
 import test from 'ava';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,7 +66,7 @@ test('errors are one line and a non-zero exit, never a stack trace', (t) => {
   t.regex(bad.err, /^smcdump: .*unknown protocol "http"/);
   t.is(bad.err.split('\n').length, 2);
   const none = smcdump([]);
-  t.is(none.code, 1);
+  t.is(none.code, 2, 'no input is a usage error');
   t.regex(none.err, /no input/);
   for (const r of [missing, notPcap, e, bad, none]) t.false(/\n\s+at /.test(r.err), 'stack trace');
 });
@@ -78,15 +78,85 @@ test('--help teaches with examples', (t) => {
   t.regex(h.out, /--only/);
 });
 
-test('a truncated file keeps the frames before the damage and warns', (t) => {
+test('a truncated or corrupt file: the frames before the damage, the summary, one line saying where, exit 1', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'smcdump-'));
-  const p = join(dir, 'cut.pcap');
-  const full = spawnSync('cat', [pcapPath('a-first-contact')]).stdout as Buffer;
-  writeFileSync(p, full.subarray(0, full.length - 30));
-  const r = smcdump(['-r', p]);
-  t.is(r.code, 0);
+  const full = readFileSync(pcapPath('a-first-contact'));
+  const cut = (name: string, b: Uint8Array): string => { const p = join(dir, name); writeFileSync(p, b); return p; };
+  // pcap cut inside its last record
+  const r = smcdump(['-r', cut('cut.pcap', full.subarray(0, full.length - 30))]);
+  t.is(r.code, 1);
   t.is(r.out.trimEnd().split('\n').length, 44);
-  t.regex(r.err, /warning: .*truncated/i);
+  t.regex(r.err, /^44 frames; SMC: .*\nsmcdump: truncated record at byte \d+: \d+ of \d+ bytes present \(the file is cut short\); the 44 frames before it were read\n$/);
+  // the same frames as pcapng (written by smcdump -w), cut inside the last block
+  const ng = join(dir, 'a.pcapng');
+  t.is(smcdump(['-r', pcapPath('a-first-contact'), '-w', ng, '-q']).code, 0);
+  const ngb = readFileSync(ng);
+  const rn = smcdump(['-r', cut('cut.pcapng', ngb.subarray(0, ngb.length - 10))]);
+  t.is(rn.code, 1);
+  t.is(rn.out.trimEnd().split('\n').length, 44);
+  t.regex(rn.err, /\nsmcdump: truncated block at byte \d+/);
+  // a pcapng whose section header is cut: nothing to show, still one line and exit 1
+  const rh = smcdump(['-r', cut('head.pcapng', ngb.subarray(0, 20))]);
+  t.is(rh.code, 1);
+  t.is(rh.out, '');
+  t.regex(rh.err, /^0 frames; .*\nsmcdump: truncated section header at byte 0/);
+  // a corrupt block length in the middle: frames before it, then the damage
+  const bad = Buffer.from(ngb);
+  let o = 0, k = 0;
+  while (k < 20) { const len = bad.readUInt32LE(o + 4); if (bad.readUInt32LE(o) === 6) k++; o += len; }
+  bad.writeUInt32LE(7, o + 4); // a block length that is not a multiple of 4
+  const rc = smcdump(['-r', cut('corrupt.pcapng', bad)]);
+  t.is(rc.code, 1);
+  t.is(rc.out.trimEnd().split('\n').length, 20);
+  t.regex(rc.err, /^20 frames; .*\nsmcdump: corrupt block at byte \d+: type 0x00000006 length 7; the 20 frames before it were read\n$/);
+  for (const x of [r, rn, rh, rc]) t.false(/\n\s+at /.test(x.err), 'stack trace');
+});
+
+// serial: the other tests here block this worker's event loop in spawnSync, and a SIGINT timer
+// that fires only after smcdump has finished the file would test nothing
+test.serial('Ctrl-C during -r: --summary prints what was read so far; plain -r stops with the closing summary', async (t) => {
+  // 315,000 frames (the first-contact records over and over): several seconds of work
+  const dir = mkdtempSync(join(tmpdir(), 'smcdump-'));
+  const src = readFileSync(pcapPath('a-first-contact'));
+  const big = join(dir, 'big.pcap');
+  writeFileSync(big, Buffer.concat([src.subarray(0, 24), ...new Array<Buffer>(7000).fill(src.subarray(24))]));
+  // SIGINT once smcdump is reading (its first output: the forced progress bar, or with -l the
+  // first line), not while Node is still starting (that would be the default action).
+  const interrupted = (args: string[], readyOn: 'stdout' | 'stderr'): Promise<{ code: number | null; out: string; err: string }> => new Promise((res) => {
+    const p = spawn(process.execPath, [...cmd, '-r', big, ...args], { cwd: ROOT });
+    let out = '', err = '', sent = false;
+    const ready = (): void => { if (!sent) { sent = true; setTimeout(() => p.kill('SIGINT'), 200); } };
+    p.stdout.on('data', (d: Buffer) => { out += d.toString(); if (readyOn === 'stdout') ready(); });
+    p.stderr.on('data', (d: Buffer) => { err += d.toString(); if (readyOn === 'stderr') ready(); });
+    // the bar is erased with '\r': keep what follows
+    p.on('close', (code) => res({ code, out, err: err.slice(err.lastIndexOf('\r') + 1) }));
+  });
+  const s = await interrupted(['--summary', '--progress'], 'stderr');
+  t.is(s.code, 0, s.err);
+  const n = Number(/^(\d+) frames; .* \(interrupted\)\n/.exec(s.err)?.[1]);
+  t.true(n > 0 && n < 315_000, `interrupted after ${n} frames: ${JSON.stringify(s.err)}`);
+  t.regex(s.out, /^\d+ frames over [\d.]+m?s: \d+ TCP connection/);
+  t.regex(s.out, /Link groups/);
+  const p = await interrupted(['--no-track', '-l'], 'stdout');
+  t.is(p.code, 0, p.err);
+  const m = Number(/^(\d+) frames; .* \(interrupted\)\n$/.exec(p.err)?.[1]);
+  t.true(m > 0 && m < 315_000, `interrupted after ${m} frames`);
+  t.is(p.out.trimEnd().split('\n').length, m, 'every frame counted was printed');
+});
+
+test('--ladder-svg is checked before anything is read; --version', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'smcdump-'));
+  for (const [path, why] of [['/nonexistent/dir/l.svg', /no such directory/], [dir, /is a directory/]] as const) {
+    const r = smcdump(['-r', pcapPath('a-first-contact'), '--ladder-svg', path]);
+    t.is(r.code, 1);
+    t.is(r.out, '', 'no frames printed before the error');
+    t.regex(r.err, new RegExp(`^smcdump: --ladder-svg ${path}: ${why.source}[^\n]*\n$`));
+  }
+  const v = smcdump(['--version']);
+  t.is(v.code, 0);
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  t.is(v.out.split('\n')[0], `smcdump ${pkg.version} (smcscope)`);
+  t.regex(v.out.split('\n')[1]!, /^libpcap version \d/);
 });
 
 test('--summary, --follow, --ladder: reports rebuilt from the wire', (t) => {

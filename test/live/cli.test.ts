@@ -96,12 +96,12 @@ withAddon(title('-D lists the interfaces (text and --json)'), (t) => {
   t.true(o.interfaces.some((i) => i.name === 'lo' && i.loopback));
 });
 
-test('-r and -i together, or neither, are one-line errors', (t) => {
+test('-r and -i together, or neither, are one-line usage errors (exit 2)', (t) => {
   const both = smcdump(['-r', pcapPath('a-first-contact'), '-i', 'lo']);
-  t.is(both.code, 1);
+  t.is(both.code, 2);
   t.is(both.err, 'smcdump: -r and -i exclude each other: read a file or capture live\n');
   const none = smcdump(['-c', '3']);
-  t.is(none.code, 1);
+  t.is(none.code, 2);
   t.regex(none.err, /^smcdump: no input: .*-r FILE.*-i IFACE/);
 });
 

@@ -1,0 +1,85 @@
+// Several capture files read as one, frames in timestamp order, like mergecap: each file is
+// already in time order, so the next frame is the earliest of the files' next frames (ties go
+// to the file named first). A linear scan over the files' heads, as mergecap does: the number
+// of files is small next to the number of frames.
+
+import { globSync, isDynamicPattern } from 'tinyglobby';
+import { existsSync } from 'node:fs';
+import { openCaptureSync, type CaptureReader } from './reader.js';
+import { CaptureFormatError, type CapturedFrame } from './types.js';
+
+/**
+ * The files `-r` names: each argument as given, or, when it does not exist and is a glob
+ * (`'caps/*.pcapng'`, quoted so the shell left it alone), the files it matches, sorted.
+ */
+export function expandCaptureArgs(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const a of args) {
+    if (a === '-' || existsSync(a) || !isDynamicPattern(a)) { out.push(a); continue; }
+    const hits = globSync(a, { onlyFiles: true, expandDirectories: false }).sort();
+    if (hits.length === 0) throw new CaptureFormatError(`cannot open ${a}: no file matches`);
+    out.push(...hits);
+  }
+  return out;
+}
+
+/** Fraction digits a frame's timestamp carries: 9 when its interface counts finer than µs. */
+export function tsDigits(r: CaptureReader, f: CapturedFrame): 6 | 9 {
+  const i = r.interfaces[f.ifIndex];
+  if (!i) return 6;
+  return (i.tsBase === 10 ? i.tsExp > 6 : i.tsExp > 20) ? 9 : 6;
+}
+
+export class MergedReader {
+  private readonly heads: Array<CapturedFrame | null> = [];
+  private last = -1;
+  private started = false;
+
+  private constructor(readonly readers: CaptureReader[], readonly paths: string[]) {}
+
+  /** Open every file before reading any (an unreadable one is reported before output starts). */
+  static open(paths: readonly string[]): MergedReader {
+    const readers: CaptureReader[] = [];
+    try {
+      for (const p of paths) readers.push(openCaptureSync(p));
+    } catch (e) {
+      for (const r of readers) r.close();
+      throw e;
+    }
+    return new MergedReader(readers, [...paths]);
+  }
+
+  /** The reader of the frame next() returned last. */
+  get current(): CaptureReader { return this.readers[Math.max(0, this.last)]!; }
+  get linktype(): number { return this.readers[0]!.linktype; }
+  get format(): 'pcap' | 'pcapng' { return this.readers[0]!.format; }
+  get fileSize(): number { return this.readers.reduce((n, r) => n + r.fileSize, 0); }
+  get bytesRead(): number { return this.readers.reduce((n, r) => n + r.bytesRead, 0); }
+  get truncated(): boolean { return this.readers.some((r) => r.truncated); }
+
+  /** Each file's warnings, named by file when there are several. */
+  get warnings(): string[] {
+    if (this.readers.length === 1) return this.readers[0]!.warnings;
+    return this.readers.flatMap((r, i) => r.warnings.map((w) => `${this.paths[i]}: ${w}`));
+  }
+
+  /** The earliest next frame of all files (valid until the following next()), or null. */
+  next(): CapturedFrame | null {
+    if (!this.started) {
+      this.started = true;
+      for (const r of this.readers) this.heads.push(r.next());
+    } else if (this.last >= 0) {
+      // only now may the frame handed out last be overwritten by its reader
+      this.heads[this.last] = this.readers[this.last]!.next();
+    }
+    let best = -1;
+    for (let i = 0; i < this.heads.length; i++) {
+      const h = this.heads[i];
+      if (h && (best < 0 || h.tsNs < this.heads[best]!.tsNs)) best = i;
+    }
+    this.last = best;
+    return best < 0 ? null : this.heads[best]!;
+  }
+
+  close(): void { for (const r of this.readers) r.close(); }
+}
