@@ -110,7 +110,7 @@ export class ReportRecorder {
     const src = d.ip?.src ?? d.roce?.grh?.sgid;
     const dst = d.ip?.dst ?? d.roce?.grh?.dgid;
     let kind: RowKind = 'tcp';
-    let text = '';
+    let text: string;
     let flags = note.anomalies.some((a) => a.severity !== 'note') ? FLAG_ALERT : 0;
     if (note.retransmission) flags |= FLAG_RETX;
     const r = d.roce;
