@@ -379,6 +379,7 @@ export async function main(argv: string[]): Promise<void> {
   if (o.endpoint !== undefined && o.state !== undefined) throw new CliError('--endpoint and --state exclude each other: a live endpoint or a saved state', 2);
   // before any work: an hour of reading must not end in "cannot write"
   if (o.ladderSvg !== undefined) checkWritable(o.ladderSvg, '--ladder-svg');
+  if (o.report !== undefined) checkWritable(o.report, '--report');
   if ((o.endpoint !== undefined || o.state !== undefined) && o.interface === undefined && o.read === undefined) return stateView(o);
   if (o.interface !== undefined) return live(o, filter);
   if (!o.read) throw new CliError('no input: give a capture file with -r FILE or an interface with -i IFACE (see --help)', 2);

@@ -81,6 +81,10 @@ test('smcdump -r CAP --report FILE: one self-contained file, uPlot and the data 
   t.is(r.code, 0, r.err);
   t.regex(r.out, /CLC Proposal/, 'frames are still printed (no -q)');
   const html = readFileSync(f, 'utf8');
+  const bad = smcdump(['-r', pcapPath('a-first-contact'), '--report', join(dir, 'no-such-dir', 'x.html')]);
+  t.is(bad.code, 1);
+  t.regex(bad.err, /--report .*no such directory/, 'an unwritable --report path is refused before reading');
+  t.is(bad.out, '');
   t.regex(html, /^<!DOCTYPE html>/);
   t.notRegex(html, /<script[^>]+src=|<link[^>]+href=|@import|url\(http/i);
   t.true(html.includes('var uPlot='));
