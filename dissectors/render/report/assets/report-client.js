@@ -140,6 +140,7 @@
     write: { w: 1.5, dash: [] }, ack: { w: 1, dash: [1, 3], col: '--muted' }, nak: { w: 2.5, dash: [], col: '--err' }, roce: { w: 1, dash: [2, 2] },
   };
   const LINKCOL = ['--c0', '--c2', '--c3', '--c1', '--c4', '--c6'];
+  const CONNCOL = ['--c5', '--c0', '--c2', '--c3', '--c1', '--c6'];
   const zoomIn = el('button', { title: 'zoom in (Ctrl+wheel, +)', onclick: () => ladder.zoom(2) }, '+');
   const zoomOut = el('button', { title: 'zoom out (Ctrl+wheel, −)', onclick: () => ladder.zoom(0.5) }, '−');
   const fit = el('button', { title: 'the whole capture', onclick: () => ladder.fit() }, 'whole capture');
@@ -245,8 +246,10 @@
           const conn = L.conn[i] ? `#${L.conn[i]} ${L.dir[i] === 0 ? 'c>s' : L.dir[i] === 1 ? 's>c' : ''} ` : '';
           const link = L.link[i] >= 0 ? `[${L.links[L.link[i]]}] ` : '';
           const text = (alert ? '! ' : '') + link + conn + L.labels[L.label[i]];
+          // the connection in its own colour (and underlined: not colour alone)
+          const cspan = conn ? el('span', { class: 'conn', style: `color: var(${CONNCOL[L.conn[i] % CONNCOL.length]})` }, conn.trimEnd()) : null;
           frag.append(el('div', { class: 'lbl' + (alert ? ' alert' : '') + (L.flags[i] & FLAG_FAILOVER ? ' failover' : '') + (rowFrame[i] === selected ? ' sel' : ''), 'data-frame': rowFrame[i], 'data-from': a, 'data-to': b, title: `frame ${rowFrame[i]}: ${text}`,
-            style: `left:${lo + 10}px;width:${Math.max(0, hi - lo - 20)}px;top:${ty}px` }, text));
+            style: `left:${lo + 10}px;width:${Math.max(0, hi - lo - 20)}px;top:${ty}px` }, (alert ? '! ' : '') + link, cspan, cspan ? ' ' : null, L.labels[L.label[i]]));
           frag.append(el('div', { class: 'tm', 'data-frame': rowFrame[i], style: `top:${ty}px;width:${TIMEW - 8}px` }, `${(rowT[i] / 1e6).toFixed(6)} #${rowFrame[i]}`));
         }
       }
