@@ -8,7 +8,7 @@
 //                    (at most 1024 bytes; ms = duration, bytes = byte budget, 0 = unlimited)
 //   server → client  "SMCPERF1 OK\n"  (or "SMCPERF1 ERR <reason>\n" and close)
 //   stream   client sends until its time/bytes are up, then shuts down writing; the server
-//            counts, and on EOF answers "SMCPERF1 DONE {"bytes":N,"ms":N}\n" and closes.
+//            counts, and on EOF answers "SMCPERF1 DONE {"bytes":N,"ms":N,"cpuMs":{…}}\n" and closes.
 //   reverse  the server sends SIZE-byte messages until ms/bytes are up, then closes writing.
 //   rr       the server echoes every byte; the client sends SIZE bytes and waits for SIZE back.
 // --raw: no header; stream writes into any sink, rr needs any echo server, reverse reads any
@@ -24,6 +24,7 @@ import { createServer, type SmcSocket, type SmcOptions } from '../endpoint/index
 import type { DeviceSpec } from '../endpoint/verbs/index.js';
 import { CliError, die } from './output.js';
 import { lineChartSvg, sparkline, type Series } from './plot.js';
+import { cpuSince, latencyHistogram, writePerfReport, type CpuMs } from './perf-report.js';
 import {
   cliProgram, collect, connectError, describeDevice, deviceArg, fmtBytes, fmtSize, intArg, numArg, parseSize, resolveHost, say, shutdownEndpoints,
   listenSide, openEndpoint, stateOptions, sizeArg, sleep, smcOptions, sourceAddressFor, stats, timedConnect, verdictLine, verdictOf, versionsArg, type Verdict,
@@ -55,6 +56,7 @@ export function buildProgram(): Command {
     .option('-i, --interval <s>', 'seconds per interval report', numArg('interval', 0.1, 3600), 1)
     .option('--json', 'one JSON document at the end (server: one JSON line per connection)')
     .option('--plot <file.svg>', 'write the interval plot (throughput or latency over time, one line per test) as SVG')
+    .option('--report <file.html>', 'write a self-contained HTML report: intervals, latency histogram and CPU per side, SMC-R next to TCP')
     .option('-b, --bind <addr>', 'local IPv4 address (client: TCP source; server: listen address); the uroce device uses it too')
     .option('--device <dev>', 'RDMA device: uroce:ADDR or ibverbs[:NAME] (default uroce on the source address toward HOST)', deviceArg)
     .option('--ueid <ueid>', 'User EID for SMC-Rv2 (repeatable; none = SMC-Rv1 only)', collect)
@@ -106,6 +108,8 @@ interface Opts {
   time?: number; bytes?: number; parallel: number; tcp?: boolean; raw?: boolean; interval: number; json?: boolean; plot?: string;
   bind?: string; device?: DeviceSpec; ueid: string[]; versions?: Array<1 | 2>; bufsize?: number; tcpOption: boolean; verbose?: boolean;
   control?: string | boolean; stateJson?: string;
+  /** --report FILE.html */
+  report?: string;
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -291,16 +295,17 @@ async function serveConn(s: Duplex): Promise<ServedConn> {
   }
   let bytes = 0;
   let t0 = 0;
+  let cpu0: NodeJS.CpuUsage | undefined;
   const done = new Promise<void>((resolve) => { s.once('end', () => resolve()); void closed.then(() => resolve()); });
   s.on('data', (d: Buffer) => {
-    if (!t0) t0 = performance.now();
+    if (!t0) { t0 = performance.now(); cpu0 = process.cpuUsage(); }
     bytes += d.length;
     if (h.test === 'rr' && !s.write(d)) { s.pause(); s.once('drain', () => s.resume()); }
   });
   s.resume();
   await done;
   const ms = t0 ? performance.now() - t0 : 0;
-  if (!s.writableEnded && !s.destroyed) s.end(h.test === 'stream' ? `${MAGIC} DONE ${JSON.stringify({ bytes, ms: Math.round(ms * 1000) / 1000 })}\n` : undefined);
+  if (!s.writableEnded && !s.destroyed) s.end(h.test === 'stream' ? `${MAGIC} DONE ${JSON.stringify({ bytes, ms: Math.round(ms * 1000) / 1000, ...(cpu0 ? { cpuMs: cpuSince(cpu0) } : {}) })}\n` : undefined);
   await Promise.race([closed, sleep(30_000)]);
   return { header: h, bytes, ms };
 }
@@ -320,6 +325,10 @@ interface Run {
   intervals: Interval[];
   total?: { bytes: number; seconds: number; bitsPerSecond: number; megabytesPerSecond: number; transactions?: number; transactionsPerSecond?: number; receiverBytes?: number; senderBytes?: number };
   latencyUs?: { count: number; min: number; avg: number; p50: number; p90: number; p99: number; p999: number; max: number; mdev: number };
+  /** Process CPU during the test: this client, and the server (stream tests: from its DONE answer). */
+  cpu?: { client: CpuMs; server?: CpuMs };
+  /** --report: latency samples in log-spaced buckets (µs). */
+  latencyHistogramUs?: { edges: number[]; counts: number[] };
   error?: string;
 }
 
@@ -408,6 +417,14 @@ async function client(hostArg: string, o: Opts): Promise<number> {
     }
   }
   if (o.plot && text) say(`plot: ${o.plot}`);
+  if (o.report) {
+    try {
+      writePerfReport(o.report, { host: hostArg, port: o.port, test: o.mode, sizes, parallel: o.parallel, seconds: o.bytes === undefined ? seconds : null, bytes: o.bytes ?? null, device: describeDevice(device), runs });
+    } catch (e) {
+      throw new CliError(`--report ${o.report}: ${(e as Error).message}`, 2);
+    }
+    if (text) say(`report: ${o.report}`);
+  }
   return failed ? 1 : 0;
 }
 
@@ -472,6 +489,8 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
   }
   const ctr: Counters = { bytes: 0, tx: 0, latSumUs: 0, latCount: 0, lat: [] };
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  let serverCpu: CpuMs | undefined;
   const deadline = c.seconds > 0 ? t0 + c.seconds * 1000 : Infinity;
   let last = { t: t0, bytes: 0, tx: 0, latSumUs: 0, latCount: 0 };
   const tick = (): void => {
@@ -498,6 +517,7 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
     const results = await Promise.all(conns.map((k) => worker(k.s, test, size, share, deadline, ctr, o.raw === true, c.stop)));
     endT = performance.now();
     if (!o.raw && test === 'stream') receiverBytes = results.reduce((a, r) => a + (r.peerBytes ?? 0), 0);
+    for (const r of results) if (r.peerCpuMs) serverCpu = { userMs: (serverCpu?.userMs ?? 0) + r.peerCpuMs.userMs, systemMs: (serverCpu?.systemMs ?? 0) + r.peerCpuMs.systemMs };
     const err = results.find((r) => r.error)?.error;
     if (err) run.error = err;
   } catch (e) {
@@ -516,6 +536,8 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
     ...(test === 'rr' ? { transactions: ctr.tx, transactionsPerSecond: r1(secs > 0 ? ctr.tx / secs : 0) } : {}),
   };
   if (receiverBytes !== undefined && receiverBytes !== ctr.bytes && !run.error) run.error = `the server received ${receiverBytes} of the ${ctr.bytes} bytes sent`;
+  run.cpu = { client: cpuSince(cpu0), ...(serverCpu ? { server: serverCpu } : {}) };
+  if (o.report && ctr.lat.length) run.latencyHistogramUs = latencyHistogram(ctr.lat);
   const st = stats(ctr.lat);
   if (st) run.latencyUs = { count: st.count, min: r1(st.min), avg: r1(st.avg), p50: r1(st.p50), p90: r1(st.p90), p99: r1(st.p99), p999: r1(st.p999), max: r1(st.max), mdev: r1(st.mdev) };
   if (text) {
@@ -538,7 +560,7 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
   return run;
 }
 
-interface WorkerResult { peerBytes?: number; error?: string }
+interface WorkerResult { peerBytes?: number; error?: string; peerCpuMs?: CpuMs }
 
 async function worker(s: Duplex, test: Test, size: number, budget: number, deadline: number, ctr: Counters, raw: boolean, stop: AbortSignal): Promise<WorkerResult> {
   let gone: string | undefined;
@@ -570,8 +592,8 @@ async function worker(s: Duplex, test: Test, size: number, budget: number, deadl
       try {
         const line = await done;
         if (!line.startsWith(`${MAGIC} DONE `)) return { error: `unexpected server result ${JSON.stringify(line.slice(0, 60))}` };
-        const j = JSON.parse(line.slice(MAGIC.length + 6)) as { bytes?: number };
-        return { peerBytes: Number(j.bytes ?? 0) };
+        const j = JSON.parse(line.slice(MAGIC.length + 6)) as { bytes?: number; cpuMs?: CpuMs };
+        return { peerBytes: Number(j.bytes ?? 0), ...(j.cpuMs ? { peerCpuMs: j.cpuMs } : {}) };
       } catch (e) {
         return { error: (e as Error).message };
       }
