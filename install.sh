@@ -11,6 +11,7 @@ node_ok() { command -v node >/dev/null && node -e 'const [a,b]=process.versions.
 pkgs=()
 command -v tshark  >/dev/null || pkgs+=(tshark)
 command -v tcpdump >/dev/null || pkgs+=(tcpdump)
+[ -x /usr/bin/time ] || pkgs+=(time)   # npm run bench: peak RSS of each command
 # Native addons (native/binding.gyp, built by `npm ci` through node-gyp): libpcap headers, C++ toolchain.
 dpkg -s libpcap-dev >/dev/null 2>&1 || pkgs+=(libpcap-dev)
 for c in g++ make python3; do command -v $c >/dev/null || pkgs+=($c); done
