@@ -224,7 +224,8 @@ test.serial('smcperf --omit: short-test intervals, omitted start left out, CPU p
   t.true(omitted.at(-1).end <= counted[0].start + 1e-9, 'the omitted intervals end where the counted ones start');
   for (const iv of run.intervals) t.is(iv.bits_per_second, iv.bitsPerSecond);
   t.true(run.total.bytes < run.total.receiverBytes, 'the total leaves out what was sent before the omit boundary');
-  t.true(run.total.seconds >= 0.95 && run.total.seconds < 1.5, String(run.total.seconds));
+  // the omit boundary is a timer: on a loaded machine it fires late, so the counted span may be short of 1 s
+  t.true(run.total.seconds > 0.5 && run.total.seconds < 2, String(run.total.seconds));
   t.like(run.sum_received, { bytes: run.total.bytes, seconds: run.total.seconds });
   t.is(run.sum_sent.seconds, run.total.seconds);
   const cpu = run.cpu_utilization_percent;
