@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'puppeteer-core';
 
 // Browser-side names used inside page.evaluate callbacks (the project compiles without the DOM lib).
-/* eslint-disable @typescript-eslint/no-explicit-any */
+ 
 declare const window: any;
 declare const document: any;
 type Element = any;

@@ -9,7 +9,7 @@ import { latencyHistogram, renderPerfReport } from '../../cli/perf-report.js';
 import { findChromium, launch, openReport } from './browser.js';
 
 // Browser-side names used inside page.evaluate callbacks (the project compiles without the DOM lib).
-/* eslint-disable @typescript-eslint/no-explicit-any */
+ 
 declare const window: any;
 
 test('latency histogram: log buckets hold every sample', (t) => {

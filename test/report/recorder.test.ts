@@ -4,7 +4,7 @@ import test from 'ava';
 import { FLAG_WB, MAX_BUCKETS, MAX_POINTS, ReportRecorder } from '../../dissectors/render/report/recorder.js';
 import type { Tracker } from '../../dissectors/tracker/tracker.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
+ 
 function fakeTracker(): { t: Tracker; dirs: { prodLinear: number; consLinear: number }[]; link: any } {
   const dirs = [{ prodLinear: 0, consLinear: 0 }, { prodLinear: 0, consLinear: 0 }];
   const link: any = { name: 'LG1/L1', state: 'active', ends: [{ gid: '::ffff:10.0.0.1' }, { gid: '::ffff:10.0.0.2' }] };

@@ -19,7 +19,7 @@ import { Tracker } from '../../dissectors/tracker/tracker.js';
 import { findChromium, launch, ladderLayout, openReport, overlaps } from './browser.js';
 
 // Browser-side names used inside page.evaluate callbacks (the project compiles without the DOM lib).
-/* eslint-disable @typescript-eslint/no-explicit-any */
+ 
 declare const window: any;
 declare const document: any;
 type HTMLElement = any;
