@@ -272,7 +272,7 @@ async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     if (r.mtuCode < 1 || r.mtuCode > 5) throw new ClcError(DECL.SYNCERR, `server MTU code ${r.mtuCode} out of range`);
     // -- link group: new on first contact; else the one whose link talks to the named QP
     let link: Link | undefined;
-    unlock = await ctx.lgrLock('client', `${r.peerId}|${r.gid}`);
+    unlock = await lockWithin(ctx, 'client', `${r.peerId}|${r.gid}`, o.clcTimeoutMs);
     if (acc.firstContact) {
       lg = ctx.newLinkGroup('client', version, release, r.peerId, maxConns, maxLinks);
       newGroup = true;
@@ -350,12 +350,15 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     // -- admission: at most opts.maxHandshakes past this point at once (their QPs, buffers and
     //    LLC flows are the costly part); a Proposal that finds no slot in time is declined and
     //    the connection goes on as TCP.
+    //    Taken after this peer's lock, so Proposals queued behind a silent one of the same peer
+    //    hold no slot.
+    // -- first or subsequent contact (decided under this peer's lock: a second Proposal from the
+    //    same peer waits until this first contact has its link group, then joins it; at most one
+    //    CLC timeout, then it is declined)
+    unlock = await lockWithin(ctx, 'server', `${p.peerId}|${peerGid}`, o.clcTimeoutMs);
     const slot = await ctx.handshakeSlot();
     if (!slot) throw new ClcError(DECL.MEM, `too many handshakes at once (limit ${o.maxHandshakes})`);
     releaseSlot = slot;
-    // -- first or subsequent contact (decided under this peer's lock: a second Proposal from the
-    //    same peer waits until this first contact has its link group, then joins it)
-    unlock = await ctx.lgrLock('server', `${p.peerId}|${peerGid}`);
     lg = ctx.findLinkGroup((g) => g.role === 'server' && g.version === version && g.peerId === p.peerId && !g.full
       && (g.state === 'ACTIVE' || g.state === 'IDLE') && !!g.activeLink()
       && (g.peerGids.includes(peerGid) || [...g.links.values()].some((l) => l.state === 'ACTIVE' && l.peer?.gid === peerGid)));
@@ -427,6 +430,21 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     unlock();
     releaseSlot();
   }
+}
+
+/**
+ * This peer's link-group lock, waiting at most `ms` (another handshake of the same peer holds it
+ * and its peer went silent). A lock granted after we gave up is released at once.
+ */
+async function lockWithin(ctx: HandshakeContext, role: Role, peer: string, ms: number): Promise<() => void> {
+  const p = ctx.lgrLock(role, peer);
+  let t: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => { t = setTimeout(() => resolve(undefined), ms); });
+  const got = await Promise.race([p, late]);
+  clearTimeout(t);
+  if (got) return got;
+  void p.then((u) => u());
+  throw new ClcError(DECL.INTERR, `another handshake with this peer held its link group decision for ${ms} ms`);
 }
 
 interface Choice { version: 1 | 2; release: number; maxConns: number; maxLinks: number; eid?: string; peerGid: string }

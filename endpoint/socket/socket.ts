@@ -103,7 +103,7 @@ export class SmcSocket extends Duplex {
       this.fallback = undefined;
       this.conn = init.conn;
       this.closeTimeoutMs = init.closeTimeoutMs ?? 30_000;
-      this.setupSmcr(init.conn, init.finGraceMs ?? 2000, init.peerEnded === true);
+      this.setupSmcr(init.conn, init.finGraceMs ?? 3000, init.peerEnded === true);
     } else {
       const r = declineReason(init.fallbackCode);
       this.fallback = { code: init.fallbackCode >>> 0, name: r.name, meaning: r.meaning };
@@ -211,7 +211,8 @@ export class SmcSocket extends Duplex {
       if (live()) conn.abort(`TCP connection failed: ${(e as Error).message}`);
       if (!this.destroyed) this.destroy(e);
     });
-    tcp.on('close', () => { clearTimeout(finTimer); if (live() && !conn.peerDone) conn.abort('TCP connection closed under an SMC-R connection'); });
+    // No abort on 'close' itself: both FINs may have crossed while the peer's done CDC is still on
+    // its way over RDMA; the FIN timer above decides.
     conn.once('closed', () => clearTimeout(finTimer));
     tcp.resume();
     if (peerEnded) onFin();
