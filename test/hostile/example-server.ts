@@ -23,8 +23,8 @@ const server = createServer({
   s.on('close', () => say(`conn ${id} closed: ${bytes} bytes echoed (${s.mode})`));
   s.pipe(s);
 });
-await server.listen(Number(portArg), addr);
-say(`listening ${addr}:${portArg}`);
+const bound = await server.listen(Number(portArg), addr);
+say(`listening ${bound.address}:${bound.port}`);
 await new Promise<void>((resolve) => { process.once('SIGTERM', resolve); process.once('SIGINT', resolve); });
 await server.close();
 await closeAll();
