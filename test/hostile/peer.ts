@@ -96,6 +96,9 @@ export class EchoCheck {
     return this.gotBytes === this.sentBytes && this.sent.copy().digest('hex') === this.got.copy().digest('hex');
   }
 
+  /** Why it fell back (code name and reason), for a TCP-mode connection. */
+  fallbackWhy(): string | undefined { return this.sock.fallback ? `${this.sock.fallback.name}` : undefined; }
+
   close(): void { this.sock.destroy(); }
 }
 
