@@ -92,7 +92,7 @@ export function resolveOptions(o: SmcOptions): ResolvedOptions {
     idleLinkGroupMs: o.idleLinkGroupMs ?? 600_000,
     maxHandshakes: positiveInt(o.maxHandshakes, 64, 'maxHandshakes'),
     maxPendingConnections: positiveInt(o.maxPendingConnections, 4096, 'maxPendingConnections'),
-    finGraceMs: positiveInt(o.finGraceMs, 3000, 'finGraceMs', 3_600_000),
+    finGraceMs: positiveInt(o.finGraceMs, 1500, 'finGraceMs', 3_600_000),
     tcpOption: o.tcpOption ?? 'ebpf',
     hostname: (o.hostname ?? hostname()).slice(0, 32),
     log: o.log ?? (() => {}),

@@ -103,7 +103,7 @@ export class SmcSocket extends Duplex {
       this.fallback = undefined;
       this.conn = init.conn;
       this.closeTimeoutMs = init.closeTimeoutMs ?? 30_000;
-      this.setupSmcr(init.conn, init.finGraceMs ?? 3000, init.peerEnded === true);
+      this.setupSmcr(init.conn, init.finGraceMs ?? 1500, init.peerEnded === true);
     } else {
       const r = declineReason(init.fallbackCode);
       this.fallback = { code: init.fallbackCode >>> 0, name: r.name, meaning: r.meaning };
