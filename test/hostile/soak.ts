@@ -9,7 +9,7 @@ import { startTarget } from './servers.js';
 import { rssKb, sleep, UEID } from './peer.js';
 
 export interface SoakResult {
-  seconds: number; connections: number; smcr: number; bytesVerified: number; mismatches: number; errors: string[];
+  seconds: number; connections: number; smcr: number; firstErrorMs?: number; bytesVerified: number; mismatches: number; errors: string[];
   rssStartKb: number; rssEndKb: number; rssSamplesKb: number[];
 }
 
@@ -25,18 +25,25 @@ export async function soak(seconds: number, n: number, net = '127.0.97'): Promis
   const srv = await startTarget('example', `${net}.2`, { HOSTILE_FAULTS: JSON.stringify(FAULTS) });
   const errors: string[] = [];
   let verified = 0, mismatches = 0;
+  let firstErrorMs: number | undefined;
   try {
-    const socks: SmcSocket[] = await Promise.all(Array.from({ length: n }, () => connect({
-      device: { provider: 'uroce', address: `${net}.1`, faults: { ...FAULTS, seed: 11 } }, ueids: [UEID], tcpOption: 'ignore',
-      host: srv.addr, port: srv.port, localAddress: `${net}.1`, connectTimeoutMs: 30_000,
-    })));
+    // Opened 8 at a time: 64 at once would time out some handshakes (each new RMB costs a
+    // CONFIRM RKEY, and LLC flows of a link group run one at a time) and fall back to TCP.
+    const socks: SmcSocket[] = [];
+    for (let i = 0; i < n; i += 8) {
+      socks.push(...await Promise.all(Array.from({ length: Math.min(8, n - i) }, () => connect({
+        device: { provider: 'uroce', address: `${net}.1`, faults: { ...FAULTS, seed: 11 } }, ueids: [UEID], tcpOption: 'ignore',
+        host: srv.addr, port: srv.port, localAddress: `${net}.1`, connectTimeoutMs: 30_000,
+      }))));
+    }
+    const start = Date.now();
     const until = Date.now() + seconds * 1000;
     const pattern = randomBytes(1 << 20);
     const runs = socks.map((s, i) => new Promise<void>((resolve) => {
       // What was sent and not yet echoed: offsets into `pattern` (a ring), compared byte by byte.
       let sentOff = (i * 7919) % pattern.length, checkOff = sentOff, outstanding = 0;
       let stopping = false;
-      s.on('error', (e) => { errors.push(`conn ${i}: ${e.message}`); resolve(); });
+      s.on('error', (e) => { firstErrorMs ??= Date.now() - start; errors.push(`conn ${i}: ${e.message}`); resolve(); });
       s.on('data', (d: Buffer) => {
         for (let k = 0; k < d.length;) {
           const len = Math.min(d.length - k, pattern.length - checkOff);
@@ -67,7 +74,7 @@ export async function soak(seconds: number, n: number, net = '127.0.97'): Promis
     const smcr = socks.filter((s) => s.mode === 'smcr').length;
     if (errors.length > 0) errors.push(...srv.proc.out.split('\n').filter((l) => l && !/closed:|^listening/.test(l)).slice(0, 10).map((l) => `server: ${l}`));
     for (const s of socks) s.destroy();
-    return { seconds, connections: n, smcr, bytesVerified: verified, mismatches, errors, rssStartKb: samples[0]!, rssEndKb: samples[samples.length - 1]!, rssSamplesKb: samples };
+    return { seconds, connections: n, smcr, ...(firstErrorMs !== undefined ? { firstErrorMs } : {}), bytesVerified: verified, mismatches, errors, rssStartKb: samples[0]!, rssEndKb: samples[samples.length - 1]!, rssSamplesKb: samples };
   } finally {
     await closeAll();
     await srv.proc.stop();
