@@ -74,7 +74,9 @@ export async function soak(seconds: number, n: number, net = '127.0.97'): Promis
     await sleep(Math.min(30_000, (seconds * 1000) / 3)); // warm-up: heap and buffers reach their working size
     const samples = [rssKb(srv.proc.proc.pid!)];
     const sampler = setInterval(() => samples.push(rssKb(srv.proc.proc.pid!)), Math.max(1000, seconds * 100));
-    await Promise.race([Promise.all(runs), sleep(seconds * 1000 + 60_000)]);
+    let guard: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(runs), new Promise<void>((r) => { guard = setTimeout(r, seconds * 1000 + 60_000); })]);
+    clearTimeout(guard); // a pending timer would keep the test process from exiting
     clearInterval(sampler);
     lag.disable();
     maxLagMs = Math.round(lag.max / 1e6);
