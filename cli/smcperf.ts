@@ -64,6 +64,7 @@ export function buildProgram(): Command {
     .option('--versions <list>', 'SMC-R versions offered, preferred first (default 2,1)', versionsArg)
     .option('--bufsize <size>', 'RMB and send buffer per connection, a power of two 16k…512m (default 64k)', sizeArg('bufsize', 16384, 512 * 1024 * 1024))
     .option('--no-tcp-option', 'do not use TCP option 254 (no eBPF, no root); only toward peers known to speak SMC')
+    .option('--max-memory <size>', 'server: memory all tests together may hold for their messages (a reverse test holds one SIZE buffer, an rr test one message; more is refused with ERR); SMC-R buffers (2 x --bufsize per connection) come on top', sizeArg('max memory', 1024 * 1024, Number.MAX_SAFE_INTEGER), 256 * 1024 * 1024)
     .option('-v, --verbose', 'print the endpoint\'s protocol log on stderr');
   stateOptions(p)
     .addHelpText('after', `
@@ -109,7 +110,7 @@ interface Opts {
   time?: number; bytes?: number; parallel: number; tcp?: boolean; raw?: boolean; interval: number; json?: boolean; plot?: string;
   omit: number; intervalGiven?: boolean;
   bind?: string; device?: DeviceSpec; ueid: string[]; versions?: Array<1 | 2>; bufsize?: number; tcpOption: boolean; verbose?: boolean;
-  control?: string | boolean; stateJson?: string;
+  control?: string | boolean; stateJson?: string; maxMemory: number;
   /** --report FILE.html */
   report?: string;
 }
@@ -234,13 +235,14 @@ async function serve(o: Opts): Promise<number> {
   const smc = smcOptions(device, o, log);
   const opt = await openEndpoint('smcperf', smc, o);
   let n = 0;
+  const budget = new MemoryBudget(o.maxMemory);
   const emit = (obj: Record<string, unknown>, line: string): void => say(o.json ? JSON.stringify(obj) : line);
   const handle = (s: Duplex & { remoteAddress?: string; remotePort?: number }, transport: Transport, verdict?: Verdict): void => {
     const id = ++n;
     const peer = `${s.remoteAddress}:${s.remotePort}`;
     const how = transport === 'tcp' ? 'plain TCP' : verdictLine(verdict!);
     s.on('error', () => undefined);
-    void serveConn(s).then((r) => {
+    void serveConn(s, budget).then((r) => {
       const rate = r.ms > 0 ? (r.bytes * 8) / (r.ms / 1000) : 0;
       emit({ event: 'done', n: id, peer, transport, verdict: verdict ?? null, ...r },
         `conn ${id} from ${peer} (${how}): ${r.header ? `${r.header.test} ${fmtSize(r.header.size)}` : 'no test'}`
@@ -280,7 +282,23 @@ async function serve(o: Opts): Promise<number> {
 
 interface ServedConn { header?: Header; bytes: number; ms: number; error?: string; cpu?: CpuPercent }
 
-async function serveConn(s: Duplex): Promise<ServedConn> {
+/** Memory the server's tests hold for their messages, against --max-memory. */
+export class MemoryBudget {
+  used = 0;
+  constructor(readonly max: number) {}
+  /** Take `n` bytes; false (nothing taken) when they do not fit. */
+  take(n: number): boolean {
+    if (this.used + n > this.max) return false;
+    this.used += n;
+    return true;
+  }
+  give(n: number): void { this.used = Math.max(0, this.used - n); }
+}
+
+/** What a test holds: reverse, one SIZE buffer it sends from; rr, one message being echoed. */
+export function testMemory(h: Header): number { return h.test === 'stream' ? 0 : h.size; }
+
+async function serveConn(s: Duplex, budget: MemoryBudget): Promise<ServedConn> {
   let line: string;
   try {
     line = await readLine(s, MAX_HEADER, 10_000, 'control header');
@@ -294,7 +312,27 @@ async function serveConn(s: Duplex): Promise<ServedConn> {
     s.resume();
     return { bytes: 0, ms: 0, error: h };
   }
+  const need = testMemory(h);
+  if (!budget.take(need)) {
+    const why = `server memory limit: this test needs ${fmtSize(need)}, ${fmtSize(budget.used)} of ${fmtSize(budget.max)} (--max-memory) in use`;
+    s.end(`${MAGIC} ERR ${why}\n`);
+    s.resume();
+    return { header: h, bytes: 0, ms: 0, error: why };
+  }
+  try {
+    return await runTest(s, h);
+  } finally {
+    budget.give(need);
+  }
+}
+
+async function runTest(s: Duplex, h: Header): Promise<ServedConn> {
   s.write(`${MAGIC} OK\n`);
+  // A client that vanishes (killed, reset, SMC-R abort) is a failed test, not a completed one.
+  let lost: string | undefined;
+  s.on('error', (e: Error) => { lost ??= e.message; });
+  let ended = false;
+  s.once('end', () => { ended = true; });
   const closed = closedOrError(s);
   if (h.test === 'reverse') {
     const buf = payload(h.size);
@@ -313,7 +351,8 @@ async function serveConn(s: Duplex): Promise<ServedConn> {
     }
     if (!gone) s.end();
     await Promise.race([closed, sleep(30_000)]);
-    return { header: h, bytes: sent, ms: performance.now() - t0, ...(gone && sent < budget && performance.now() < end ? { error: 'client went away' } : {}) };
+    const early = gone && sent < budget && performance.now() < end;
+    return { header: h, bytes: sent, ms: performance.now() - t0, ...(early || lost ? { error: `client went away after ${sent} bytes${lost ? `: ${lost}` : ''}` } : {}) };
   }
   let bytes = 0;
   let t0 = 0;
@@ -337,10 +376,24 @@ async function serveConn(s: Duplex): Promise<ServedConn> {
   clearTimeout(omitTimer);
   const ms = t0 ? performance.now() - t0 : 0;
   const usage = cpu();
+  const short = incomplete(h, bytes, ms);
   // cpu: percent of one core as iperf3 counts it; cpuMs: process time, for --report
-  if (!s.writableEnded && !s.destroyed) s.end(h.test === 'stream' ? `${MAGIC} DONE ${JSON.stringify({ bytes, ms: Math.round(ms * 1000) / 1000, cpu: usage, ...(cpu0 ? { cpuMs: cpuSince(cpu0) } : {}) })}\n` : undefined);
+  if (!lost && ended && !s.writableEnded && !s.destroyed) s.end(h.test === 'stream' ? `${MAGIC} DONE ${JSON.stringify({ bytes, ms: Math.round(ms * 1000) / 1000, cpu: usage, ...(cpu0 ? { cpuMs: cpuSince(cpu0) } : {}) })}\n` : undefined);
   await Promise.race([closed, sleep(30_000)]);
-  return { header: h, bytes, ms, cpu: usage };
+  const why = lost ?? (!ended ? 'connection closed without an end' : short);
+  return { header: h, bytes, ms, cpu: usage, ...(why ? { error: `client went away after ${bytes} bytes: ${why}` } : {}) };
+}
+
+/**
+ * A client that was killed ends its TCP fallback connection with a plain FIN, like a finished
+ * one: what the header promised tells them apart (a byte count not reached, or a timed test that
+ * stopped well before its time).
+ */
+export function incomplete(h: Header, bytes: number, ms: number): string | undefined {
+  if (h.test !== 'stream') return undefined;
+  if (h.bytes > 0 && bytes < h.bytes) return `${bytes} of ${h.bytes} bytes`;
+  if (h.bytes === 0 && h.ms > 0 && bytes > 0 && ms < h.ms - Math.max(500, h.ms * 0.1)) return `stopped after ${(ms / 1000).toFixed(2)} s of ${(h.ms / 1000).toFixed(2)} s`;
+  return undefined;
 }
 
 // ------------------------------------------------------------------------------------------
