@@ -55,7 +55,7 @@ function controlDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 }); // what it creates is 0700; what exists stays as it is
   } catch (e) {
-    throw new Error(`control socket: cannot create ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new Error(`control socket: cannot create ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
   }
   const st = lstatSync(dir);
   if (!st.isDirectory()) throw new Error(`control socket: ${dir} is not a directory`);
