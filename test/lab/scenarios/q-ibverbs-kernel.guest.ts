@@ -1,0 +1,145 @@
+// Guest-side part of scenario q-ibverbs-kernel: smcscope's SMC-R endpoint on the native
+// libibverbs provider (rxe0 in guest A, Soft-RoCE on eth0) against guest B's kernel SMC-R.
+// Bundled with esbuild by q-ibverbs-kernel.host.ts and run by guest A with the host's node:
+//   node guest.mjs client PEER PORT DONE CLOSED   our client → kernel server (smcpingpong server -n 2)
+//   node guest.mjs server PORT DONE CLOSED         kernel client (smcpingpong client ×2) → our server
+// Both: conn 1 = first contact with a short message, conn 2 = subsequent contact with 1 MiB
+// (smcpingpong's bulk pattern); data are checked by smcpingpong's "ACK <bytes> fnv1a=<hash>"
+// both ways (the client side checks the reply, the server side computes the hash it replies).
+// Then, after guest B signalled DONE (it dumped its SMC state), closeAll() deletes the link
+// group (LLC DELETE LINK) and CLOSED tells guest B. The endpoint's own state before and after
+// (stack.status()) and every connection go to /out/ibverbs-ROLE.json. Exit 0 only if all is well.
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect, createServer, closeAll, endpoint, type SmcSocket } from '../../../endpoint/index.js';
+import type { SmcOptions } from '../../../endpoint/config.js';
+import { FNV1A_INIT, fnv1a, fnv1aHex, fnv1aUpdate } from '../hostpart.js';
+
+const [mode, ...args] = process.argv.slice(2);
+const OUT = '/out';
+const SYNC = join(OUT, 'sync');
+const UEID = 'SMC-LAB-UEID';
+const t0 = Date.now();
+const stamp = (): string => ((Date.now() - t0) / 1000).toFixed(3).padStart(8);
+const say = (l: string): void => console.log(`[${stamp()} ibverbs-${mode}] ${l}`);
+const opts: SmcOptions = { device: { provider: 'ibverbs', device: 'rxe0' }, ueids: [UEID], tcpOption: 'ebpf', log: (l) => say(`smc: ${l}`) };
+
+interface ConnRecord {
+  n: number; mode: string; handshakeMs: number; smcr?: SmcSocket['smcr']; fallback?: SmcSocket['fallback'];
+  bytes: number; fnv1a: string; reply?: string; replyOk?: boolean; transferMs?: number; error?: string;
+}
+const out: { role: string; provider: string; conns: ConnRecord[]; statusBefore?: unknown; statusAfter?: unknown; closeMs?: number; errors: string[] } =
+  { role: mode ?? '?', provider: 'ibverbs:rxe0', conns: [], errors: [] };
+const save = (): void => writeFileSync(join(OUT, `ibverbs-${mode}.json`), JSON.stringify(out, null, 2));
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+async function waitFor(name: string, s: number): Promise<boolean> {
+  for (let i = 0; i < s * 4; i++) { if (existsSync(join(SYNC, name))) return true; await sleep(250); }
+  out.errors.push(`timeout waiting for ${name}`);
+  return false;
+}
+const signal = (name: string): void => { writeFileSync(join(SYNC, `a.${name}`), ''); say(`signal ${name}`); };
+
+/** smcpingpong's bulk pattern: byte i is "0123456789abcdef"[i % 16]. */
+function pattern(n: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = '0123456789abcdef'.charCodeAt(i % 16);
+  return b;
+}
+
+const giveUp = setTimeout(() => { say('not finished within 300 s'); out.errors.push('timeout'); save(); process.exit(1); }, 300_000);
+
+async function status(): Promise<unknown> {
+  try { return (await endpoint(opts)).snapshot(); } catch (e) { return { error: (e as Error).message }; }
+}
+
+async function finish(done: string, closed: string): Promise<void> {
+  await waitFor(`b.${done}`, 120);
+  out.statusBefore = await status();
+  const c0 = Date.now();
+  const ok = await Promise.race([closeAll().then(() => true), sleep(15_000).then(() => false)]);
+  if (!ok) out.errors.push('closeAll did not finish within 15 s');
+  out.closeMs = Date.now() - c0;
+  say(`endpoint closed (link groups deleted) in ${out.closeMs} ms`);
+  save();
+  signal(closed);
+}
+
+async function clientOne(peer: string, port: number, n: number, data: Buffer): Promise<void> {
+  const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, bytes: data.length, fnv1a: fnv1a(data) };
+  out.conns.push(rec);
+  try {
+    const s0 = Date.now();
+    const s = await connect({ ...opts, host: peer, port });
+    rec.handshakeMs = Date.now() - s0;
+    rec.mode = s.mode;
+    if (s.smcr) rec.smcr = s.smcr;
+    if (s.fallback) rec.fallback = s.fallback;
+    say(`conn ${n}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)}`);
+    const parts: Buffer[] = [];
+    const done = new Promise<void>((resolve, reject) => { s.on('data', (d: Buffer) => parts.push(d)); s.on('end', resolve); s.on('error', reject); });
+    const w0 = Date.now();
+    s.end(data);
+    await done;
+    rec.transferMs = Date.now() - w0;
+    rec.reply = Buffer.concat(parts).toString('latin1').trim();
+    rec.replyOk = rec.reply === `ACK ${data.length} fnv1a=${rec.fnv1a}`;
+    say(`conn ${n}: sent ${data.length} bytes fnv1a=${rec.fnv1a}; reply after ${rec.transferMs} ms: ${rec.reply} (${rec.replyOk ? 'matches' : 'MISMATCH'})`);
+    await new Promise<void>((resolve) => { if (s.destroyed) resolve(); else s.once('close', () => resolve()); setTimeout(resolve, 5000); });
+  } catch (e) {
+    rec.error = (e as Error).message;
+    say(`conn ${n}: error ${rec.error}`);
+  }
+  save();
+}
+
+if (mode === 'client') {
+  const [peer, portS, done, closed] = args as [string, string, string, string];
+  await clientOne(peer, Number(portS), 1, Buffer.from('SMC-R interop: the ibverbs endpoint to the kernel server 0123456789'));
+  await sleep(1000);
+  await clientOne(peer, Number(portS), 2, pattern(1 << 20));
+  signal('client-conns-done');
+  await finish(done, closed);
+  const ok = out.conns.length === 2 && out.errors.length === 0 && out.conns.every((c) => c.replyOk && c.mode === 'smcr');
+  say(`client ${ok ? 'done' : 'FAILED'}`);
+  clearTimeout(giveUp);
+  process.exit(ok ? 0 : 1);
+} else if (mode === 'server') {
+  const [portS, done, closed] = args as [string, string, string];
+  const port = Number(portS);
+  const accepted = new Map<number, number>();
+  let count = 0;
+  const server = createServer(opts, (s: SmcSocket) => {
+    const n = ++count;
+    const rec: ConnRecord = { n, mode: s.mode, handshakeMs: Date.now() - (accepted.get(s.tcp.remotePort ?? 0) ?? Date.now()), bytes: 0, fnv1a: '' };
+    if (s.smcr) rec.smcr = s.smcr;
+    if (s.fallback) rec.fallback = s.fallback;
+    out.conns.push(rec);
+    say(`conn ${n} from ${s.tcp.remoteAddress}:${s.tcp.remotePort}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)}`);
+    let h = FNV1A_INIT;
+    let tData = 0;
+    s.on('data', (d: Buffer) => { if (!rec.bytes) tData = Date.now(); rec.bytes += d.length; h = fnv1aUpdate(h, d); });
+    s.on('end', () => {
+      rec.fnv1a = fnv1aHex(h);
+      rec.transferMs = tData ? Date.now() - tData : 0;
+      rec.reply = `ACK ${rec.bytes} fnv1a=${rec.fnv1a}`;
+      say(`conn ${n}: received ${rec.bytes} bytes in ${rec.transferMs} ms fnv1a=${rec.fnv1a}`);
+      s.end(`${rec.reply}\n`);
+      save();
+    });
+    s.on('error', (e) => { rec.error = e.message; say(`conn ${n}: error ${e.message}`); save(); });
+  });
+  server.tcp.on('connection', (sock) => accepted.set(sock.remotePort ?? 0, Date.now()));
+  server.on('error', (e: Error) => { out.errors.push(e.message); say(`server: error ${e.message}`); });
+  await server.listen(port, '0.0.0.0');
+  say(`listening on :${port} (ibverbs rxe0, UEID ${UEID}, eBPF TCP option)`);
+  signal('srv-listening');
+  await finish(done, closed);
+  server.tcp.close();
+  const ok = out.conns.length === 2 && out.errors.length === 0 && out.conns.every((c) => c.mode === 'smcr' && c.reply && !c.error);
+  say(`server ${ok ? 'done' : 'FAILED'}: ${out.conns.length} connections`);
+  clearTimeout(giveUp);
+  process.exit(ok ? 0 : 1);
+} else {
+  console.error('usage: guest.mjs client PEER PORT DONE CLOSED | server PORT DONE CLOSED');
+  process.exit(2);
+}
