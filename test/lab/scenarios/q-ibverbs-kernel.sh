@@ -8,7 +8,7 @@
 #   phase 2: B's kernel client → our server: the same two connections the other way; the
 #            kernel client checks our ACK, we hash what arrived.
 # SMC-Rv2.1 with UEID SMC-LAB-UEID only: rxe has RoCE v2 GIDs only, SMC-Rv1 cannot run on it.
-# lab-guests: a b
+# lab-guests: a,b
 # lab-timeout: 480
 PORT=12345
 MSG='SMC-R interop: the kernel client to the ibverbs endpoint 0123456789'
