@@ -12,6 +12,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, createServer, closeAll, endpoint, type SmcSocket } from '../../../endpoint/index.js';
+import { stateJson } from '../../../endpoint/control.js';
 import type { SmcOptions } from '../../../endpoint/config.js';
 import { FNV1A_INIT, fnv1a, fnv1aHex, fnv1aUpdate } from '../hostpart.js';
 
@@ -48,17 +49,25 @@ function pattern(n: number): Buffer {
 
 const giveUp = setTimeout(() => { say('not finished within 300 s'); out.errors.push('timeout'); save(); process.exit(1); }, 300_000);
 
-async function status(): Promise<unknown> {
-  try { return (await endpoint(opts)).snapshot(); } catch (e) { return { error: (e as Error).message }; }
+/** The endpoint's state as smcdump --state reads it (--state-json), also written to
+ *  /out/ibverbs-ROLE-state-TAG.json. */
+async function state(tag: string): Promise<unknown> {
+  let s: unknown;
+  try { s = stateJson(await endpoint(opts)); } catch (e) { s = { error: (e as Error).message }; }
+  writeFileSync(join(OUT, `ibverbs-${mode}-state-${tag}.json`), JSON.stringify(s, null, 2));
+  return s;
 }
 
 async function finish(done: string, closed: string): Promise<void> {
   await waitFor(`b.${done}`, 120);
-  out.statusBefore = await status();
+  const stack = await endpoint(opts);
+  out.statusBefore = await state('before-close');
   const c0 = Date.now();
   const ok = await Promise.race([closeAll().then(() => true), sleep(15_000).then(() => false)]);
   if (!ok) out.errors.push('closeAll did not finish within 15 s');
   out.closeMs = Date.now() - c0;
+  try { out.statusAfter = stateJson(stack); } catch (e) { out.statusAfter = { error: (e as Error).message }; }
+  writeFileSync(join(OUT, `ibverbs-${mode}-state-exit.json`), JSON.stringify(out.statusAfter, null, 2));
   say(`endpoint closed (link groups deleted) in ${out.closeMs} ms`);
   save();
   signal(closed);
