@@ -1,11 +1,12 @@
 // Guest-side part of scenario q-ibverbs-kernel: smcscope's SMC-R endpoint on the native
 // libibverbs provider (rxe0 in guest A, Soft-RoCE on eth0) against guest B's kernel SMC-R.
 // Bundled with esbuild by q-ibverbs-kernel.host.ts and run by guest A with the host's node:
-//   node guest.mjs client PEER PORT DONE CLOSED   our client → kernel server (smcpingpong server -n 2)
-//   node guest.mjs server PORT DONE CLOSED         kernel client (smcpingpong client ×2) → our server
+//   node guest.mjs client PEER PORT REVPORT DONE CLOSED   our client → kernel server
+//   node guest.mjs server PORT REVPORT DONE CLOSED        kernel client → our server
 // Both: conn 1 = first contact with a short message, conn 2 = subsequent contact with 1 MiB
-// (smcpingpong's bulk pattern); data are checked by smcpingpong's "ACK <bytes> fnv1a=<hash>"
-// both ways (the client side checks the reply, the server side computes the hash it replies).
+// (smcpingpong's bulk pattern) from client to server, conn 3 = 1 MiB from server to client
+// (REVPORT: smcpingpong server -S / client -r). Every transfer is checked by smcpingpong's
+// "ACK <bytes> fnv1a=<hash>": the receiver hashes to EOF and answers, the sender compares.
 // Then, after guest B signalled DONE (it dumped its SMC state), closeAll() deletes the link
 // group (LLC DELETE LINK) and CLOSED tells guest B. The endpoint's own state before and after
 // (stack.status()) and every connection go to /out/ibverbs-ROLE.json. Exit 0 only if all is well.
@@ -101,20 +102,56 @@ async function clientOne(peer: string, port: number, n: number, data: Buffer): P
   save();
 }
 
+/** Conn 3 of the client: the kernel server sends (smcpingpong server -S); we hash to EOF and
+ *  answer "ACK <bytes> fnv1a=<hash>", which the server prints. */
+async function clientReverse(peer: string, port: number, n: number, expect: Buffer): Promise<void> {
+  const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, bytes: 0, fnv1a: '' };
+  out.conns.push(rec);
+  try {
+    const s0 = Date.now();
+    const s = await connect({ ...opts, host: peer, port });
+    rec.handshakeMs = Date.now() - s0;
+    rec.mode = s.mode;
+    if (s.smcr) rec.smcr = s.smcr;
+    if (s.fallback) rec.fallback = s.fallback;
+    say(`conn ${n}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)} (reverse: the server sends)`);
+    let h = FNV1A_INIT;
+    let tData = 0;
+    await new Promise<void>((resolve, reject) => {
+      s.on('data', (d: Buffer) => { if (!rec.bytes) tData = Date.now(); rec.bytes += d.length; h = fnv1aUpdate(h, d); });
+      s.on('end', resolve);
+      s.on('error', reject);
+    });
+    rec.fnv1a = fnv1aHex(h);
+    rec.transferMs = tData ? Date.now() - tData : 0;
+    rec.reply = `ACK ${rec.bytes} fnv1a=${rec.fnv1a}`;
+    rec.replyOk = rec.bytes === expect.length && rec.fnv1a === fnv1a(expect);
+    say(`conn ${n}: received ${rec.bytes} bytes in ${rec.transferMs} ms fnv1a=${rec.fnv1a} (${rec.replyOk ? 'matches' : 'MISMATCH'} the pattern)`);
+    s.end(`${rec.reply}\n`);
+    await new Promise<void>((resolve) => { if (s.destroyed) resolve(); else s.once('close', () => resolve()); setTimeout(resolve, 5000); });
+  } catch (e) {
+    rec.error = (e as Error).message;
+    say(`conn ${n}: error ${rec.error}`);
+  }
+  save();
+}
+
 if (mode === 'client') {
-  const [peer, portS, done, closed] = args as [string, string, string, string];
+  const [peer, portS, revPortS, done, closed] = args as [string, string, string, string, string];
   await clientOne(peer, Number(portS), 1, Buffer.from('SMC-R interop: the ibverbs endpoint to the kernel server 0123456789'));
   await sleep(1000);
   await clientOne(peer, Number(portS), 2, pattern(1 << 20));
+  await sleep(1000);
+  await clientReverse(peer, Number(revPortS), 3, pattern(1 << 20));
   signal('client-conns-done');
   await finish(done, closed);
-  const ok = out.conns.length === 2 && out.errors.length === 0 && out.conns.every((c) => c.replyOk && c.mode === 'smcr');
+  const ok = out.conns.length === 3 && out.errors.length === 0 && out.conns.every((c) => c.replyOk && c.mode === 'smcr');
   say(`client ${ok ? 'done' : 'FAILED'}`);
   clearTimeout(giveUp);
   process.exit(ok ? 0 : 1);
 } else if (mode === 'server') {
-  const [portS, done, closed] = args as [string, string, string];
-  const port = Number(portS);
+  const [portS, revPortS, done, closed] = args as [string, string, string, string];
+  const port = Number(portS), revPort = Number(revPortS);
   const accepted = new Map<number, number>();
   let count = 0;
   const server = createServer(opts, (s: SmcSocket) => {
@@ -139,16 +176,45 @@ if (mode === 'client') {
   });
   server.tcp.on('connection', (sock) => accepted.set(sock.remotePort ?? 0, Date.now()));
   server.on('error', (e: Error) => { out.errors.push(e.message); say(`server: error ${e.message}`); });
+  // the reverse listener: we send 1 MiB of the pattern, the kernel client (smcpingpong -r)
+  // hashes it and answers "ACK <bytes> fnv1a=<hash>", which we check
+  const rev = createServer(opts, (s: SmcSocket) => {
+    const n = ++count;
+    const data = pattern(1 << 20);
+    const rec: ConnRecord = { n, mode: s.mode, handshakeMs: Date.now() - (accepted.get(s.tcp.remotePort ?? 0) ?? Date.now()), bytes: data.length, fnv1a: fnv1a(data) };
+    if (s.smcr) rec.smcr = s.smcr;
+    if (s.fallback) rec.fallback = s.fallback;
+    out.conns.push(rec);
+    say(`conn ${n} from ${s.tcp.remoteAddress}:${s.tcp.remotePort}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)} (reverse: we send)`);
+    const parts: Buffer[] = [];
+    const w0 = Date.now();
+    s.on('data', (d: Buffer) => parts.push(d));
+    s.on('end', () => {
+      rec.transferMs = Date.now() - w0;
+      rec.reply = Buffer.concat(parts).toString('latin1').trim();
+      rec.replyOk = rec.reply === `ACK ${data.length} fnv1a=${rec.fnv1a}`;
+      say(`conn ${n}: sent ${data.length} bytes fnv1a=${rec.fnv1a}; reply after ${rec.transferMs} ms: ${rec.reply} (${rec.replyOk ? 'matches' : 'MISMATCH'})`);
+      s.end();
+      save();
+    });
+    s.on('error', (e) => { rec.error = e.message; say(`conn ${n}: error ${e.message}`); save(); });
+    s.write(data);
+    s.end();
+  });
+  rev.tcp.on('connection', (sock) => accepted.set(sock.remotePort ?? 0, Date.now()));
+  rev.on('error', (e: Error) => { out.errors.push(e.message); say(`server ${revPort}: error ${e.message}`); });
   await server.listen(port, '0.0.0.0');
-  say(`listening on :${port} (ibverbs rxe0, UEID ${UEID}, eBPF TCP option)`);
+  await rev.listen(revPort, '0.0.0.0');
+  say(`listening on :${port} and :${revPort} (reverse) (ibverbs rxe0, UEID ${UEID}, eBPF TCP option)`);
   signal('srv-listening');
   await finish(done, closed);
   server.tcp.close();
-  const ok = out.conns.length === 2 && out.errors.length === 0 && out.conns.every((c) => c.mode === 'smcr' && c.reply && !c.error);
+  rev.tcp.close();
+  const ok = out.conns.length === 3 && out.errors.length === 0 && out.conns.every((c) => c.mode === 'smcr' && c.reply && !c.error && c.replyOk !== false);
   say(`server ${ok ? 'done' : 'FAILED'}: ${out.conns.length} connections`);
   clearTimeout(giveUp);
   process.exit(ok ? 0 : 1);
 } else {
-  console.error('usage: guest.mjs client PEER PORT DONE CLOSED | server PORT DONE CLOSED');
+  console.error('usage: guest.mjs client PEER PORT REVPORT DONE CLOSED | server PORT REVPORT DONE CLOSED');
   process.exit(2);
 }

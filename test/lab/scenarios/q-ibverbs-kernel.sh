@@ -3,14 +3,16 @@
 # (node + the addon + the eBPF TCP option helper, staged into /out by q-ibverbs-kernel.host.ts;
 # q-ibverbs-kernel.guest.ts), guest B runs smcpingpong on AF_SMC.
 #   phase 1: our client → B's kernel server: conn 1 first contact (short message), conn 2
-#            subsequent contact (1 MiB); each checked by the server's "ACK <bytes> fnv1a=<hash>";
+#            subsequent contact (1 MiB), each checked by the server's "ACK <bytes> fnv1a=<hash>";
+#            conn 3 (REVPORT, smcpingpong server -S): the kernel sends 1 MiB, we hash and ACK.
 #            B dumps its state, our endpoint deletes its link group, B dumps it again.
-#   phase 2: B's kernel client → our server: the same two connections the other way; the
-#            kernel client checks our ACK, we hash what arrived.
+#   phase 2: B's kernel client → our server: the same three connections the other way (the
+#            kernel client checks our ACK on 1 and 2; on 3, -r, it hashes our 1 MiB and ACKs).
 # SMC-Rv2.1 with UEID SMC-LAB-UEID only: rxe has RoCE v2 GIDs only, SMC-Rv1 cannot run on it.
 # lab-guests: a,b
 # lab-timeout: 480
 PORT=12345
+REVPORT=12346
 MSG='SMC-R interop: the kernel client to the ibverbs endpoint 0123456789'
 BULK=1048576
 
@@ -31,11 +33,14 @@ if [ "$ROLE" = b ]; then
     log "phase 1: ibverbs client -> kernel server"
     run smcpingpong server $PORT -n 2 -x "smcdiag sockets" &
     srv=$!
+    run smcpingpong server $REVPORT -n 1 -S $BULK -x "smcdiag sockets" &
+    rev=$!
     sleep 1
     signal listening
     wait $srv || fail "server exit $?"
+    wait $rev || fail "reverse server exit $?"
     sleep 1
-    smc_state "B after 2 connections from the ibverbs client"
+    smc_state "B after 3 connections from the ibverbs client"
     signal p1-done
     wait_for p1-closed 90 || fail "the ibverbs client did not close"
     sleep 2
@@ -48,7 +53,10 @@ if [ "$ROLE" = b ]; then
     log "conn 2: subsequent contact, $BULK bytes"
     must smcpingpong client "$PEER_IP" $PORT -b $BULK -x "smcdiag sockets"
     sleep 1
-    smc_state "B after 2 connections to the ibverbs server"
+    log "conn 3: subsequent contact, the ibverbs server sends $BULK bytes"
+    must smcpingpong client "$PEER_IP" $REVPORT -r -x "smcdiag sockets"
+    sleep 1
+    smc_state "B after 3 connections to the ibverbs server"
     signal p2-done
     wait_for p2-closed 90 || fail "the ibverbs server did not close"
     sleep 2
@@ -56,8 +64,8 @@ if [ "$ROLE" = b ]; then
 else
     export LD_LIBRARY_PATH=/out/pkg/lib
     wait_for listening 120
-    must /out/node /out/pkg/guest.mjs client "$PEER_IP" $PORT p1-done p1-closed
-    must /out/node /out/pkg/guest.mjs server $PORT p2-done p2-closed
+    must /out/node /out/pkg/guest.mjs client "$PEER_IP" $PORT $REVPORT p1-done p1-closed
+    must /out/node /out/pkg/guest.mjs server $PORT $REVPORT p2-done p2-closed
 fi
 check_dmesg
 finish
