@@ -214,6 +214,32 @@ if (mode === 'client') {
   say(`server ${ok ? 'done' : 'FAILED'}: ${out.conns.length} connections`);
   clearTimeout(giveUp);
   process.exit(ok ? 0 : 1);
+} else if (mode === 'failover-client') {
+  // Scenario r-ibverbs-failover: two devices (rxe0 on eth0, rxe1 on eth1 as the alternate).
+  // conn 1 (PORT, short message) creates the link group; the kernel server adds the second link
+  // (ADD LINK on rxe1); when our snapshot shows two ACTIVE links we signal two-links. conn 2
+  // (REVPORT): the kernel server sends BYTES paced; guest B takes down the NIC under that
+  // connection's link mid-transfer; every byte must arrive (FNV-1a of the pattern) and our ACK
+  // goes back on the surviving link. Then B brings the NIC back; after B's nic-back we record
+  // the state (links) and close.
+  const [peer, portS, revPortS, bytesS, done, closed] = args as [string, string, string, string, string, string];
+  Object.assign(opts, { alternates: [{ provider: 'ibverbs', device: 'rxe1' }] });
+  await clientOne(peer, Number(portS), 1, Buffer.from('SMC-R interop: the ibverbs endpoint, two devices 0123456789'));
+  const stack = await endpoint(opts);
+  const links = (): Array<{ id: number; state: string }> => ((stateJson(stack).linkGroups as Array<{ links: Array<{ id: number; state: string }> }>)[0]?.links ?? []);
+  let waited = 0;
+  while (links().filter((l) => l.state === 'ACTIVE').length < 2 && waited < 30_000) { await sleep(500); waited += 500; }
+  say(`links after ${waited} ms: ${JSON.stringify(links())}`);
+  await state('two-links');
+  if (links().filter((l) => l.state === 'ACTIVE').length >= 2) signal('two-links'); else out.errors.push('no second link within 30 s');
+  await clientReverse(peer, Number(revPortS), 2, pattern(Number(bytesS)));
+  await state('after-failover');
+  signal('transfer-done');
+  await finish(done, closed);
+  const ok = out.conns.length === 2 && out.errors.length === 0 && out.conns.every((c) => c.replyOk && c.mode === 'smcr');
+  say(`failover client ${ok ? 'done' : 'FAILED'}`);
+  clearTimeout(giveUp);
+  process.exit(ok ? 0 : 1);
 } else {
   console.error('usage: guest.mjs client PEER PORT REVPORT DONE CLOSED | server PORT REVPORT DONE CLOSED');
   process.exit(2);
