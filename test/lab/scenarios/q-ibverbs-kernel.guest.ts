@@ -240,6 +240,58 @@ if (mode === 'client') {
   say(`failover client ${ok ? 'done' : 'FAILED'}`);
   clearTimeout(giveUp);
   process.exit(ok ? 0 : 1);
+} else if (mode === 'failover-server') {
+  // Scenario s-ibverbs-failover-server: our server with rxe0 + alternate rxe1. Conn 1 (short
+  // message, first contact): we add the second link (ADD LINK on rxe1); when our snapshot shows
+  // two ACTIVE links we signal two-links. Conn 2: the kernel client sends BYTES paced and takes
+  // down its NIC under the connection's link mid-transfer; we hash every byte and ACK.
+  const [portS, bytesS, done, closed] = args as [string, string, string, string];
+  Object.assign(opts, { alternates: [{ provider: 'ibverbs', device: 'rxe1' }] });
+  let count = 0;
+  const ended: Array<() => void> = [];
+  const endedP = [new Promise<void>((r) => ended.push(r)), new Promise<void>((r) => ended.push(r))];
+  const server = createServer(opts, (s: SmcSocket) => {
+    const n = ++count;
+    const rec: ConnRecord = { n, mode: s.mode, handshakeMs: 0, bytes: 0, fnv1a: '' };
+    if (s.smcr) rec.smcr = s.smcr;
+    out.conns.push(rec);
+    say(`conn ${n} from ${s.tcp.remoteAddress}:${s.tcp.remotePort}: mode ${s.mode} ${JSON.stringify(s.smcr ?? s.fallback)}`);
+    let h = FNV1A_INIT;
+    let tData = 0;
+    s.on('data', (d: Buffer) => { if (!rec.bytes) tData = Date.now(); rec.bytes += d.length; h = fnv1aUpdate(h, d); });
+    s.on('end', () => {
+      rec.fnv1a = fnv1aHex(h);
+      rec.transferMs = tData ? Date.now() - tData : 0;
+      rec.reply = `ACK ${rec.bytes} fnv1a=${rec.fnv1a}`;
+      say(`conn ${n}: received ${rec.bytes} bytes in ${rec.transferMs} ms fnv1a=${rec.fnv1a}`);
+      s.end(`${rec.reply}\n`);
+      save();
+      ended[n - 1]?.();
+    });
+    s.on('error', (e) => { rec.error = e.message; say(`conn ${n}: error ${e.message}`); save(); ended[n - 1]?.(); });
+  });
+  server.on('error', (e: Error) => { out.errors.push(e.message); say(`server: error ${e.message}`); });
+  await server.listen(Number(portS), '0.0.0.0');
+  say(`listening on :${portS} (ibverbs rxe0 + alternate rxe1)`);
+  signal('srv-listening');
+  await endedP[0];
+  const stack = await endpoint(opts);
+  const links = (): Array<{ id: number; state: string }> => ((stateJson(stack).linkGroups as Array<{ links: Array<{ id: number; state: string }> }>)[0]?.links ?? []);
+  let waited = 0;
+  while (links().filter((l) => l.state === 'ACTIVE').length < 2 && waited < 30_000) { await sleep(500); waited += 500; }
+  say(`links after ${waited} ms: ${JSON.stringify(links())}`);
+  await state('two-links');
+  if (links().filter((l) => l.state === 'ACTIVE').length >= 2) signal('two-links'); else out.errors.push('no second link within 30 s');
+  await Promise.race([endedP[1], sleep(180_000)]);
+  await state('after-failover');
+  signal('transfer-done');
+  await finish(done, closed);
+  server.tcp.close();
+  const want = Number(bytesS);
+  const ok = out.conns.length === 2 && out.errors.length === 0 && out.conns.every((c) => c.mode === 'smcr' && !c.error) && out.conns[1]!.bytes === want && out.conns[1]!.fnv1a === fnv1a(pattern(want));
+  say(`failover server ${ok ? 'done' : 'FAILED'}`);
+  clearTimeout(giveUp);
+  process.exit(ok ? 0 : 1);
 } else {
   console.error('usage: guest.mjs client PEER PORT REVPORT DONE CLOSED | server PORT REVPORT DONE CLOSED');
   process.exit(2);
