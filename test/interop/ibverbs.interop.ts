@@ -77,7 +77,7 @@ function phaseOf(r: Run): { clc1: ReturnType<typeof items<'clc'>>; clc2: ReturnT
 }
 
 /** smcdump --state of our endpoint's snapshot against the capture cut before the frame `cut`. */
-async function stateCheck(r: Run, role: 'client' | 'server' | 'failover-client', tag: string, cut?: number): Promise<string> {
+async function stateCheck(r: Run, role: 'client' | 'server' | 'failover-client' | 'failover-server', tag: string, cut?: number): Promise<string> {
   let pcap = r.result.pcap;
   if (cut !== undefined) {
     pcap = join(r.result.runDir, `capture-until-${role}-delete.pcap`);
@@ -234,6 +234,46 @@ test.serial('ibverbs client → kernel server: two links (rxe0 + rxe1), failover
   const end = ourDeleteLink(r, 0);
   t.regex(await stateCheck(r, 'failover-client', 'before-close', end), /^Endpoint state vs wire \(LG1, pid \d+\): no disagreements$/);
   const exit = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-client-state-exit.json'), 'utf8')) as { linkGroups: unknown[] };
+  t.is(exit.linkGroups.length, 0, 'at exit: no link group left (DELETE LINK ALL sent)');
+  t.deepEqual(anomalies(r.frames), [], 'no decoder issues');
+  t.deepEqual(r.frames.filter((f) => f.roce && f.roce.icrc !== 'ok').map((f) => f.n), [], 'every ICRC verifies');
+  for (const g of ['a', 'b'] as const) {
+    const dmesg = readFileSync(join(r.result.runDir, `dmesg-full-${g}.txt`), 'utf8');
+    t.deepEqual(dmesg.split('\n').filter((l) => /WARNING:|BUG:|Call Trace:|Oops|general protection/.test(l)), [], `no kernel warnings in guest ${g}`);
+  }
+});
+
+test.serial('kernel client → ibverbs server: two links (rxe0 + rxe1), failover during a 1.5 MiB transfer, every byte verified', async (t) => {
+  const r = await get(t, 's-ibverbs-failover-server');
+  const ours = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-server.json'), 'utf8')) as Side;
+  const FBYTES = 1572864;
+  const h = fnv1a(pattern(FBYTES));
+  t.log(`paced transfer across the failover ${ours.conns[1]?.transferMs} ms; close ${ours.closeMs} ms`);
+  t.deepEqual(ours.errors, []);
+  t.deepEqual(ours.conns.map((c) => [c.mode, c.smcr?.firstContact, c.error ?? null]), [['smcr', true, null], ['smcr', false, null]]);
+  // every byte of the kernel client's paced 1.5 MiB arrived across the failover; it compared our ACK
+  t.deepEqual([ours.conns[1]!.bytes, ours.conns[1]!.fnv1a], [FBYTES, h]);
+  const log = r.guestLog('b');
+  t.regex(log, new RegExp(`client: sent ${FBYTES} bytes fnv1a=${h} .*reply: ACK ${FBYTES} fnv1a=${h}`), 'the kernel client got our ACK on the surviving link');
+  const two = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-server-state-two-links.json'), 'utf8')) as { linkGroups: Array<{ links: Array<{ id: number; state: string; gid: string; peer: { gid: string } }> }> };
+  t.deepEqual(two.linkGroups[0]!.links.map((l) => [l.id, l.state, l.gid, l.peer.gid]),
+    [[1, 'ACTIVE', `::ffff:${A}`, `::ffff:${B}`], [2, 'ACTIVE', `::ffff:${A2}`, `::ffff:${B2}`]], 'two links, one per device, before the transfer');
+  t.truthy(/MARK FAILURE: ip link set (eth\d) down on B/.exec(log), 'B took a NIC down mid-transfer');
+  const llc = items(r.frames, 'llc') as Array<{ value: LlcMessage; n: number; f: (typeof r.frames)[number] }>;
+  const msgs = llc.filter((l) => ['add_link', 'delete_link', 'request_add_link'].includes(l.value.kind))
+    .map((l) => { const v = l.value as LlcMessage & { rejected?: boolean; linkId?: number; all?: boolean }; return `${l.n} ${l.f.ip!.src} ${v.kind}${v.response ? ' rsp' : ''}${v.rejected ? ' REJECT' : ''}${v.all ? ' ALL' : ''} link ${v.linkId ?? '-'}`; });
+  t.log(msgs.join('; '));
+  const adds = llc.filter((l) => l.value.kind === 'add_link').slice(0, 2).map((l) => [l.f.ip!.src, l.value.response, (l.value as LlcMessage & { rejected?: boolean }).rejected ?? false]);
+  t.deepEqual(adds, [[A, false, false], [B, true, false]], 'our ADD LINK (link 2 on rxe1), accepted by the kernel client');
+  const dl = llc.filter((l) => l.value.kind === 'delete_link' && !(l.value as LlcMessage & { all?: boolean }).all);
+  t.true(dl.length > 0, 'the lost link is deleted (DELETE LINK)');
+  const delN = dl[0]!.n;
+  const writes = r.frames.filter((f) => f.roce && opcodeInfo(f.roce.ib.bth.opcode).isWrite && (f.ip!.src === B || f.ip!.src === B2)).map((f) => f.n);
+  t.true(writes.filter((n) => n < delN).length > 50 && writes.filter((n) => n > delN).length > 50, `the failover (frame ${delN}) fell mid-transfer: ${writes.filter((n) => n < delN).length} WRITEs before, ${writes.filter((n) => n > delN).length} after`);
+
+  const end = ourDeleteLink(r, dl[dl.length - 1]!.n);
+  t.regex(await stateCheck(r, 'failover-server', 'before-close', end), /^Endpoint state vs wire \(LG1, pid \d+\): no disagreements$/);
+  const exit = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-server-state-exit.json'), 'utf8')) as { linkGroups: unknown[] };
   t.is(exit.linkGroups.length, 0, 'at exit: no link group left (DELETE LINK ALL sent)');
   t.deepEqual(anomalies(r.frames), [], 'no decoder issues');
   t.deepEqual(r.frames.filter((f) => f.roce && f.roce.icrc !== 'ok').map((f) => f.n), [], 'every ICRC verifies');
