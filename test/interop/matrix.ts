@@ -20,7 +20,7 @@ for (let i = 0; i < lines.length; i++) {
   const title = m[2]!.replace(/^\S+\.interop › /, '');
   let lab = '';
   for (let j = i + 1; j < lines.length && lines[j]!.startsWith('#'); j++) {
-    const l = /lab run (\d+) s/.exec(lines[j]!);
+    const l = /lab run (\d+) s/.exec(lines[j]!) ?? /: (?:PASS|FAIL)[^\n]* in (\d+)(?:\.\d)?s/.exec(lines[j]!);
     if (l) { lab = `${l[1]} s`; break; }
   }
   const prov = (w: string): string => (w === 'our' ? 'uroce (host side)' : w === 'ibverbs' ? 'ibverbs (rxe0 in a guest)' : w);
@@ -40,7 +40,7 @@ const table = ['| provider | role | case | result | lab run |', '|---|---|---|--
   ...rows.map((r) => `| ${esc(r.provider)} | ${esc(r.role)} | ${esc(r.kase)} | ${r.result} | ${r.lab} |`)].join('\n');
 if (!writeTo) { console.log(table); process.exit(0); }
 const doc = readFileSync(writeTo, 'utf8');
-const re = /(<!-- interop-matrix:begin -->\n)[\s\S]*?(\n<!-- interop-matrix:end -->)/;
+const re = /(<!-- interop-matrix:begin -->\n)[\s\S]*?(<!-- interop-matrix:end -->)/;
 if (!re.test(doc)) { console.error(`${writeTo}: no <!-- interop-matrix:begin/end --> markers`); process.exit(1); }
-writeFileSync(writeTo, doc.replace(re, `$1${table}$2`));
+writeFileSync(writeTo, doc.replace(re, `$1${table}\n$2`));
 console.log(`${writeTo}: interop matrix, ${rows.length} rows from ${tapFile}`);
