@@ -11,6 +11,7 @@ node_ok() { command -v node >/dev/null && node -e 'const [a,b]=process.versions.
 pkgs=()
 command -v tshark  >/dev/null || pkgs+=(tshark)
 command -v tcpdump >/dev/null || pkgs+=(tcpdump)
+[ -x /usr/bin/time ] || pkgs+=(time)   # npm run bench: peak RSS of each command
 # Native addons (native/binding.gyp, built by `npm ci` through node-gyp): libpcap headers, C++ toolchain.
 dpkg -s libpcap-dev >/dev/null 2>&1 || pkgs+=(libpcap-dev)
 for c in g++ make python3; do command -v $c >/dev/null || pkgs+=($c); done
@@ -28,6 +29,9 @@ if [ "$(id -u)" -eq 0 ]; then
   command -v ip >/dev/null || pkgs+=(iproute2)
   command -v mkfs.ext4 >/dev/null || pkgs+=(e2fsprogs)
 fi
+# smcdump --report is tested in a real browser: Debian's chromium, headless (puppeteer-core drives
+# it and never downloads a browser of its own).
+[ -x /usr/bin/chromium ] || pkgs+=(chromium)
 # `man smcdump` and Tab completion: man-db reads the pages, bash-completion loads the
 # completion files installed below (minimal Debian images have neither).
 command -v man >/dev/null || pkgs+=(man-db)
@@ -41,6 +45,7 @@ fi
 node_ok || { echo "install.sh: smcscope needs Node.js >= 20.19 (found $(node --version 2>/dev/null || echo none))" >&2; exit 1; }
 
 export npm_config_nodedir=/usr   # native builds use the system Node headers, never a download
+export PUPPETEER_SKIP_DOWNLOAD=1  # puppeteer-core downloads nothing; belt and braces
 npm ci --no-fund --no-audit --loglevel=error   # also builds dist/ (npm "prepare"), man pages and completions in dist/share
 
 # As root: the commands on PATH, their man pages and completions system-wide, in the

@@ -9,6 +9,7 @@ import { mkdirSync, openSync, closeSync, statSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openCapture } from '../capture/reader.js';
+import { cloneFrame, type CapturedFrame } from '../capture/types.js';
 import { PcapWriter } from '../capture/writer.js';
 import { FrameDecoder } from '../dissectors/frame.js';
 import { Tracker } from '../dissectors/tracker/tracker.js';
@@ -77,6 +78,55 @@ async function buildSynthetic(path: string, target: number): Promise<number> {
   return n;
 }
 
+/** A first-contact capture repeated with each copy's IPv4 addresses rewritten (headers and the
+ *  GIDs inside CLC/LLC that carry them), so every copy is a new link group with its own
+ *  connections and QPs. ICRCs go stale: replay it with --no-icrc. */
+async function buildMany(path: string, copies: number): Promise<number> {
+  const src = await openCapture(join(pcaps, 'b-second-contact.pcap'));
+  const frames: CapturedFrame[] = [];
+  for (let f = src.next(); f; f = src.next()) frames.push(cloneFrame(f));
+  src.close();
+  const ips: number[][] = [];
+  for (const f of frames) {
+    const d = f.data;
+    if (d.length < 34 || d[12] !== 0x08 || d[13] !== 0x00) continue;
+    for (const o of [26, 30]) { const a = [...d.subarray(o, o + 4)]; if (!ips.some((x) => x.join() === a.join())) ips.push(a); }
+  }
+  const span = frames[frames.length - 1]!.tsNs - frames[0]!.tsNs + 1_000_000n;
+  const w = new PcapWriter(path, { nanosecond: true });
+  let n = 0;
+  for (let r = 0; r < copies; r++) {
+    for (const f of frames) {
+      const d = Buffer.from(f.data);
+      ips.forEach((a, k) => {
+        const from = Buffer.from(a), to = Buffer.from([10, (r >> 8) & 0xff, r & 0xff, a[3]! + k]);
+        for (let i = d.indexOf(from); i >= 0; i = d.indexOf(from, i + 4)) to.copy(d, i);
+      });
+      if (d.length >= 34 && d[12] === 0x08 && d[13] === 0x00) { d.writeUInt16BE(0, 24); d.writeUInt16BE(ipv4Checksum(d.subarray(14, 14 + (d[14]! & 0x0f) * 4)), 24); }
+      w.write({ ...f, data: d, tsNs: f.tsNs + span * BigInt(r) });
+      n++;
+    }
+  }
+  w.close();
+  return n;
+}
+
+function ipv4Checksum(h: Uint8Array): number {
+  let s = 0;
+  for (let i = 0; i < h.length; i += 2) s += (h[i]! << 8) | (h[i + 1] ?? 0);
+  while (s > 0xffff) s = (s & 0xffff) + (s >>> 16);
+  return ~s & 0xffff;
+}
+
+/** Wall time (median) and peak RSS (max) of a command, through GNU time when installed. */
+function measure(cmd: string, args: string[]): { s: number; rssMb?: number } {
+  const s = timeCmd(cmd, args);
+  if (!existsSync('/usr/bin/time')) return { s };
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 });
+  const kb = Number(/(\d+)\s*$/.exec(r.stderr ?? '')?.[1]);
+  return Number.isFinite(kb) ? { s, rssMb: kb / 1024 } : { s };
+}
+
 async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: number; trackFps: number; trackCost: number }> {
   const frames = await countFrames(path);
   let t = process.hrtime.bigint();
@@ -112,22 +162,34 @@ async function main(): Promise<void> {
     process.stderr.write(`building ${synth} (${syntheticFrames} frames from the real captures)…\n`);
     await buildSynthetic(synth, syntheticFrames);
   }
+  const many = join(outDir, 'many.pcap');
+  const manyCopies = Number(process.env.BENCH_MANY ?? 2000);
+  if (!existsSync(many) || await countFrames(many) !== manyCopies * 171) {
+    process.stderr.write(`building ${many} (b-second-contact × ${manyCopies}, new hosts per copy)…\n`);
+    await buildMany(many, manyCopies);
+  }
   const tools = { tshark: have('tshark'), tcpdump: have('tcpdump') };
-  console.log(`smcdump replay benchmark: median of ${runs} runs each, output to /dev/null, one-line output`);
-  for (const file of [join(pcaps, 'd-bulk-2MiB.pcap'), synth]) {
+  console.log(`smcdump replay benchmark: median of ${runs} runs each (peak RSS from GNU time), output to /dev/null`);
+  for (const [file, extra] of [[join(pcaps, 'd-bulk-2MiB.pcap'), []], [synth, []], [many, ['--no-icrc']]] as [string, string[]][]) {
     const frames = await countFrames(file);
     const mb = statSync(file).size / 1e6;
-    const s = timeCmd(process.execPath, [smcdump, '-r', file]);
-    console.log(`\n${file.replace(root + '/', '')}: ${frames} frames, ${mb.toFixed(1)} MB`);
-    console.log(`  smcdump -r        ${s.toFixed(3)} s  ${fmt(frames / s)} frames/s`);
-    if (tools.tshark) {
-      const ts = timeCmd('tshark', ['-r', file, ...TSHARK_SMC]);
-      console.log(`  tshark -r (SMC)   ${ts.toFixed(3)} s  ${fmt(frames / ts)} frames/s   smcdump is ${(ts / s).toFixed(1)}x faster`);
-    } else console.log('  tshark            not installed (apt-get install tshark)');
-    if (tools.tcpdump) {
-      const td = timeCmd('tcpdump', ['-n', '-r', file]);
-      console.log(`  tcpdump -n -r     ${td.toFixed(3)} s  ${fmt(frames / td)} frames/s   smcdump/tcpdump time ratio ${(s / td).toFixed(2)}`);
-    } else console.log('  tcpdump           not installed (apt-get install tcpdump)');
+    console.log(`\n${file.replace(root + '/', '')}: ${frames} frames, ${mb.toFixed(1)} MB${extra.length ? ` (smcdump ${extra.join(' ')}: ICRCs are stale in this rewritten copy)` : ''}`);
+    const row = (name: string, m: { s: number; rssMb?: number }, tail = ''): void => {
+      console.log(`  ${name.padEnd(22)} ${m.s.toFixed(3).padStart(8)} s  ${fmt(frames / m.s).padStart(7)} frames/s  ${m.rssMb !== undefined ? `${m.rssMb.toFixed(0).padStart(5)} MB RSS` : ''}${tail}`);
+    };
+    const ts = tools.tshark ? measure('tshark', ['-r', file, ...TSHARK_SMC]) : undefined;
+    const vs = (m: { s: number }): string => (ts ? `   ${(ts.s / m.s).toFixed(2)}x tshark` : '');
+    const one = measure(process.execPath, [smcdump, '-r', file, ...extra]);
+    row('smcdump -r', one, vs(one));
+    const q = measure(process.execPath, [smcdump, '-r', file, '-q', ...extra]);
+    row('smcdump -r -q', q, vs(q));
+    const sum = measure(process.execPath, [smcdump, '-r', file, '--summary', ...extra]);
+    row('smcdump --summary', sum, vs(sum));
+    if (frames <= 400_000) { const v = measure(process.execPath, [smcdump, '-r', file, '-V', ...extra]); row('smcdump -V', v, `${vs(v)}   RSS/capture ${v.rssMb !== undefined ? (v.rssMb / mb).toFixed(1) : '?'}x`); }
+    if (ts) row('tshark -r (SMC)', ts);
+    else console.log('  tshark                 not installed (apt-get install tshark)');
+    if (tools.tcpdump) { const td = measure('tcpdump', ['-n', '-r', file]); row('tcpdump -n -r', td, `   smcdump/tcpdump time ${(one.s / td.s).toFixed(2)}`); }
+    else console.log('  tcpdump                not installed (apt-get install tcpdump)');
     const ip = await inProcess(file);
     console.log(`  in-process: reader ${fmt(ip.readerFps)} frames/s, decode (all layers, no output) ${fmt(ip.decodeFps)} frames/s, decode + tracking ${fmt(ip.trackFps)} frames/s (tracking costs ${ip.trackCost.toFixed(2)}x decode)`);
   }

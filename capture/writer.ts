@@ -203,8 +203,13 @@ export class PcapWriter extends BufferedWriter implements CaptureWriter {
     if (d < 0n || d >= NS) {
       let sec = f.tsNs / NS;
       if (f.tsNs < 0n && sec * NS !== f.tsNs) sec -= 1n; // floor
+      // Classic pcap has an unsigned 32-bit seconds field: a time before 1970 or after
+      // 2106-02-07 would wrap silently into a wrong date. Refuse it instead (pcapng holds it).
+      if (sec < 0n || sec > 0xffffffffn) {
+        throw new CaptureFormatError(`classic pcap cannot hold the timestamp of frame ${this.framesWritten + 1} (${sec} s since 1970; it holds 0…4294967295, 1970…2106): write pcapng instead`);
+      }
       this.secKey = sec * NS;
-      this.secNum = Number(BigInt.asUintN(32, sec));
+      this.secNum = Number(sec);
       d = f.tsNs - this.secKey;
     }
     const fracNs = Number(d);

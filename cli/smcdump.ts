@@ -29,6 +29,7 @@ import { parseFollow, renderFollow, type FollowDir, type FollowFormat } from './
 import { CliError, die, makeChalk, Out, writeAll } from './output.js';
 import { jsonReplacer } from '../dissectors/wire/common.js';
 import { Progress, wantProgress } from './progress.js';
+import { ReportRecorder, writeReport } from './report.js';
 import { StateJoin, parseEndpointState, type EndpointState, type StateAnomaly } from '../dissectors/tracker/compare.js';
 import type { FrameNote } from '../dissectors/tracker/model.js';
 import { queryControl, watchControl, type ControlWatch } from '../endpoint/control.js';
@@ -106,6 +107,7 @@ export function buildProgram(): Command {
     .option('--conn <conn>', 'only SMC connection CONN (number from --summary, or ip:port-ip:port) in every view: its TCP frames, CLC, CDC and RDMA WRITEs on any link, the ladder, the summary')
     .option('--lg <n>', 'only link group N (LG1 or 1) in every view')
     .option('--link <name>', 'only link NAME (e.g. LG1/L2) in every view')
+    .option('--report <file.html>', 'also write a self-contained HTML report to FILE at the end: diagnosis, tables, zoomable ladder, cursor and link graphs')
     .option('--no-track', 'no correlation (no [link conn] tags or anomalies): plain per-frame decoding, faster')
     .option('--endpoint <sock>', "an smcscope endpoint's control socket: alone (with --summary) its state like smcss; with -r/-i frames get the endpoint's names and every disagreement between wire and endpoint state is flagged")
     .option('--state <file>', 'a saved endpoint state (--state-json, or {"cmd":"state"} on the control socket): like --endpoint, offline')
@@ -161,6 +163,8 @@ interface Opts {
   verbose?: boolean; tree?: boolean; json?: boolean; only?: SmcProto[]; issues?: boolean; rocePort: number[];
   time: 'abs' | 'epoch' | 'rel' | 'none'; icrc: boolean; quiet?: boolean; progress?: boolean; color: boolean;
   summary?: boolean; wide?: boolean; conn?: string; lg?: string; link?: string; follow?: string; followFormat: FollowFormat; followDir: FollowDir; ladder?: boolean; ladderSvg?: string; track: boolean;
+  /** --report FILE.html */
+  report?: string;
   endpoint?: string; state?: string;
 }
 
@@ -185,6 +189,8 @@ class Dump {
   /** --conn / --lg / --link: only these frames, rows and ladder arrows. */
   private readonly select: Selection | undefined;
   readonly ladder: Ladder | undefined;
+  /** --report: the time series the HTML report draws. */
+  readonly recorder: ReportRecorder | undefined;
   /** --endpoint / --state with a capture: the endpoint's names on frames, disagreements at the end. */
   join: StateJoin | undefined;
   /** Called after each frame (live: refresh the endpoint state when it named something unknown). */
@@ -204,11 +210,12 @@ class Dump {
     this.time = new TimeColumn(o.t > 0 ? timeModeForTCount(o.t) : legacy[o.time], o.utc === true);
     this.seq = o.absoluteTcpSequenceNumbers ? undefined : new TcpRelative();
     this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
-    this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg;
-    if ((o.track || this.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
+    this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg && !o.report;
+    if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
     if (o.ladder || o.ladderSvg) this.ladder = new Ladder();
     this.select = parseSelection(o);
     if (this.select && !this.tracker) throw new CliError('--conn, --lg and --link need correlation: drop --no-track');
+    if (o.report && this.tracker) this.recorder = new ReportRecorder(this.tracker);
     let only = 0;
     for (const p of o.only ?? []) only |= PROTO_BIT[p];
     this.only = only;
@@ -238,6 +245,7 @@ class Dump {
     let note = this.tracker?.feed(d);
     const inSelection = !this.select || frameSelected(this.tracker!, this.select, note);
     if (note && inSelection) this.ladder?.add(d, note);
+    if (note) this.recorder?.add(d, note);
     const ep = this.join?.feed(d);
     this.afterFrame?.();
     if (ep) {
@@ -315,6 +323,7 @@ class Dump {
     if (o.ladderSvg && this.ladder) {
       try { writeFileSync(o.ladderSvg, this.ladder.renderSvg()); } catch (e) { throw new CliError(`cannot write ${o.ladderSvg}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
     }
+    if (o.report && this.recorder) writeReport(o.report, t, this.recorder, o.read ?? o.interface ?? 'capture');
     if (!o.summary && t.anomalyCount > 0) {
       const bySev = { error: 0, warn: 0, note: 0 };
       for (const a of t.anomalyTotals.values()) bySev[a.severity] += a.count;
@@ -380,6 +389,7 @@ export async function main(argv: string[]): Promise<void> {
   if (o.endpoint !== undefined && o.state !== undefined) throw new CliError('--endpoint and --state exclude each other: a live endpoint or a saved state', 2);
   // before any work: an hour of reading must not end in "cannot write"
   if (o.ladderSvg !== undefined) checkWritable(o.ladderSvg, '--ladder-svg');
+  if (o.report !== undefined) checkWritable(o.report, '--report');
   if ((o.endpoint !== undefined || o.state !== undefined) && o.interface === undefined && o.read === undefined) return stateView(o);
   if (o.interface !== undefined) return live(o, filter);
   if (!o.read) throw new CliError('no input: give a capture file with -r FILE or an interface with -i IFACE (see --help)', 2);

@@ -8,7 +8,7 @@
 //                    (at most 1024 bytes; ms = duration, bytes = byte budget, 0 = unlimited)
 //   server → client  "SMCPERF1 OK\n"  (or "SMCPERF1 ERR <reason>\n" and close)
 //   stream   client sends until its time/bytes are up, then shuts down writing; the server
-//            counts, and on EOF answers "SMCPERF1 DONE {"bytes":N,"ms":N}\n" and closes.
+//            counts, and on EOF answers "SMCPERF1 DONE {"bytes":N,"ms":N,"cpuMs":{…}}\n" and closes.
 //   reverse  the server sends SIZE-byte messages until ms/bytes are up, then closes writing.
 //   rr       the server echoes every byte; the client sends SIZE bytes and waits for SIZE back.
 // --raw: no header; stream writes into any sink, rr needs any echo server, reverse reads any
@@ -24,6 +24,7 @@ import { createServer, type SmcSocket, type SmcOptions } from '../endpoint/index
 import type { DeviceSpec } from '../endpoint/verbs/index.js';
 import { CliError, die } from './output.js';
 import { lineChartSvg, sparkline, type Series } from './plot.js';
+import { cpuSince, latencyHistogram, writePerfReport, type CpuMs } from './perf-report.js';
 import {
   cliProgram, collect, connectError, describeDevice, deviceArg, fmtBytes, fmtSize, intArg, numArg, parseSize, resolveHost, say, shutdownEndpoints,
   listenSide, openEndpoint, stateOptions, sizeArg, sleep, smcOptions, sourceAddressFor, stats, timedConnect, verdictLine, verdictOf, versionsArg, type Verdict,
@@ -52,15 +53,18 @@ export function buildProgram(): Command {
     .option('-P, --parallel <n>', 'parallel connections', intArg('parallel', 1, 128), 1)
     .option('--tcp', 'also measure plain TCP (node:net) to the same peer, same sizes (runs first: see docs)')
     .option('--raw', 'no control protocol: the peer is a plain sink (stream), echo (rr) or source (reverse)')
-    .option('-i, --interval <s>', 'seconds per interval report', numArg('interval', 0.1, 3600), 1)
+    .option('-i, --interval <s>', 'seconds per interval report (default 1; tests shorter than 10 s: a tenth of the test, at least 0.1)', numArg('interval', 0.1, 3600), 1)
+    .option('--omit <s>', 'leave the first S seconds of each test out of the totals (slow start, link setup), like iperf3 -O', numArg('omit', 0, 3600), 0)
     .option('--json', 'one JSON document at the end (server: one JSON line per connection)')
     .option('--plot <file.svg>', 'write the interval plot (throughput or latency over time, one line per test) as SVG')
+    .option('--report <file.html>', 'write a self-contained HTML report: intervals, latency histogram and CPU per side, SMC-R next to TCP')
     .option('-b, --bind <addr>', 'local IPv4 address (client: TCP source; server: listen address); the uroce device uses it too')
     .option('--device <dev>', 'RDMA device: uroce:ADDR or ibverbs[:NAME] (default uroce on the source address toward HOST)', deviceArg)
     .option('--ueid <ueid>', 'User EID for SMC-Rv2 (repeatable; none = SMC-Rv1 only)', collect)
     .option('--versions <list>', 'SMC-R versions offered, preferred first (default 2,1)', versionsArg)
     .option('--bufsize <size>', 'RMB and send buffer per connection, a power of two 16k…512m (default 64k)', sizeArg('bufsize', 16384, 512 * 1024 * 1024))
     .option('--no-tcp-option', 'do not use TCP option 254 (no eBPF, no root); only toward peers known to speak SMC')
+    .option('--max-memory <size>', 'server: memory all tests together may hold for their messages (a reverse test holds one SIZE buffer, an rr test one message; more is refused with ERR); SMC-R buffers (2 x --bufsize per connection) come on top', sizeArg('max memory', 1024 * 1024, Number.MAX_SAFE_INTEGER), 256 * 1024 * 1024)
     .option('-v, --verbose', 'print the endpoint\'s protocol log on stderr');
   stateOptions(p)
     .addHelpText('after', `
@@ -104,8 +108,11 @@ function sizeList(v: string): number[] {
 interface Opts {
   server?: boolean; port: number; tcpPort?: number; mode: Test; reverse?: boolean; latency?: boolean; sizes?: number[];
   time?: number; bytes?: number; parallel: number; tcp?: boolean; raw?: boolean; interval: number; json?: boolean; plot?: string;
+  omit: number; intervalGiven?: boolean;
   bind?: string; device?: DeviceSpec; ueid: string[]; versions?: Array<1 | 2>; bufsize?: number; tcpOption: boolean; verbose?: boolean;
-  control?: string | boolean; stateJson?: string;
+  control?: string | boolean; stateJson?: string; maxMemory: number;
+  /** --report FILE.html */
+  report?: string;
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -118,6 +125,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const o = program.opts<Opts>();
   o.ueid ??= [];
+  o.intervalGiven = program.getOptionValueSource('interval') !== 'default';
   if (o.reverse) o.mode = 'reverse';
   if (o.latency) o.mode = 'rr';
   if (o.reverse && o.latency) throw new CliError('-R and --latency exclude each other', 2);
@@ -171,7 +179,24 @@ function readLine(s: Duplex, max: number, timeoutMs: number, what: string): Prom
   });
 }
 
-interface Header { test: Test; size: number; ms: number; bytes: number }
+interface Header { test: Test; size: number; ms: number; bytes: number; omitMs?: number }
+
+/** CPU use of this process as iperf3 reports it: percent of one core over the wall time (user, system, total). */
+export interface CpuPercent { total: number; user: number; system: number }
+
+/** A CPU clock: call the result at the end of the measured span. */
+function cpuClock(): () => CpuPercent {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  return () => {
+    const d = process.cpuUsage(c0);
+    const wallUs = Math.max(1, (performance.now() - t0) * 1000);
+    const pct = (us: number): number => Math.round((1000 * us) / wallUs) / 10;
+    return { total: pct(d.user + d.system), user: pct(d.user), system: pct(d.system) };
+  };
+}
+
+const fmtCpu = (c: CpuPercent): string => `${c.total.toFixed(1)}% (${c.user.toFixed(1)}%u/${c.system.toFixed(1)}%s)`;
 
 export function parseHeader(line: string): Header | string {
   if (!line.startsWith(`${MAGIC} `)) return 'not an smcperf control header';
@@ -185,7 +210,9 @@ export function parseHeader(line: string): Header | string {
   if (!int(h.ms, 0, 86_400_000)) return 'ms must be 0…86400000';
   if (!int(h.bytes, 0, Number.MAX_SAFE_INTEGER)) return 'bytes must be a non-negative integer';
   if (h.ms === 0 && h.bytes === 0 && h.test === 'reverse') return 'reverse needs ms or bytes';
-  return { test: h.test, size: h.size as number, ms: h.ms as number, bytes: h.bytes as number };
+  // omitMs (optional, newer clients): the server's CPU clock starts that long after the first byte
+  const omitMs = int(h.omitMs, 0, 3_600_000) ? h.omitMs as number : 0;
+  return { test: h.test, size: h.size as number, ms: h.ms as number, bytes: h.bytes as number, ...(omitMs ? { omitMs } : {}) };
 }
 
 function payload(size: number): Buffer {
@@ -208,13 +235,14 @@ async function serve(o: Opts): Promise<number> {
   const smc = smcOptions(device, o, log);
   const opt = await openEndpoint('smcperf', smc, o);
   let n = 0;
+  const budget = new MemoryBudget(o.maxMemory);
   const emit = (obj: Record<string, unknown>, line: string): void => say(o.json ? JSON.stringify(obj) : line);
   const handle = (s: Duplex & { remoteAddress?: string; remotePort?: number }, transport: Transport, verdict?: Verdict): void => {
     const id = ++n;
     const peer = `${s.remoteAddress}:${s.remotePort}`;
     const how = transport === 'tcp' ? 'plain TCP' : verdictLine(verdict!);
     s.on('error', () => undefined);
-    void serveConn(s).then((r) => {
+    void serveConn(s, budget).then((r) => {
       const rate = r.ms > 0 ? (r.bytes * 8) / (r.ms / 1000) : 0;
       emit({ event: 'done', n: id, peer, transport, verdict: verdict ?? null, ...r },
         `conn ${id} from ${peer} (${how}): ${r.header ? `${r.header.test} ${fmtSize(r.header.size)}` : 'no test'}`
@@ -252,9 +280,25 @@ async function serve(o: Opts): Promise<number> {
   return 0;
 }
 
-interface ServedConn { header?: Header; bytes: number; ms: number; error?: string }
+interface ServedConn { header?: Header; bytes: number; ms: number; error?: string; cpu?: CpuPercent }
 
-async function serveConn(s: Duplex): Promise<ServedConn> {
+/** Memory the server's tests hold for their messages, against --max-memory. */
+export class MemoryBudget {
+  used = 0;
+  constructor(readonly max: number) {}
+  /** Take `n` bytes; false (nothing taken) when they do not fit. */
+  take(n: number): boolean {
+    if (this.used + n > this.max) return false;
+    this.used += n;
+    return true;
+  }
+  give(n: number): void { this.used = Math.max(0, this.used - n); }
+}
+
+/** What a test holds: reverse, one SIZE buffer it sends from; rr, one message being echoed. */
+export function testMemory(h: Header): number { return h.test === 'stream' ? 0 : h.size; }
+
+async function serveConn(s: Duplex, budget: MemoryBudget): Promise<ServedConn> {
   let line: string;
   try {
     line = await readLine(s, MAX_HEADER, 10_000, 'control header');
@@ -268,7 +312,27 @@ async function serveConn(s: Duplex): Promise<ServedConn> {
     s.resume();
     return { bytes: 0, ms: 0, error: h };
   }
+  const need = testMemory(h);
+  if (!budget.take(need)) {
+    const why = `server memory limit: this test needs ${fmtSize(need)}, ${fmtSize(budget.used)} of ${fmtSize(budget.max)} (--max-memory) in use`;
+    s.end(`${MAGIC} ERR ${why}\n`);
+    s.resume();
+    return { header: h, bytes: 0, ms: 0, error: why };
+  }
+  try {
+    return await runTest(s, h);
+  } finally {
+    budget.give(need);
+  }
+}
+
+async function runTest(s: Duplex, h: Header): Promise<ServedConn> {
   s.write(`${MAGIC} OK\n`);
+  // A client that vanishes (killed, reset, SMC-R abort) is a failed test, not a completed one.
+  let lost: string | undefined;
+  s.on('error', (e: Error) => { lost ??= e.message; });
+  let ended = false;
+  s.once('end', () => { ended = true; });
   const closed = closedOrError(s);
   if (h.test === 'reverse') {
     const buf = payload(h.size);
@@ -287,29 +351,63 @@ async function serveConn(s: Duplex): Promise<ServedConn> {
     }
     if (!gone) s.end();
     await Promise.race([closed, sleep(30_000)]);
-    return { header: h, bytes: sent, ms: performance.now() - t0, ...(gone && sent < budget && performance.now() < end ? { error: 'client went away' } : {}) };
+    const early = gone && sent < budget && performance.now() < end;
+    return { header: h, bytes: sent, ms: performance.now() - t0, ...(early || lost ? { error: `client went away after ${sent} bytes${lost ? `: ${lost}` : ''}` } : {}) };
   }
   let bytes = 0;
   let t0 = 0;
+  let cpu0: NodeJS.CpuUsage | undefined;
+  // CPU from the first byte (after the client's omit period) to the end of the stream
+  let cpu = cpuClock();
+  let omitTimer: NodeJS.Timeout | undefined;
   const done = new Promise<void>((resolve) => { s.once('end', () => resolve()); void closed.then(() => resolve()); });
   s.on('data', (d: Buffer) => {
-    if (!t0) t0 = performance.now();
+    if (!t0) {
+      t0 = performance.now();
+      cpu0 = process.cpuUsage();
+      cpu = cpuClock();
+      if (h.omitMs) omitTimer = setTimeout(() => { cpu = cpuClock(); }, h.omitMs);
+    }
     bytes += d.length;
     if (h.test === 'rr' && !s.write(d)) { s.pause(); s.once('drain', () => s.resume()); }
   });
   s.resume();
   await done;
+  clearTimeout(omitTimer);
   const ms = t0 ? performance.now() - t0 : 0;
-  if (!s.writableEnded && !s.destroyed) s.end(h.test === 'stream' ? `${MAGIC} DONE ${JSON.stringify({ bytes, ms: Math.round(ms * 1000) / 1000 })}\n` : undefined);
+  const usage = cpu();
+  const short = incomplete(h, bytes, ms);
+  // cpu: percent of one core as iperf3 counts it; cpuMs: process time, for --report
+  if (!lost && ended && !s.writableEnded && !s.destroyed) s.end(h.test === 'stream' ? `${MAGIC} DONE ${JSON.stringify({ bytes, ms: Math.round(ms * 1000) / 1000, cpu: usage, ...(cpu0 ? { cpuMs: cpuSince(cpu0) } : {}) })}\n` : undefined);
   await Promise.race([closed, sleep(30_000)]);
-  return { header: h, bytes, ms };
+  const why = lost ?? (!ended ? 'connection closed without an end' : short);
+  return { header: h, bytes, ms, cpu: usage, ...(why ? { error: `client went away after ${bytes} bytes: ${why}` } : {}) };
+}
+
+/**
+ * A client that was killed ends its TCP fallback connection with a plain FIN, like a finished
+ * one: what the header promised tells them apart (a byte count not reached, or a timed test that
+ * stopped well before its time).
+ */
+export function incomplete(h: Header, bytes: number, ms: number): string | undefined {
+  if (h.test !== 'stream') return undefined;
+  if (h.bytes > 0 && bytes < h.bytes) return `${bytes} of ${h.bytes} bytes`;
+  if (h.bytes === 0 && h.ms > 0 && bytes > 0 && ms < h.ms - Math.max(500, h.ms * 0.1)) return `stopped after ${(ms / 1000).toFixed(2)} s of ${(h.ms / 1000).toFixed(2)} s`;
+  return undefined;
 }
 
 // ------------------------------------------------------------------------------------------
 // Client
 // ------------------------------------------------------------------------------------------
 
-interface Interval { start: number; end: number; bytes: number; transactions: number; avgUs?: number; bitsPerSecond: number }
+interface Interval {
+  start: number; end: number; bytes: number; transactions: number; avgUs?: number; bitsPerSecond: number;
+  /** iperf3's names for the same interval */
+  seconds: number; bits_per_second: number; omitted: boolean;
+}
+
+/** iperf3's end.sum_sent / end.sum_received. */
+interface Iperf3Sum { start: number; end: number; seconds: number; bytes: number; bits_per_second: number }
 
 interface Run {
   transport: Transport;
@@ -320,6 +418,16 @@ interface Run {
   intervals: Interval[];
   total?: { bytes: number; seconds: number; bitsPerSecond: number; megabytesPerSecond: number; transactions?: number; transactionsPerSecond?: number; receiverBytes?: number; senderBytes?: number };
   latencyUs?: { count: number; min: number; avg: number; p50: number; p90: number; p99: number; p999: number; max: number; mdev: number };
+  /** Process CPU during the test: this client, and the server (stream tests: from its DONE answer). */
+  cpu?: { client: CpuMs; server?: CpuMs };
+  /** --report: latency samples in log-spaced buckets (µs). */
+  latencyHistogramUs?: { edges: number[]; counts: number[] };
+  /** Seconds left out at the start (--omit); totals, latencies and CPU cover the rest. */
+  omitted?: number;
+  sum_sent?: Iperf3Sum;
+  sum_received?: Iperf3Sum;
+  /** iperf3's cpu_utilization_percent: this process (host) and the smcperf server (remote, stream tests). */
+  cpu_utilization_percent?: { host_total: number; host_user: number; host_system: number; remote_total?: number; remote_user?: number; remote_system?: number };
   error?: string;
 }
 
@@ -340,6 +448,8 @@ async function client(hostArg: string, o: Opts): Promise<number> {
   const seconds = o.bytes === undefined ? (o.time ?? 5) : 0;
   const tcpPort = o.tcpPort ?? (o.raw ? o.port : o.port + 1);
   const text = !o.json;
+  // A short test gets intervals of a tenth of it (at least 0.1 s), so a 2 s test shows a ramp, not one line.
+  const interval = o.intervalGiven || seconds === 0 || seconds >= 10 ? o.interval : Math.max(0.1, Math.round(seconds * 10) / 100);
   const stop = new AbortController();
   const onSig = (): void => stop.abort();
   process.once('SIGINT', onSig);
@@ -352,7 +462,7 @@ async function client(hostArg: string, o: Opts): Promise<number> {
   for (const size of sizes) plan.push({ transport: 'smcr', size });
   if (text) {
     say(`smcperf ${o.mode} to ${hostArg}${hostArg !== host ? ` (${host})` : ''} port ${o.port}${o.tcp ? ` (plain TCP port ${tcpPort})` : ''} from ${local ?? '(any)'} via ${describeDevice(device)}: `
-      + `sizes ${sizes.map(fmtSize).join(',')}, ${o.bytes !== undefined ? fmtBytes(o.bytes) : `${seconds} s`} each, ${o.parallel} connection${o.parallel > 1 ? 's' : ''}${o.raw ? ', raw (no control protocol)' : ''}`);
+      + `sizes ${sizes.map(fmtSize).join(',')}, ${o.bytes !== undefined ? fmtBytes(o.bytes) : `${seconds} s`} each${o.omit ? ` after ${o.omit} s omitted` : ''}, ${o.parallel} connection${o.parallel > 1 ? 's' : ''}${o.raw ? ', raw (no control protocol)' : ''}`);
   }
   let warned = false;
   for (const step of plan) {
@@ -361,7 +471,7 @@ async function client(hostArg: string, o: Opts): Promise<number> {
       warned = true;
       await openEndpoint('smcperf', smc, o);
     }
-    const r = await runOne(step.transport, step.size, { o, host, local, smc, seconds, tcpPort, text, stop: stop.signal });
+    const r = await runOne(step.transport, step.size, { o, host, local, smc, seconds, tcpPort, text, stop: stop.signal, interval });
     runs.push(r);
   }
   await shutdownEndpoints();
@@ -385,7 +495,7 @@ async function client(hostArg: string, o: Opts): Promise<number> {
   if (o.json) {
     say(JSON.stringify({
       host: hostArg, address: host, port: o.port, tcpPort: o.tcp ? tcpPort : null, local: local ?? null, device, test: o.mode, sizes,
-      seconds: o.bytes === undefined ? seconds : null, bytes: o.bytes ?? null, parallel: o.parallel, raw: !!o.raw, runs, exitCode: failed ? 1 : 0,
+      seconds: o.bytes === undefined ? seconds : null, bytes: o.bytes ?? null, parallel: o.parallel, raw: !!o.raw, omit: o.omit, interval, runs, exitCode: failed ? 1 : 0,
     }));
   } else if (runs.length > 1) {
     say('');
@@ -408,10 +518,18 @@ async function client(hostArg: string, o: Opts): Promise<number> {
     }
   }
   if (o.plot && text) say(`plot: ${o.plot}`);
+  if (o.report) {
+    try {
+      writePerfReport(o.report, { host: hostArg, port: o.port, test: o.mode, sizes, parallel: o.parallel, seconds: o.bytes === undefined ? seconds : null, bytes: o.bytes ?? null, device: describeDevice(device), runs });
+    } catch (e) {
+      throw new CliError(`--report ${o.report}: ${(e as Error).message}`, 2);
+    }
+    if (text) say(`report: ${o.report}`);
+  }
   return failed ? 1 : 0;
 }
 
-interface Ctx { o: Opts; host: string; local: string | undefined; smc: SmcOptions; seconds: number; tcpPort: number; text: boolean; stop: AbortSignal }
+interface Ctx { o: Opts; host: string; local: string | undefined; smc: SmcOptions; seconds: number; tcpPort: number; text: boolean; stop: AbortSignal; interval: number }
 
 interface Conn { s: Duplex; mode: 'smcr' | 'tcp' | 'plain-tcp'; verdict?: Verdict; handshakeMs: number }
 
@@ -450,7 +568,8 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
       k.s.on('error', () => undefined);
     }
     if (!o.raw) {
-      const header = `${MAGIC} ${JSON.stringify({ test, size, ms: Math.round(c.seconds * 1000), bytes: o.bytes ? Math.ceil(o.bytes / o.parallel) : 0 })}\n`;
+      const omitMs = Math.round(o.omit * 1000);
+      const header = `${MAGIC} ${JSON.stringify({ test, size, ms: c.seconds > 0 ? Math.round((c.seconds + o.omit) * 1000) : 0, bytes: o.bytes ? Math.ceil(o.bytes / o.parallel) : 0, ...(omitMs ? { omitMs } : {}) })}\n`;
       await Promise.all(conns.map(async (k) => {
         k.s.write(header);
         const line = await readLine(k.s, MAX_HEADER, 10_000, 'server answer');
@@ -472,32 +591,56 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
   }
   const ctr: Counters = { bytes: 0, tx: 0, latSumUs: 0, latCount: 0, lat: [] };
   const t0 = performance.now();
-  const deadline = c.seconds > 0 ? t0 + c.seconds * 1000 : Infinity;
+  const cpu0 = process.cpuUsage();
+  let serverCpu: CpuMs | undefined;
+  // --omit: the test runs omit + seconds; the omitted start is reported (marked) but not counted
+  const omitMs = o.omit * 1000;
+  const deadline = c.seconds > 0 ? t0 + c.seconds * 1000 + omitMs : Infinity;
   let last = { t: t0, bytes: 0, tx: 0, latSumUs: 0, latCount: 0 };
-  const tick = (): void => {
+  /** Counters where the counted part starts (t0 without --omit). */
+  let from = { t: t0, bytes: 0, tx: 0, lat: 0 };
+  let cpu = cpuClock();
+  let omitting = omitMs > 0;
+  const tick = (force = false): void => {
     const now = performance.now();
-    if (now - last.t < o.interval * 200) return;
+    if (!force && now - last.t < c.interval * 200) return;
     const iv: Interval = {
       start: r3((last.t - t0) / 1000), end: r3((now - t0) / 1000), bytes: ctr.bytes - last.bytes, transactions: ctr.tx - last.tx,
       bitsPerSecond: Math.round(((ctr.bytes - last.bytes) * 8) / ((now - last.t) / 1000)),
       ...(test === 'rr' ? { avgUs: ctr.latCount > last.latCount ? r1((ctr.latSumUs - last.latSumUs) / (ctr.latCount - last.latCount)) : NaN } : {}),
+      seconds: 0, bits_per_second: 0, omitted: omitting,
     };
+    iv.seconds = r3(iv.end - iv.start);
+    iv.bits_per_second = iv.bitsPerSecond;
     run.intervals.push(iv);
     last = { t: now, bytes: ctr.bytes, tx: ctr.tx, latSumUs: ctr.latSumUs, latCount: ctr.latCount };
     if (text) {
+      const tag = iv.omitted ? '  (omitted)' : '';
       say(test === 'rr'
-        ? `  ${span(iv.start, iv.end)}  ${String(Math.round(iv.transactions / (iv.end - iv.start))).padStart(8)} tx/s  avg ${Number.isFinite(iv.avgUs!) ? iv.avgUs!.toFixed(1) : '-'} µs`
-        : `  ${span(iv.start, iv.end)}  ${fmtBytes(iv.bytes).padStart(10)}  ${fmtRate(iv.bitsPerSecond).padStart(14)}`);
+        ? `  ${span(iv.start, iv.end)}  ${String(Math.round(iv.transactions / (iv.end - iv.start))).padStart(8)} tx/s  avg ${Number.isFinite(iv.avgUs!) ? iv.avgUs!.toFixed(1) : '-'} µs${tag}`
+        : `  ${span(iv.start, iv.end)}  ${fmtBytes(iv.bytes).padStart(10)}  ${fmtRate(iv.bitsPerSecond).padStart(14)}${tag}`);
     }
   };
-  const ticker = setInterval(tick, o.interval * 1000);
+  const ticker = setInterval(tick, c.interval * 1000);
+  const omitTimer = omitting ? setTimeout(() => {
+    tick(true); // the omitted intervals end exactly here
+    omitting = false;
+    from = { t: performance.now(), bytes: ctr.bytes, tx: ctr.tx, lat: ctr.lat.length };
+    cpu = cpuClock();
+  }, omitMs) : undefined;
   const share = o.bytes ? Math.ceil(o.bytes / o.parallel) : Infinity;
   let endT = t0;
   let receiverBytes: number | undefined;
+  let peerCpu: CpuPercent | undefined;
+  let hostCpu: CpuPercent | undefined;
   try {
     const results = await Promise.all(conns.map((k) => worker(k.s, test, size, share, deadline, ctr, o.raw === true, c.stop)));
     endT = performance.now();
+    hostCpu = cpu();
     if (!o.raw && test === 'stream') receiverBytes = results.reduce((a, r) => a + (r.peerBytes ?? 0), 0);
+    for (const r of results) if (r.peerCpuMs) serverCpu = { userMs: (serverCpu?.userMs ?? 0) + r.peerCpuMs.userMs, systemMs: (serverCpu?.systemMs ?? 0) + r.peerCpuMs.systemMs };
+    // one server process serves all parallel connections: each reports that process's CPU; take the busiest span
+    for (const r of results) if (r.peerCpu && (!peerCpu || r.peerCpu.total > peerCpu.total)) peerCpu = r.peerCpu;
     const err = results.find((r) => r.error)?.error;
     if (err) run.error = err;
   } catch (e) {
@@ -505,29 +648,48 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
     endT = performance.now();
   } finally {
     clearInterval(ticker);
+    clearTimeout(omitTimer);
     tick();
     for (const k of conns) if (!k.s.destroyed) k.s.destroy();
   }
-  const secs = (endT - t0) / 1000;
-  const bytes = receiverBytes ?? ctr.bytes;
+  hostCpu ??= cpu();
+  // Every byte the server counted is checked against what was sent (omitted part included); the
+  // rate leaves out what was sent before the omit boundary (the sender's count there: the
+  // receiver reports only its total).
+  const secs = Math.max(0, (endT - from.t) / 1000);
+  const bytes = Math.max(0, (receiverBytes ?? ctr.bytes) - from.bytes);
+  const tx = ctr.tx - from.tx;
+  if (o.omit > 0) run.omitted = r3((from.t - t0) / 1000);
   run.total = {
     bytes, seconds: r3(secs), bitsPerSecond: Math.round(secs > 0 ? (bytes * 8) / secs : 0), megabytesPerSecond: r1(secs > 0 ? bytes / 1e6 / secs : 0),
     ...(test === 'stream' ? { senderBytes: ctr.bytes, ...(receiverBytes !== undefined ? { receiverBytes } : {}) } : {}),
-    ...(test === 'rr' ? { transactions: ctr.tx, transactionsPerSecond: r1(secs > 0 ? ctr.tx / secs : 0) } : {}),
+    ...(test === 'rr' ? { transactions: tx, transactionsPerSecond: r1(secs > 0 ? tx / secs : 0) } : {}),
+  };
+  const sum = (b: number): Iperf3Sum => ({ start: 0, end: r3(secs), seconds: r3(secs), bytes: b, bits_per_second: Math.round(secs > 0 ? (b * 8) / secs : 0) });
+  run.sum_sent = sum(Math.max(0, ctr.bytes - from.bytes));
+  if (receiverBytes !== undefined || test !== 'stream') run.sum_received = sum(bytes);
+  run.cpu_utilization_percent = {
+    host_total: hostCpu.total, host_user: hostCpu.user, host_system: hostCpu.system,
+    ...(peerCpu ? { remote_total: peerCpu.total, remote_user: peerCpu.user, remote_system: peerCpu.system } : {}),
   };
   if (receiverBytes !== undefined && receiverBytes !== ctr.bytes && !run.error) run.error = `the server received ${receiverBytes} of the ${ctr.bytes} bytes sent`;
-  const st = stats(ctr.lat);
+  run.cpu = { client: cpuSince(cpu0), ...(serverCpu ? { server: serverCpu } : {}) };
+  if (o.report && ctr.lat.length) run.latencyHistogramUs = latencyHistogram(from.lat ? ctr.lat.slice(from.lat) : ctr.lat);
+  const st = stats(from.lat ? ctr.lat.slice(from.lat) : ctr.lat);
   if (st) run.latencyUs = { count: st.count, min: r1(st.min), avg: r1(st.avg), p50: r1(st.p50), p90: r1(st.p90), p99: r1(st.p99), p999: r1(st.p999), max: r1(st.max), mdev: r1(st.mdev) };
   if (text) {
     const t = run.total;
     if (test === 'rr') {
-      say(`  ${span(0, secs)}  ${String(Math.round(t.transactionsPerSecond ?? 0)).padStart(8)} tx/s  total ${t.transactions} transactions of ${fmtSize(size)}`);
+      say(`  ${span((from.t - t0) / 1000, (endT - t0) / 1000)}  ${String(Math.round(t.transactionsPerSecond ?? 0)).padStart(8)} tx/s  total ${t.transactions} transactions of ${fmtSize(size)}`);
       if (st) say(`  latency µs: min ${st.min.toFixed(1)} avg ${st.avg.toFixed(1)} p50 ${st.p50.toFixed(1)} p90 ${st.p90.toFixed(1)} p99 ${st.p99.toFixed(1)} p99.9 ${st.p999.toFixed(1)} max ${st.max.toFixed(1)}`);
     } else {
-      say(`  ${span(0, secs)}  ${fmtBytes(bytes).padStart(10)}  ${fmtRate(t.bitsPerSecond).padStart(14)}  ${t.megabytesPerSecond.toFixed(1)} MB/s  `
+      say(`  ${span((from.t - t0) / 1000, (endT - t0) / 1000)}  ${fmtBytes(bytes).padStart(10)}  ${fmtRate(t.bitsPerSecond).padStart(14)}  ${t.megabytesPerSecond.toFixed(1)} MB/s  `
         + `${receiverBytes !== undefined ? 'counted by the server' : test === 'reverse' ? 'received' : 'sent'}`);
     }
-    const vals = run.intervals.map((iv) => (test === 'rr' ? iv.avgUs ?? NaN : iv.bitsPerSecond));
+    const hostRole = test === 'reverse' ? 'receiver' : 'sender';
+    const peerRole = test === 'reverse' ? 'sender' : 'receiver';
+    say(`  CPU: local/${hostRole} ${fmtCpu(hostCpu)}${peerCpu ? `, remote/${peerRole} ${fmtCpu(peerCpu)}` : ''}`);
+    const vals = run.intervals.filter((iv) => !iv.omitted).map((iv) => (test === 'rr' ? iv.avgUs ?? NaN : iv.bitsPerSecond));
     const fin = vals.filter((v) => Number.isFinite(v));
     if (vals.length > 1 && fin.length) {
       const lo = Math.min(...fin), hi = Math.max(...fin);
@@ -538,7 +700,7 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
   return run;
 }
 
-interface WorkerResult { peerBytes?: number; error?: string }
+interface WorkerResult { peerBytes?: number; peerCpu?: CpuPercent; peerCpuMs?: CpuMs; error?: string }
 
 async function worker(s: Duplex, test: Test, size: number, budget: number, deadline: number, ctr: Counters, raw: boolean, stop: AbortSignal): Promise<WorkerResult> {
   let gone: string | undefined;
@@ -570,8 +732,10 @@ async function worker(s: Duplex, test: Test, size: number, budget: number, deadl
       try {
         const line = await done;
         if (!line.startsWith(`${MAGIC} DONE `)) return { error: `unexpected server result ${JSON.stringify(line.slice(0, 60))}` };
-        const j = JSON.parse(line.slice(MAGIC.length + 6)) as { bytes?: number };
-        return { peerBytes: Number(j.bytes ?? 0) };
+        const j = JSON.parse(line.slice(MAGIC.length + 6)) as { bytes?: number; cpu?: CpuPercent; cpuMs?: CpuMs };
+        const c = j.cpu;
+        const peerCpu = c && [c.total, c.user, c.system].every((v) => typeof v === 'number' && Number.isFinite(v)) ? { total: c.total, user: c.user, system: c.system } : undefined;
+        return { peerBytes: Number(j.bytes ?? 0), ...(peerCpu ? { peerCpu } : {}), ...(j.cpuMs ? { peerCpuMs: j.cpuMs } : {}) };
       } catch (e) {
         return { error: (e as Error).message };
       }

@@ -26,6 +26,16 @@ export interface SmcOptions {
   llcTimeoutMs?: number;
   testLinkMs?: number;
   idleLinkGroupMs?: number;
+  /** Server: handshakes past the Proposal at once (QP bring-up, buffers, LLC); a Proposal that
+   *  finds no free slot within half the CLC timeout is declined (MEM) and goes on as TCP. */
+  maxHandshakes?: number;
+  /** Server: accepted TCP connections still in their handshake (waiting for a Proposal or a
+   *  slot); beyond it a new connection is reset at once, like a full listen backlog. */
+  maxPendingConnections?: number;
+  /** After the peer's FIN (or end of its CLC socket) on an SMC-R connection, how long to wait
+   *  for its SMC close (CDC done/closed) before aborting: a Linux peer sends the CDC right after
+   *  its FIN, a peer whose process died never does. */
+  finGraceMs?: number;
   /**
    * How TCP option 254 is handled: 'ebpf' (default) loads the sock_ops program and requires the
    * peer's option before any CLC, as RFC 7609 says; 'ignore' skips it and always tries CLC
@@ -40,6 +50,12 @@ export interface SmcOptions {
 }
 
 export type ResolvedOptions = Required<Omit<SmcOptions, 'log'>> & { log: (line: string) => void };
+
+function positiveInt(v: number | undefined, dflt: number, what: string, max = 1_000_000): number {
+  const n = v ?? dflt;
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new RangeError(`${what} ${n}: an integer from 1 to ${max}`);
+  return n;
+}
 
 const MIN_BUF = 16 * 1024;
 
@@ -74,6 +90,9 @@ export function resolveOptions(o: SmcOptions): ResolvedOptions {
     llcTimeoutMs: o.llcTimeoutMs ?? 2000,
     testLinkMs: o.testLinkMs ?? 30_000,
     idleLinkGroupMs: o.idleLinkGroupMs ?? 600_000,
+    maxHandshakes: positiveInt(o.maxHandshakes, 64, 'maxHandshakes'),
+    maxPendingConnections: positiveInt(o.maxPendingConnections, 4096, 'maxPendingConnections'),
+    finGraceMs: positiveInt(o.finGraceMs, 1500, 'finGraceMs', 3_600_000),
     tcpOption: o.tcpOption ?? 'ebpf',
     hostname: (o.hostname ?? hostname()).slice(0, 32),
     log: o.log ?? (() => {}),

@@ -45,18 +45,23 @@ export interface ControlServer {
   close(): Promise<void>;
 }
 
-/** A directory only we can enter: created 0700, or an existing one of ours tightened to 0700. */
-function ownerOnlyDir(dir: string): void {
+/**
+ * The directory of the control socket. Created (0700) when missing; an existing one
+ * is used as it is and never changed (with --control /tmp/x.sock a chmod would lock every other
+ * user out of /tmp): it must be a real directory, ours or root's, and not writable by others
+ * unless sticky (like /tmp). The socket itself is owner-only whatever the directory's mode.
+ */
+function controlDir(dir: string): void {
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    mkdirSync(dir, { recursive: true, mode: 0o700 }); // what it creates is 0700; what exists stays as it is
   } catch (e) {
-    throw new Error(`control socket: cannot create ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new Error(`control socket: cannot create ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
   }
   const st = lstatSync(dir);
   if (!st.isDirectory()) throw new Error(`control socket: ${dir} is not a directory`);
   const uid = process.getuid?.();
-  if (uid !== undefined && st.uid !== uid) throw new Error(`control socket: ${dir} belongs to uid ${st.uid}, not to us (${uid}): refusing to use it`);
-  if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+  if (uid !== undefined && st.uid !== uid && st.uid !== 0) throw new Error(`control socket: ${dir} belongs to uid ${st.uid}, not to us (${uid}) or root: refusing to use it`);
+  if ((st.mode & 0o022) !== 0 && (st.mode & 0o1000) === 0) throw new Error(`control socket: ${dir} is writable by others and not sticky: refusing to use it`);
 }
 
 /** Is a Unix socket at `path` alive (someone accepts)? */
@@ -73,7 +78,7 @@ function alive(path: string): Promise<boolean> {
  * Resolves once listening; rejects with one clear message (path in use, directory not ours …).
  */
 export async function serveControl(stack: SmcStack, path: string = defaultControlPath()): Promise<ControlServer> {
-  ownerOnlyDir(dirname(path));
+  controlDir(dirname(path));
   try {
     const st = lstatSync(path);
     if (!st.isSocket()) throw new Error(`control socket: ${path} exists and is not a socket`);
@@ -96,7 +101,13 @@ export async function serveControl(stack: SmcStack, path: string = defaultContro
   await new Promise<void>((resolve, reject) => {
     const onErr = (e: Error): void => reject(new Error(`control socket: cannot listen on ${path}: ${(e as NodeJS.ErrnoException).code ?? e.message}`));
     server.once('error', onErr);
-    server.listen(path, () => { server.off('error', onErr); resolve(); });
+    // Created owner-only (umask), not just chmod-ed after: nobody may connect in between.
+    const mask = process.umask(0o177);
+    try {
+      server.listen(path, () => { server.off('error', onErr); resolve(); });
+    } finally {
+      process.umask(mask);
+    }
   });
   chmodSync(path, 0o600);
   server.unref();

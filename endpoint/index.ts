@@ -76,13 +76,16 @@ export function handshakeOf(s: SmcSocket): HandshakeInfo | undefined { return ha
 /** Turn a handshake result into the application's socket. */
 export function socketFor(stack: SmcStack, tcp: Socket, r: HandshakeResult): SmcSocket {
   if (r.mode === 'tcp') {
-    const s = new SmcSocket({ tcp, mode: 'tcp', fallbackCode: r.code });
+    const s = new SmcSocket({
+      tcp, mode: 'tcp', fallbackCode: r.code, peerEnded: r.peerEnded === true, strayClc: r.strayClc === true,
+      strayWaitMs: stack.opts.clcTimeoutMs, log: stack.opts.log, ...(r.leftover ? { leftover: r.leftover } : {}),
+    });
     handshakes.set(s, { mode: 'tcp', declinedBy: r.declinedBy, reason: r.reason, steps: [] });
     return s;
   }
   const conn = stack.attach(r);
   const s = new SmcSocket({
-    tcp, mode: 'smcr', conn,
+    tcp, mode: 'smcr', conn, peerEnded: r.peerEnded === true, finGraceMs: stack.opts.finGraceMs,
     info: { version: r.version, release: r.release, linkGroup: r.lg.name, link: r.link.id, firstContact: r.firstContact },
   });
   handshakes.set(s, {
@@ -105,7 +108,8 @@ export interface ConnectOptions extends SmcOptions {
 export async function connect(o: ConnectOptions): Promise<SmcSocket> {
   const { host, port, localAddress, connectTimeoutMs, ...smc } = o;
   const stack = await endpoint(smc);
-  const tcp = netConnect({ host, port, ...(localAddress ? { localAddress } : {}) });
+  // Half-open allowed: a Decline must still be sendable after the peer's FIN.
+  const tcp = netConnect({ host, port, allowHalfOpen: true, ...(localAddress ? { localAddress } : {}) });
   const t = setTimeout(() => tcp.destroy(Object.assign(new Error(`connect ETIMEDOUT ${host}:${port}`), { code: 'ETIMEDOUT' })), connectTimeoutMs ?? 10_000);
   try {
     await once(tcp, 'connect');
@@ -129,9 +133,10 @@ export class SmcServer extends EventEmitter {
   constructor(readonly options: SmcOptions, onConnection?: (s: SmcSocket) => void) {
     super();
     if (onConnection) this.on('connection', onConnection);
-    this.tcp = netCreateServer({ pauseOnConnect: true, noDelay: true });
-    this.tcp.on('connection', (sock) => void this.accept(sock));
-    this.tcp.on('error', (e) => this.emit('error', e));
+    // Half-open allowed: a Decline must still be sendable after the client's FIN.
+    this.tcp = netCreateServer({ pauseOnConnect: true, noDelay: true, allowHalfOpen: true });
+    this.tcp.on('connection', (sock) => this.admit(sock));
+    this.tcp.on('error', (e) => this.fail(e));
   }
 
   /** Listen (opens the endpoint first). Resolves with the bound address. */
@@ -151,6 +156,27 @@ export class SmcServer extends EventEmitter {
     this.emit('close');
   }
 
+  /** Connections accepted and still in their handshake. */
+  get handshaking(): number { return this.pending; }
+
+  /** An error nobody listens for is logged, not thrown: a peer must not be able to end the process. */
+  private fail(e: Error): void {
+    if (this.listenerCount('error') > 0) this.emit('error', e);
+    else this.stack?.opts.log(`smc server: ${e.message}`);
+  }
+
+  /** Back-pressure on accept: beyond maxPendingConnections a new connection is reset at once. */
+  private admit(tcp: Socket): void {
+    tcp.on('error', () => undefined); // until the handshake owns it: a reset must not be unhandled
+    const limit = this.stack?.opts.maxPendingConnections ?? Infinity;
+    if (!this.stack || this.pending >= limit) {
+      this.stack?.opts.log(`smc server: ${this.pending} connections in handshake (limit ${limit}): connection from ${tcp.remoteAddress}:${tcp.remotePort} reset`);
+      tcp.resetAndDestroy();
+      return;
+    }
+    void this.accept(tcp);
+  }
+
   private async accept(tcp: Socket): Promise<void> {
     const stack = this.stack!;
     this.pending++;
@@ -159,11 +185,12 @@ export class SmcServer extends EventEmitter {
       // lookup comes first and is asynchronous, and a flowing socket without a 'data' listener
       // would drop the client's Proposal if it arrived meanwhile.
       const r = await stack.handshake('server', tcp);
+      if (r.mode === 'tcp' && r.drop) { tcp.destroy(); return; }
       if (tcp.destroyed) { if (r.mode === 'smcr') stack.attach(r).abort('TCP connection gone before the handshake finished'); return; }
       this.emit('connection', socketFor(stack, tcp, r));
     } catch (e) {
       tcp.destroy();
-      this.emit('error', e);
+      this.fail(e as Error);
     } finally {
       this.pending--;
     }

@@ -132,16 +132,54 @@ export class SmcStack implements HandshakeContext {
     }
   }
 
-  private readonly locks: Record<Role, Promise<void>> = { client: Promise.resolve(), server: Promise.resolve() };
+  /** The tail of each (role, peer) lock chain; an entry goes when its chain runs empty. */
+  private readonly locks = new Map<string, Promise<void>>();
 
-  lgrLock(role: Role): Promise<() => void> {
+  lgrLock(role: Role, peer: string): Promise<() => void> {
+    const key = `${role}/${peer}`;
     let release!: () => void;
     const mine = new Promise<void>((r) => { release = r; });
-    const prev = this.locks[role];
-    this.locks[role] = prev.then(() => mine);
+    const prev = this.locks.get(key) ?? Promise.resolve();
+    const tail = prev.then(() => mine);
+    this.locks.set(key, tail);
     let done = false;
-    return prev.then(() => () => { if (!done) { done = true; release(); } });
+    return prev.then(() => () => {
+      if (done) return;
+      done = true;
+      release();
+      if (this.locks.get(key) === tail) this.locks.delete(key);
+    });
   }
+
+  private slotsUsed = 0;
+  private readonly slotWaiters: Array<() => void> = [];
+
+  /** A handshake slot (admission control, opts.maxHandshakes), waiting at most half the CLC timeout. */
+  handshakeSlot(): Promise<(() => void) | undefined> {
+    const grant = (): () => void => {
+      this.slotsUsed++;
+      let done = false;
+      return () => {
+        if (done) return;
+        done = true;
+        this.slotsUsed--;
+        this.slotWaiters.shift()?.();
+      };
+    };
+    if (this.slotsUsed < this.opts.maxHandshakes) return Promise.resolve(grant());
+    return new Promise((resolve) => {
+      const wake = (): void => { clearTimeout(t); resolve(grant()); };
+      const t = setTimeout(() => {
+        const i = this.slotWaiters.indexOf(wake);
+        if (i >= 0) this.slotWaiters.splice(i, 1);
+        resolve(undefined);
+      }, Math.floor(this.opts.clcTimeoutMs / 2));
+      this.slotWaiters.push(wake);
+    });
+  }
+
+  /** Handshakes holding a slot now (for tests and the state view). */
+  get handshakesInProgress(): number { return this.slotsUsed; }
 
   findLinkGroup(match: (lg: LinkGroup) => boolean): LinkGroup | undefined {
     for (const lg of this.linkGroups) if (lg.state !== 'TERMINATING' && lg.state !== 'TERMINATED' && match(lg)) return lg;

@@ -14,7 +14,11 @@ export const CLC_MAX_LEN = 1024;
 
 /** Why a CLC exchange failed; `code` is the decline reason to send (or that the peer sent). */
 export class ClcError extends Error {
-  constructor(readonly code: number, message: string, readonly peerDeclined = false, readonly outOfSync = false) {
+  constructor(
+    readonly code: number, message: string, readonly peerDeclined = false, readonly outOfSync = false,
+    /** The peer closed the TCP connection without sending a byte of the message. */
+    readonly eofClean = false,
+  ) {
     super(message);
     this.name = 'ClcError';
   }
@@ -56,25 +60,34 @@ export class ClcChannel {
    */
   async read(timeoutMs: number, what: string): Promise<ClcMessage> {
     const deadline = Date.now() + timeoutMs;
+    let lastLook = false;
     for (;;) {
-      if (this.buf.length >= 8) {
-        const eyec = this.buf.readUInt32BE(0);
-        if (eyec !== 0xe2d4c3d9 && eyec !== 0xe2d4c3c4) {
-          throw new ClcError(DECL.SYNCERR, `expected a CLC ${what}, got ${this.buf.length} bytes that are not CLC (no SMC eyecatcher)`);
-        }
-        const len = this.buf.readUInt16BE(5);
-        if (len < 12 || len > CLC_MAX_LEN) throw new ClcError(DECL.SYNCERR, `CLC message length ${len} out of range`);
-        if (this.buf.length >= len) {
-          const bytes = new Uint8Array(this.buf.subarray(0, len));
-          this.buf = this.buf.subarray(len);
-          const d = decodeClc(bytes);
-          const bad = d.issues.find((i) => i.severity === 'error');
-          if (bad) throw new ClcError(DECL.SYNCERR, `malformed CLC ${what}: ${bad.message}`);
-          return d.value;
-        }
+      const r = frameClc(this.buf);
+      if (r.kind === 'bad') throw new ClcError(DECL.SYNCERR, `expected a CLC ${what}, ${r.why}`);
+      if (r.kind === 'message') {
+        const bytes = new Uint8Array(this.buf.subarray(0, r.length));
+        this.buf = this.buf.subarray(r.length);
+        const d = decodeClc(bytes);
+        const bad = d.issues.find((i) => i.severity === 'error');
+        if (bad) throw new ClcError(DECL.SYNCERR, `malformed CLC ${what}: ${bad.message}`);
+        return d.value;
       }
-      if (this.ended) throw new ClcError(DECL.SYNCERR, `${this.ended} while waiting for CLC ${what}`);
+      if (this.ended) {
+        // EOF inside a message: a partial header or body is a truncated CLC message (SYNCERR).
+        if (this.buf.length > 0) {
+          const of = this.buf.length >= 8 ? `${this.buf.readUInt16BE(5)}-byte` : '8-byte header of a';
+          throw new ClcError(DECL.SYNCERR, `truncated CLC ${what}: ${this.buf.length} bytes of the ${of} message, then ${this.ended}`);
+        }
+        throw new ClcError(DECL.SYNCERR, `${this.ended} while waiting for CLC ${what}`, false, false, true);
+      }
       const left = deadline - Date.now();
+      if (left <= 0 && !lastLook) {
+        // Timers run before the event loop polls sockets: under load a message that is already
+        // in the socket buffer would lose to its own deadline. One poll round decides.
+        lastLook = true;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        continue;
+      }
       if (left <= 0) throw new ClcError(what === 'Confirm' ? DECL.TIMEOUT_CL : DECL.TIMEOUT_AL, `timeout (${timeoutMs} ms) waiting for CLC ${what}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(() => { this.waiter = undefined; resolve(); }, left);
@@ -82,6 +95,9 @@ export class ClcChannel {
       });
     }
   }
+
+  /** Bytes received so far and not consumed by a CLC read. */
+  get buffered(): number { return this.buf.length; }
 
   /** Write one message (encoded by the shared codec). */
   send(m: ClcInput): Promise<void> {
@@ -104,17 +120,48 @@ export class ClcChannel {
   }
 
   /**
-   * Stop reading CLC: the socket is paused and any bytes read past the last message (application
-   * data right after a decline) are pushed back into it, so whoever reads next loses nothing.
+   * Stop reading CLC: the socket is paused and the bytes read past the last message (application
+   * data right after a decline) are handed back with whether the peer already sent its FIN, so
+   * whoever reads next loses nothing. (Not socket.unshift(): after 'end' Node throws
+   * "stream.unshift() after end event", which a peer could trigger with 3 bytes and a FIN.)
    */
-  detach(): void {
+  detach(): { leftover: Buffer; ended: boolean } {
     this.socket.pause();
     this.socket.off('data', this.onData);
     this.socket.off('end', this.onEnd);
     this.socket.off('error', this.onError);
-    if (this.buf.length > 0 && !this.socket.destroyed) this.socket.unshift(this.buf);
+    // Errors after the handshake belong to whoever takes the socket; until then none may go unheard.
+    if (this.socket.listenerCount('error') === 0) this.socket.on('error', () => undefined);
+    const leftover = this.buf;
     this.buf = Buffer.alloc(0);
+    return { leftover, ended: this.ended !== undefined };
   }
+}
+
+export type ClcFrame = { kind: 'message'; length: number } | { kind: 'partial' } | { kind: 'bad'; why: string };
+
+const EYE_R = Buffer.from([0xe2, 0xd4, 0xc3, 0xd9]);
+const EYE_D = Buffer.from([0xe2, 0xd4, 0xc3, 0xc4]);
+
+/**
+ * Where the first CLC message in `b` ends, without decoding it: a complete message (its length),
+ * partial (wait for more), or bad (not CLC: no eyecatcher, length out of range). Total: any bytes.
+ */
+export function frameClc(b: Buffer): ClcFrame {
+  // Judged from 4 bytes on: fewer that end in EOF are a truncated message, not "not CLC".
+  if (b.length < 4) return { kind: 'partial' };
+  if (b.compare(EYE_R, 0, 4, 0, 4) !== 0 && b.compare(EYE_D, 0, 4, 0, 4) !== 0) {
+    return { kind: 'bad', why: `got ${b.length} bytes that are not CLC (no SMC eyecatcher)` };
+  }
+  if (b.length < 8) return { kind: 'partial' };
+  const len = b.readUInt16BE(5);
+  if (len < 12 || len > CLC_MAX_LEN) return { kind: 'bad', why: `CLC message length ${len} out of range (12…${CLC_MAX_LEN})` };
+  return b.length >= len ? { kind: 'message', length: len } : { kind: 'partial' };
+}
+
+/** Is `b` (a complete frame per frameClc) a CLC message with its trailer, i.e. surely not app data? */
+export function hasClcTrailer(b: Buffer, len: number): boolean {
+  return b.length >= len && len >= 12 && (b.compare(EYE_R, 0, 4, len - 4, len) === 0 || b.compare(EYE_D, 0, 4, len - 4, len) === 0);
 }
 
 /** One line for a Decline received: "peer declined: 0x03030008 NOUEID (no common UEID)". */

@@ -52,9 +52,13 @@ export interface HandshakeContext {
   ports: readonly LocalIdentity[];
   findLinkGroup(match: (lg: LinkGroup) => boolean): LinkGroup | undefined;
   newLinkGroup(role: Role, version: 1 | 2, release: number, peerId: string, maxConns: number, maxLinks: number): LinkGroup;
-  /** Serialise link-group decisions of one role (Linux smc_server_lgr_pending): concurrent
-   *  first contacts to one peer must end in one link group. Resolves to the unlock function. */
-  lgrLock(role: Role): Promise<() => void>;
+  /** Serialise link-group decisions of one role for one peer (Linux smc_server_lgr_pending,
+   *  which is global): concurrent first contacts to one peer must end in one link group. Keyed
+   *  by the peer's identity so that a peer that goes silent mid-handshake delays only itself.
+   *  Resolves to the unlock function. */
+  lgrLock(role: Role, peer: string): Promise<() => void>;
+  /** Admission: a handshake slot (resolves to its release) or undefined when none freed up in time. */
+  handshakeSlot(): Promise<(() => void) | undefined>;
 }
 
 export interface Fallback {
@@ -64,6 +68,16 @@ export interface Fallback {
   /** Who decided: the peer declined, or we did (and told it). */
   declinedBy: 'peer' | 'local';
   reason: string;
+  /** The server got no Proposal at all (silence or an empty close): Linux closes such a
+   *  connection instead of handing it to the application, and so do we. */
+  drop?: boolean;
+  /** Bytes read past the last CLC message (the peer's first application data). */
+  leftover?: Buffer;
+  /** The peer's FIN arrived during the handshake. */
+  peerEnded?: boolean;
+  /** We decided the fallback (timeout, error): CLC messages the peer sent before it saw our
+   *  Decline may still be in the stream; they are not application data. */
+  strayClc?: boolean;
 }
 
 export interface Established {
@@ -86,6 +100,8 @@ export interface Established {
   peerHost?: string;
   /** CDCs that arrived before the connection was attached. */
   sink: PendingSink;
+  /** The peer's FIN on the TCP connection arrived during the handshake. */
+  peerEnded?: boolean;
   /** Step timings (ms since the handshake began). */
   steps: Array<{ step: string; ms: number }>;
 }
@@ -178,9 +194,26 @@ function withoutLength<T extends { length: number }>(m: T): Omit<T, 'length'> {
 
 /** Client side: Proposal, Accept, Confirm (+ first-contact link bring-up). Never throws. */
 export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promise<HandshakeResult> {
+  const ch = new ClcChannel(tcp);
+  return withStream(await clientSteps(ctx, tcp, ch), ch);
+}
+
+/** Server side: Proposal in, Accept out, Confirm in (+ first-contact link bring-up). Never throws. */
+export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promise<HandshakeResult> {
+  const ch = new ClcChannel(tcp);
+  return withStream(await serverSteps(ctx, tcp, ch), ch);
+}
+
+/** Stop reading CLC and say what the stream holds for whoever reads it next. */
+function withStream(r: HandshakeResult, ch: ClcChannel): HandshakeResult {
+  const { leftover, ended } = ch.detach();
+  if (r.mode === 'smcr') return ended ? { ...r, peerEnded: true } : r;
+  return { ...r, leftover, peerEnded: ended, strayClc: r.declinedBy === 'local' };
+}
+
+async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): Promise<HandshakeResult> {
   const t0 = Date.now();
   const steps: Established['steps'] = [];
-  const ch = new ClcChannel(tcp);
   const o = ctx.opts;
   const v2 = o.versions.includes(2) && o.ueids.length > 0;
   const v1 = o.versions.includes(1);
@@ -239,7 +272,7 @@ export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promi
     if (r.mtuCode < 1 || r.mtuCode > 5) throw new ClcError(DECL.SYNCERR, `server MTU code ${r.mtuCode} out of range`);
     // -- link group: new on first contact; else the one whose link talks to the named QP
     let link: Link | undefined;
-    unlock = await ctx.lgrLock('client');
+    unlock = await lockWithin(ctx, 'client', `${r.peerId}|${r.gid}`, o.clcTimeoutMs);
     if (acc.firstContact) {
       lg = ctx.newLinkGroup('client', version, release, r.peerId, maxConns, maxLinks);
       newGroup = true;
@@ -289,21 +322,19 @@ export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promi
     return fail(ch, ctx, e, version, lg, newGroup, held);
   } finally {
     unlock();
-    ch.detach();
   }
 }
 
-/** Server side: Proposal in, Accept out, Confirm in (+ first-contact link bring-up). Never throws. */
-export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promise<HandshakeResult> {
+async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): Promise<HandshakeResult> {
   const t0 = Date.now();
   const steps: Established['steps'] = [];
-  const ch = new ClcChannel(tcp);
   const o = ctx.opts;
   let version: 1 | 2 = 1;
   let lg: LinkGroup | undefined;
   let newGroup = false;
   let held: { rmb?: BufDesc; sndbuf?: BufDesc; token?: number } = {};
   let unlock: () => void = noop;
+  let releaseSlot: () => void = noop;
   let proposalSeen = false;
   try {
     const m = await ch.read(o.clcTimeoutMs, 'Proposal');
@@ -316,9 +347,18 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
     version = choice.version;
     const { release, maxConns, maxLinks, eid, peerGid } = choice;
     steps.push({ step: 'proposal', ms: Date.now() - t0 });
-    // -- first or subsequent contact (decided under the lock: a second Proposal from the same
-    //    peer waits until this first contact has its link group, then joins it)
-    unlock = await ctx.lgrLock('server');
+    // -- admission: at most opts.maxHandshakes past this point at once (their QPs, buffers and
+    //    LLC flows are the costly part); a Proposal that finds no slot in time is declined and
+    //    the connection goes on as TCP.
+    //    Taken after this peer's lock, so Proposals queued behind a silent one of the same peer
+    //    hold no slot.
+    // -- first or subsequent contact (decided under this peer's lock: a second Proposal from the
+    //    same peer waits until this first contact has its link group, then joins it; at most one
+    //    CLC timeout, then it is declined)
+    unlock = await lockWithin(ctx, 'server', `${p.peerId}|${peerGid}`, o.clcTimeoutMs);
+    const slot = await ctx.handshakeSlot();
+    if (!slot) throw new ClcError(DECL.MEM, `too many handshakes at once (limit ${o.maxHandshakes})`);
+    releaseSlot = slot;
     lg = ctx.findLinkGroup((g) => g.role === 'server' && g.version === version && g.peerId === p.peerId && !g.full
       && (g.state === 'ACTIVE' || g.state === 'IDLE') && !!g.activeLink()
       && (g.peerGids.includes(peerGid) || [...g.links.values()].some((l) => l.state === 'ACTIVE' && l.peer?.gid === peerGid)));
@@ -380,13 +420,31 @@ export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promi
       ...(eid ? { eid } : {}), ...(r.fce?.hostname ? { peerHost: r.fce.hostname } : {}), sink, steps,
     };
   } catch (e) {
-    // No Proposal at all: nothing to decline (Linux closes such a connection; we keep it as TCP).
-    const silent = e instanceof ClcError && !proposalSeen && (e.code === DECL.TIMEOUT_AL || e.code === DECL.TIMEOUT_CL);
-    return fail(ch, ctx, e, version, lg, newGroup, held, silent);
+    // No Proposal at all (silence until the CLC timeout, or a close without a byte): nothing to
+    // decline, and nothing for the application either: Linux closes such a connection.
+    const silent = e instanceof ClcError && !proposalSeen && ch.buffered === 0
+      && (e.code === DECL.TIMEOUT_AL || e.code === DECL.TIMEOUT_CL || e.eofClean);
+    const fb = await fail(ch, ctx, e, version, lg, newGroup, held, silent);
+    return silent ? { ...fb, drop: true } : fb;
   } finally {
     unlock();
-    ch.detach();
+    releaseSlot();
   }
+}
+
+/**
+ * This peer's link-group lock, waiting at most `ms` (another handshake of the same peer holds it
+ * and its peer went silent). A lock granted after we gave up is released at once.
+ */
+async function lockWithin(ctx: HandshakeContext, role: Role, peer: string, ms: number): Promise<() => void> {
+  const p = ctx.lgrLock(role, peer);
+  let t: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => { t = setTimeout(() => resolve(undefined), ms); });
+  const got = await Promise.race([p, late]);
+  clearTimeout(t);
+  if (got) return got;
+  void p.then((u) => u());
+  throw new ClcError(DECL.INTERR, `another handshake with this peer held its link group decision for ${ms} ms`);
 }
 
 interface Choice { version: 1 | 2; release: number; maxConns: number; maxLinks: number; eid?: string; peerGid: string }
@@ -445,7 +503,11 @@ async function fail(
   const err = e instanceof ClcError ? e : new ClcError(DECL.INTERR, (e as Error).message ?? String(e));
   cleanup(lg, newGroup, held);
   // Out of sync: the peer must drop the link group it believes we share.
-  if (!silent) await ch.decline(err.code, version, ctx.id.peerId, err.outOfSync);
-  ctx.opts.log(`CLC: declined ${formatReason(err.code)}: ${err.message}`);
+  if (silent) {
+    ctx.opts.log(`CLC: no Proposal (${err.message}): connection closed`);
+  } else {
+    await ch.decline(err.code, version, ctx.id.peerId, err.outOfSync);
+    ctx.opts.log(`CLC: declined ${formatReason(err.code)}: ${err.message}`);
+  }
   return { mode: 'tcp', code: err.code, declinedBy: 'local', reason: err.message };
 }

@@ -131,7 +131,9 @@ export class LinkGroup extends EventEmitter {
   ) {
     super();
     if (timers.testLinkMs > 0) {
-      this.testTimer = setInterval(() => this.keepalive(), Math.max(50, Math.floor(timers.testLinkMs / 2)));
+      // Checked at least every second: with testLinkMs/2 alone a dead idle link was found only
+      // 30 + 15 + 2 s after its last message (43-46 s measured); now testLinkMs + ≤ 1 s + the LLC wait.
+      this.testTimer = setInterval(() => this.keepalive(), Math.max(50, Math.min(1000, Math.floor(timers.testLinkMs / 2))));
       this.testTimer.unref();
     }
   }

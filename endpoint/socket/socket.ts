@@ -31,6 +31,7 @@ import { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import type { CdcConnection } from '../cdc/connection.js';
 import { declineReason } from '../../dissectors/wire/reasons.js';
+import { StrayClcFilter } from '../clc/stray.js';
 
 /** What an SMC-R connection runs on. */
 export interface SmcrInfo {
@@ -54,8 +55,19 @@ export interface FallbackInfo {
 }
 
 export type SmcSocketInit =
-  | { tcp: Socket; mode: 'smcr'; conn: CdcConnection; info: SmcrInfo; closeTimeoutMs?: number }
-  | { tcp: Socket; mode: 'tcp'; fallbackCode: number };
+  | {
+    tcp: Socket; mode: 'smcr'; conn: CdcConnection; info: SmcrInfo; closeTimeoutMs?: number;
+    /** The peer's FIN came during the handshake; how long its SMC close may lag behind a FIN. */
+    peerEnded?: boolean; finGraceMs?: number;
+  }
+  | {
+    tcp: Socket; mode: 'tcp'; fallbackCode: number;
+    /** Bytes the handshake read past its last CLC message, and whether the peer's FIN came too. */
+    leftover?: Buffer; peerEnded?: boolean;
+    /** Take stray CLC messages off the start of the stream (we decided the fallback); how long to look. */
+    strayClc?: boolean; strayWaitMs?: number;
+    log?: (line: string) => void;
+  };
 
 const READ_CHUNK = 65536;
 
@@ -91,14 +103,14 @@ export class SmcSocket extends Duplex {
       this.fallback = undefined;
       this.conn = init.conn;
       this.closeTimeoutMs = init.closeTimeoutMs ?? 30_000;
-      this.setupSmcr(init.conn);
+      this.setupSmcr(init.conn, init.finGraceMs ?? 1500, init.peerEnded === true);
     } else {
       const r = declineReason(init.fallbackCode);
       this.fallback = { code: init.fallbackCode >>> 0, name: r.name, meaning: r.meaning };
       this.smcr = undefined;
       this.conn = undefined;
       this.closeTimeoutMs = 0;
-      this.setupTcp();
+      this.setupTcp(init);
     }
   }
 
@@ -131,29 +143,79 @@ export class SmcSocket extends Duplex {
   // Fallback: TCP carries the data
   // =====================================================================================
 
-  private setupTcp(): void {
+  private setupTcp(init: Extract<SmcSocketInit, { mode: 'tcp' }>): void {
     const tcp = this.tcp;
     tcp.allowHalfOpen = true;
-    tcp.on('data', (b: Buffer) => { if (!this.push(b)) tcp.pause(); });
-    tcp.on('end', () => this.push(null));
+    const filter = init.strayClc ? new StrayClcFilter() : undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const deliver = (b: Buffer): void => { if (b.length > 0 && !this.push(b)) tcp.pause(); };
+    const checked = (): void => {
+      clearTimeout(timer);
+      if (filter && filter.dropped > 0) init.log?.(`fallback: took ${filter.dropped} stray CLC message(s) off the TCP stream (sent by the peer before it saw the fallback)`);
+    };
+    const onData = (b: Buffer): void => {
+      if (!filter?.checking) { deliver(b); return; }
+      deliver(filter.feed(b));
+      if (!filter.checking) checked();
+    };
+    let ended = false;
+    const onEnd = (): void => {
+      if (ended) return;
+      ended = true;
+      if (filter?.checking) { deliver(filter.flush()); checked(); }
+      this.push(null);
+    };
+    if (filter) {
+      // Bytes that could begin a CLC message are held at most this long, then they are data.
+      timer = setTimeout(() => { if (filter.checking) { deliver(filter.flush()); checked(); } }, init.strayWaitMs ?? 2000);
+      timer.unref();
+    }
+    tcp.on('data', onData);
+    tcp.on('end', onEnd);
     tcp.on('error', (e) => this.destroy(e));
-    tcp.on('close', () => { if (!this.destroyed) this.destroy(); });
+    tcp.on('close', () => { clearTimeout(timer); if (!this.destroyed) this.destroy(); });
     tcp.pause();
+    if (init.leftover && init.leftover.length > 0) onData(init.leftover);
+    if (init.peerEnded) onEnd();
   }
 
   // =====================================================================================
   // SMC-R: the CdcConnection carries the data
   // =====================================================================================
 
-  private setupSmcr(conn: CdcConnection): void {
+  private setupSmcr(conn: CdcConnection, finGraceMs: number, peerEnded: boolean): void {
     const tcp = this.tcp;
     tcp.allowHalfOpen = true;
-    tcp.on('data', (b: Buffer) => { this.tcpBytesIgnored += b.length; });
-    tcp.on('end', () => { /* Linux sends its FIN on shutdown, before the done CDC: not a close */ });
+    const live = (): boolean => conn.stateName !== 'CLOSED' && !conn.aborted;
+    // The TCP socket is read (and its bytes dropped) so that a reset or FIN is seen at all.
+    tcp.on('data', (b: Buffer) => {
+      this.tcpBytesIgnored += b.length;
+      // Linux sends nothing on the TCP socket of an SMC-R connection. Bytes there mean the peer
+      // is not in SMC-R mode (it fell back, e.g. its Decline after a late timeout): our data
+      // would go to a connection it does not have. Abort rather than lose data silently.
+      if (live()) conn.abort(`peer sent ${b.length} bytes over TCP on an SMC-R connection (it is not in SMC-R mode: out of sync)`);
+    });
+    let finTimer: NodeJS.Timeout | undefined;
+    const onFin = (): void => {
+      // A Linux peer sends its FIN on shutdown, just before the CDC that says done: not a close
+      // by itself. If that CDC does not follow within finGraceMs, the peer is gone (its process
+      // died and its kernel closed the socket): abort instead of waiting for TEST LINK.
+      if (!live() || conn.peerDone) return;
+      finTimer = setTimeout(() => {
+        if (live() && !conn.peerDone) conn.abort(`peer closed its TCP connection and sent no SMC-R close within ${finGraceMs} ms (peer gone)`);
+      }, finGraceMs);
+      finTimer.unref();
+    };
+    tcp.on('end', onFin);
     tcp.on('error', (e) => {
-      if (conn.stateName !== 'CLOSED') conn.abort(`TCP connection failed: ${(e as Error).message}`);
+      if (live()) conn.abort(`TCP connection failed: ${(e as Error).message}`);
       if (!this.destroyed) this.destroy(e);
     });
+    // No abort on 'close' itself: both FINs may have crossed while the peer's done CDC is still on
+    // its way over RDMA; the FIN timer above decides.
+    conn.once('closed', () => clearTimeout(finTimer));
+    tcp.resume();
+    if (peerEnded) onFin();
     conn.on('readable', () => this.pull());
     conn.on('end', () => this.pull());
     conn.on('writable', () => this.resumeWrite());

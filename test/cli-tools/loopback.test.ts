@@ -209,6 +209,34 @@ test.serial('smcperf: reverse with a byte budget delivers exactly that many byte
   t.is(run.total.bytes, 3 << 20);
 });
 
+test.serial('smcperf --omit: short-test intervals, omitted start left out, CPU per side, iperf3 JSON names', async (t) => {
+  const r = await runTool('smcperf', [PERF, '-p', String(perfPort), '-b', CLI, '--ueid', UEID, ...common, '--sizes', '64k', '-t', '1', '--omit', '0.5', '--json']);
+  t.is(r.code, 0, r.err);
+  const j = lastJson(r.out);
+  t.like(j, { omit: 0.5, interval: 0.1 });
+  const run = j.runs[0];
+  t.falsy(run.error);
+  t.is(run.total.receiverBytes, run.total.senderBytes, 'the server counted every byte sent, the omitted ones too');
+  t.true(run.omitted >= 0.5 && run.omitted < 1, String(run.omitted));
+  const omitted = run.intervals.filter((iv: { omitted: boolean }) => iv.omitted);
+  const counted = run.intervals.filter((iv: { omitted: boolean }) => !iv.omitted);
+  t.true(omitted.length >= 2 && counted.length >= 5, `${omitted.length} omitted, ${counted.length} counted intervals of 0.1 s`);
+  t.true(omitted.at(-1).end <= counted[0].start + 1e-9, 'the omitted intervals end where the counted ones start');
+  for (const iv of run.intervals) t.is(iv.bits_per_second, iv.bitsPerSecond);
+  t.true(run.total.bytes < run.total.receiverBytes, 'the total leaves out what was sent before the omit boundary');
+  // the omit boundary is a timer: on a loaded machine it fires late, so the counted span may be short of 1 s
+  t.true(run.total.seconds > 0.5 && run.total.seconds < 2, String(run.total.seconds));
+  t.like(run.sum_received, { bytes: run.total.bytes, seconds: run.total.seconds });
+  t.is(run.sum_sent.seconds, run.total.seconds);
+  const cpu = run.cpu_utilization_percent;
+  for (const k of ['host_total', 'host_user', 'host_system', 'remote_total', 'remote_user', 'remote_system']) t.true(typeof cpu[k] === 'number' && cpu[k] >= 0, `${k}: ${cpu[k]}`);
+  t.true(Math.abs(cpu.host_total - cpu.host_user - cpu.host_system) < 0.3);
+  const text = await runTool('smcperf', [PERF, '-p', String(perfPort), '-b', CLI, '--ueid', UEID, ...common, '--sizes', '64k', '-t', '0.6', '--omit', '0.2']);
+  t.is(text.code, 0, text.err);
+  t.regex(text.out, /\n +0\.00-0\.\d\d s .*\(omitted\)\n/);
+  t.regex(text.out, /\n  CPU: local\/sender [\d.]+% \([\d.]+%u\/[\d.]+%s\), remote\/receiver [\d.]+% \([\d.]+%u\/[\d.]+%s\)\n/);
+});
+
 test.serial('smcperf --tcp: plain TCP first, then SMC-R, same sizes; text output with sparkline and summary', async (t) => {
   const both = await ServerProc.start('smcperf', ['-s', '-b', ALT, '-p', '0', '--ueid', UEID, ...common]);
   try {

@@ -177,3 +177,13 @@ test('p-window-stall: cdc.window-stall on the blocked direction with the pause t
     if (c.s2c.fnv1a) t.deepEqual(fnv1a(s2c), { n: c.s2c.bytes!, h: c.s2c.fnv1a });
   }
 });
+
+test('g-host-roce-ud: UD traffic of another RDMA application is "RoCE traffic, not SMC-R", not a link group', async (t) => {
+  // Guest A ran `ibv_ud_pingpong -s 512 -n 10` against a UD peer on the host (guest log: 10 iters, 10240 bytes).
+  const tk = await track('g-host-roce-ud');
+  t.is(tk.groups.length, 0);
+  const flows = [...tk.otherRoce.values()];
+  t.deepEqual(flows.map((f) => [f.transport, f.packets, f.bytes]), [['UD', 10, 5120], ['UD', 10, 5120]]);
+  const ds = diagnose(tk);
+  t.deepEqual(ds.map((d) => [d.code, d.severity]), [['roce.not-smc', 'info'], ['roce.not-smc', 'info']]);
+});

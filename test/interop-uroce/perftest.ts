@@ -109,7 +109,7 @@ async function preamble(s: net.Socket, client: boolean, ourMtu: Mtu, o: Perftest
 function fail(status: number, what: string): never { throw new Error(`${what}: completion ${wcStatusStr(status)} (${status})`); }
 
 /** The measured part, identical for both roles where perftest's is (lat: ping-pong; bw: one side sends). */
-async function runTest(c: Ctx, kind: PerftestKind, client: boolean, rem: Dest, size: number, iters: number, txDepth: number, rxDepth: number): Promise<PerftestResult> {
+async function runTest(c: Ctx, kind: PerftestKind, client: boolean, rem: Dest, size: number, iters: number, txDepth: number, _rxDepth: number): Promise<PerftestResult> {
   const recvSge = (): { addr: bigint; length: number; lkey: number } => c.mr.sge(size, Math.max(size, 1));
   if (kind === 'send_lat') {
     const inline = size <= 236 ? SendFlags.INLINE : 0;

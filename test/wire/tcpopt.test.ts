@@ -1,7 +1,7 @@
 // TCP option 254 (RFC 6994 ExID) codec, checked against every SYN / SYN-ACK option in the
 // real kernel captures (pcaps/*.pcap; tshark lists the same frames with tcp.option_kind==254).
 import test from 'ava';
-import { readdirSync } from 'node:fs';
+import { KERNEL_CAPTURES } from '../helpers.js';
 import { join } from 'node:path';
 import { Tree, fromHex, hex } from '../../dissectors/wire/common.js';
 import {
@@ -18,7 +18,8 @@ interface Found { file: string; n: number; flags: number; opt: Uint8Array; befor
 /** Every kind-254 option in IPv4/TCP frames (with the two bytes before it, for the NOP padding). */
 function exOptions(): Found[] {
   const out: Found[] = [];
-  for (const f of readdirSync(PCAPS).filter((x) => x.endsWith('.pcap')).sort()) {
+  // The first bundled kernel captures (the list below names their frames).
+  for (const f of KERNEL_CAPTURES.map((n) => `${n}.pcap`)) {
     frameBytes(join(PCAPS, f)).forEach((fr, i) => {
       if (fr[12] !== 0x08 || fr[13] !== 0x00 || fr[23] !== 6) return;
       const tcp = 14 + (fr[14]! & 15) * 4;

@@ -651,6 +651,8 @@ export async function openIbverbs(opts: IbverbsOptions = {}): Promise<Device> {
     throw new IbverbsUnavailableError('ENODEV', `libibverbs not available: no RDMA device ${name} (devices: ${st.devices.map((d) => d.name).join(', ')})`);
   }
   const native = loadVerbsAddon();
+  // `let`: the async-event callback below refers to the device created from its own context.
+  // eslint-disable-next-line prefer-const
   let dev: IbvDevice | undefined;
   const ctx = call(() => native.open(name, (ev) => dev?.onNativeAsync(ev)));
   dev = new IbvDevice(native, name, ctx, { ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.gidIndex !== undefined ? { gidIndex: opts.gidIndex } : {}) });

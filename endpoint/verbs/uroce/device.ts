@@ -124,7 +124,8 @@ export class UroceDevice extends EventEmitter implements Device {
   private constructor(readonly engine: UroceEngine, o: UroceOptions) {
     super();
     this.name = o.name ?? `uroce${deviceCount++}`;
-    const window = Math.max(1, Math.min(1 << 14, o.window ?? 64));
+    if (process.env.UROCE_STATS_DEBUG) process.on('exit', () => { try { process.stderr.write(`UROCE ${process.pid} ${JSON.stringify(this.stats())}\n`); } catch { /* */ } });
+    const window = Math.max(1, Math.min(1 << 14, o.window ?? (Number(process.env.UROCE_WINDOW) || 64)));
     this.tune = { window, ackReqEvery: Math.max(1, o.ackReqEvery ?? Math.max(1, window >> 2)) };
     // Fake but realistic user-space addresses, page aligned, different per device.
     this.nextIova = 0x7f0000000000n + (BigInt(Math.floor(Math.random() * 0xfffff)) << 12n);

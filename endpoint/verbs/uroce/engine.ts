@@ -120,6 +120,8 @@ const MAX_DESC = 256;
 export const GSO_MAX_SEGS = 64;
 const GSO_MAX_BYTES = 65507;
 /** Native receive: datagrams per recvmmsg(2) and slot size (a GRO datagram is at most 64 KiB). */
+/** A/B switch for the transmit flush order (see scheduleFlush). */
+const FLUSH_MICROTASK = process.env.UROCE_FLUSH_MICROTASK === '1';
 const RX_SLOTS = 32;
 const RX_SLOT = 65536;
 
@@ -527,8 +529,17 @@ export class UroceEngine {
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    queueMicrotask(() => this.flushAll());
+    // setImmediate, not a microtask: the flush must come after everything the application does
+    // in reaction to this turn, however deep its promise and nextTick chains. SMC-R's CDC layer
+    // posts its RDMA WRITE + CDC from a microtask queued by the socket write that the CQ
+    // notification (itself a microtask) led to; a microtask flush ran before it and sent the
+    // batch's ACK alone, then the answer in a second sendmmsg — two wake-ups of the peer per
+    // round trip instead of one. The check phase follows the poll phase of the same loop turn,
+    // so nothing waits for a timer. UROCE_FLUSH_MICROTASK=1 restores the old order (A/B runs).
+    if (FLUSH_MICROTASK) queueMicrotask(this.flushAllFn);
+    else setImmediate(this.flushAllFn);
   }
+  private readonly flushAllFn = (): void => this.flushAll();
 
   /** Send the coalesced ACKs; `now`: hand them to the kernel at once (mid-batch). */
   private flushAcks(now: boolean): void {

@@ -1,0 +1,31 @@
+// The example server of docs/endpoint.md as its own process, for the hostile-peer tests and the
+// soak: an echo server on createServer (uroce device on ADDR). It prints "listening ADDR:PORT",
+// one line per connection event and the endpoint's CLC lines on stdout; SIGTERM ends it cleanly.
+//   node dist/test/hostile/example-server.js ADDR PORT
+// HOSTILE_FAULTS='{"seed":1,"loss":0.01,"duplicate":0.01,"reorder":0.01}' injects uroce faults.
+import { createServer, closeAll } from '../../endpoint/index.js';
+import type { FaultConfig } from '../../endpoint/verbs/uroce/faults.js';
+
+const [addr, portArg] = process.argv.slice(2);
+if (!addr || !portArg) { process.stderr.write('usage: example-server ADDR PORT\n'); process.exit(2); }
+const faults = process.env.HOSTILE_FAULTS ? JSON.parse(process.env.HOSTILE_FAULTS) as FaultConfig : undefined;
+const say = (l: string): void => { process.stdout.write(`${l}\n`); };
+let n = 0;
+const server = createServer({
+  device: { provider: 'uroce', address: addr, ...(faults ? { faults } : {}) } as never,
+  ueids: ['SMCSCOPE-HOSTILE'], tcpOption: 'ignore',
+  log: (l) => { if (l.startsWith('CLC:') || l.startsWith('fallback') || l.startsWith('smc server')) say(l); },
+}, (s) => {
+  const id = ++n;
+  let bytes = 0;
+  s.on('data', (d: Buffer) => { bytes += d.length; });
+  s.on('error', (e) => say(`conn ${id}: ${e.message}`));
+  s.on('close', () => say(`conn ${id} closed: ${bytes} bytes echoed (${s.mode})`));
+  s.pipe(s);
+});
+const bound = await server.listen(Number(portArg), addr);
+say(`listening ${bound.address}:${bound.port}`);
+await new Promise<void>((resolve) => { process.once('SIGTERM', resolve); process.once('SIGINT', resolve); });
+await server.close();
+await closeAll();
+process.exit(0);

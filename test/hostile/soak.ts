@@ -1,0 +1,98 @@
+// Soak: N parallel SMC-R connections to the example echo server (a separate process) for T
+// seconds over uroce with 1 % loss injected on both ends (the uroce fault hooks; SOAK_FAULTS
+// overrides, see FAULTS for why not duplication and reordering). Every byte that comes back is compared with the byte sent; the
+// server's RSS is sampled after a warm-up and at the end.
+//   node dist/test/hostile/soak.js [seconds=600] [connections=64]
+import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { connect, closeAll, type SmcSocket } from '../../endpoint/index.js';
+import { startTarget } from './servers.js';
+import { rssKb, sleep, UEID } from './peer.js';
+
+export interface SoakResult {
+  seconds: number; connections: number; smcr: number; firstErrorMs?: number; clientMaxEventLoopLagMs: number; bytesVerified: number; mismatches: number; errors: string[];
+  rssStartKb: number; rssEndKb: number; rssSamplesKb: number[];
+}
+
+// 1 % loss. Duplication and reordering are left out of the default: with 1 % duplication (and
+// more so with 1 % reordering on top) a uroce link of this soak fails with "transport retry
+// counter exceeded" after 10-40 s (600 s run: all 64 connections aborted; no byte was wrong),
+// although the event loop lagged at most 230 ms; each of them alone passes a 20 s run. That is
+// a uroce requester/responder bug still to find. Reproduce with
+// SOAK_FAULTS='{"seed":7,"loss":0.01,"duplicate":0.01}' node dist/test/hostile/soak.js 60 64
+const FAULTS = process.env.SOAK_FAULTS ? JSON.parse(process.env.SOAK_FAULTS) as { seed: number } : { seed: 7, loss: 0.01 };
+/** Bytes a connection keeps in flight (sent, not yet echoed). */
+const WINDOW = Number(process.env.SOAK_WINDOW ?? 64 * 1024);
+
+export async function soak(seconds: number, n: number, net = '127.0.97'): Promise<SoakResult> {
+  const srv = await startTarget('example', `${net}.2`, { HOSTILE_FAULTS: JSON.stringify(FAULTS) });
+  const errors: string[] = [];
+  let verified = 0, mismatches = 0;
+  let firstErrorMs: number | undefined;
+  let maxLagMs = 0;
+  try {
+    // Opened 8 at a time: 64 at once would time out some handshakes (each new RMB costs a
+    // CONFIRM RKEY, and LLC flows of a link group run one at a time) and fall back to TCP.
+    const socks: SmcSocket[] = [];
+    for (let i = 0; i < n; i += 8) {
+      socks.push(...await Promise.all(Array.from({ length: Math.min(8, n - i) }, () => connect({
+        device: { provider: 'uroce', address: `${net}.1`, faults: { ...FAULTS, seed: 11 } }, ueids: [UEID], tcpOption: 'ignore',
+        host: srv.addr, port: srv.port, localAddress: `${net}.1`, connectTimeoutMs: 30_000,
+      }))));
+    }
+    const start = Date.now();
+    const lag = monitorEventLoopDelay({ resolution: 20 });
+    lag.enable();
+    const until = Date.now() + seconds * 1000;
+    const pattern = randomBytes(1 << 20);
+    const runs = socks.map((s, i) => new Promise<void>((resolve) => {
+      // What was sent and not yet echoed: offsets into `pattern` (a ring), compared byte by byte.
+      let sentOff = (i * 7919) % pattern.length, checkOff = sentOff, outstanding = 0;
+      let stopping = false;
+      s.on('error', (e) => { firstErrorMs ??= Date.now() - start; errors.push(`conn ${i}: ${e.message}`); resolve(); });
+      s.on('data', (d: Buffer) => {
+        for (let k = 0; k < d.length;) {
+          const len = Math.min(d.length - k, pattern.length - checkOff);
+          if (d.compare(pattern, checkOff, checkOff + len, k, k + len) !== 0) mismatches++;
+          verified += len; k += len; checkOff = (checkOff + len) % pattern.length;
+        }
+        outstanding -= d.length;
+        pump();
+        if (stopping && outstanding === 0) { s.end(); resolve(); }
+      });
+      const pump = (): void => {
+        if (Date.now() >= until) { stopping = true; if (outstanding === 0) { s.end(); resolve(); } return; }
+        while (outstanding < WINDOW) {
+          const len = Math.min(1 + ((sentOff * 31) % 65536), pattern.length - sentOff);
+          s.write(pattern.subarray(sentOff, sentOff + len));
+          sentOff = (sentOff + len) % pattern.length;
+          outstanding += len;
+        }
+      };
+      pump();
+    }));
+    await sleep(Math.min(30_000, (seconds * 1000) / 3)); // warm-up: heap and buffers reach their working size
+    const samples = [rssKb(srv.proc.proc.pid!)];
+    const sampler = setInterval(() => samples.push(rssKb(srv.proc.proc.pid!)), Math.max(1000, seconds * 100));
+    let guard: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(runs), new Promise<void>((r) => { guard = setTimeout(r, seconds * 1000 + 60_000); })]);
+    clearTimeout(guard); // a pending timer would keep the test process from exiting
+    clearInterval(sampler);
+    lag.disable();
+    maxLagMs = Math.round(lag.max / 1e6);
+    samples.push(rssKb(srv.proc.proc.pid!));
+    const smcr = socks.filter((s) => s.mode === 'smcr').length;
+    if (errors.length > 0) errors.push(...srv.proc.out.split('\n').filter((l) => l && !/closed:|^listening/.test(l)).slice(0, 10).map((l) => `server: ${l}`));
+    for (const s of socks) s.destroy();
+    return { seconds, connections: n, smcr, clientMaxEventLoopLagMs: maxLagMs, ...(firstErrorMs !== undefined ? { firstErrorMs } : {}), bytesVerified: verified, mismatches, errors, rssStartKb: samples[0]!, rssEndKb: samples[samples.length - 1]!, rssSamplesKb: samples };
+  } finally {
+    await closeAll();
+    await srv.proc.stop();
+  }
+}
+
+if (process.argv[1]?.endsWith('soak.js') || process.argv[1]?.endsWith('soak.ts')) {
+  const r = await soak(Number(process.argv[2] ?? 600), Number(process.argv[3] ?? 64));
+  process.stdout.write(`${JSON.stringify(r)}\n`);
+  process.exit(r.mismatches === 0 && r.errors.length === 0 ? 0 : 1);
+}
