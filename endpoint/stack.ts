@@ -63,7 +63,11 @@ function identityOf(device: Device, spec: DeviceSpec, instance: number): LocalId
   const port = device.queryPort(1);
   const want = 'address' in spec ? (spec as { address?: string }).address : undefined;
   const table = device.gidTable(1);
-  const entry = table.find((g) => g.type === 'RoCE v2' && (want === undefined || gidToIpv4(g.gid) === want))
+  // Without an address (ibverbs): the first IPv4-mapped RoCE v2 GID, as the ibverbs provider's
+  // sourceGid(). rxe lists its link-local fe80:: GID first; a kernel peer derives the v2 route
+  // from the GID's IPv4 (NOSMCRDEV otherwise) and rxe refuses an IPv6 source towards an
+  // IPv4-mapped destination (modify_qp RTR: EINVAL).
+  const entry = table.find((g) => g.type === 'RoCE v2' && (want === undefined ? gidToIpv4(g.gid) !== undefined : gidToIpv4(g.gid) === want))
     ?? table.find((g) => g.type === 'RoCE v2') ?? table[0];
   if (!entry) throw new Error(`${device.name}: no GID on port 1`);
   const mac = macOf(entry.ndev ?? port.netdev);

@@ -1,0 +1,298 @@
+// Guest-side part of scenario q-ibverbs-kernel: smcscope's SMC-R endpoint on the native
+// libibverbs provider (rxe0 in guest A, Soft-RoCE on eth0) against guest B's kernel SMC-R.
+// Bundled with esbuild by q-ibverbs-kernel.host.ts and run by guest A with the host's node:
+//   node guest.mjs client PEER PORT REVPORT DONE CLOSED   our client → kernel server
+//   node guest.mjs server PORT REVPORT DONE CLOSED        kernel client → our server
+// Both: conn 1 = first contact with a short message, conn 2 = subsequent contact with 1 MiB
+// (smcpingpong's bulk pattern) from client to server, conn 3 = 1 MiB from server to client
+// (REVPORT: smcpingpong server -S / client -r). Every transfer is checked by smcpingpong's
+// "ACK <bytes> fnv1a=<hash>": the receiver hashes to EOF and answers, the sender compares.
+// Then, after guest B signalled DONE (it dumped its SMC state), closeAll() deletes the link
+// group (LLC DELETE LINK) and CLOSED tells guest B. The endpoint's own state before and after
+// (stack.status()) and every connection go to /out/ibverbs-ROLE.json. Exit 0 only if all is well.
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect, createServer, closeAll, endpoint, type SmcSocket } from '../../../endpoint/index.js';
+import { stateJson } from '../../../endpoint/control.js';
+import type { SmcOptions } from '../../../endpoint/config.js';
+import { FNV1A_INIT, fnv1a, fnv1aHex, fnv1aUpdate } from '../hostpart.js';
+
+const [mode, ...args] = process.argv.slice(2);
+const OUT = '/out';
+const SYNC = join(OUT, 'sync');
+const UEID = 'SMC-LAB-UEID';
+const t0 = Date.now();
+const stamp = (): string => ((Date.now() - t0) / 1000).toFixed(3).padStart(8);
+const say = (l: string): void => console.log(`[${stamp()} ibverbs-${mode}] ${l}`);
+const opts: SmcOptions = { device: { provider: 'ibverbs', device: 'rxe0' }, ueids: [UEID], tcpOption: 'ebpf', log: (l) => say(`smc: ${l}`) };
+
+interface ConnRecord {
+  n: number; mode: string; handshakeMs: number; smcr?: SmcSocket['smcr']; fallback?: SmcSocket['fallback'];
+  bytes: number; fnv1a: string; reply?: string; replyOk?: boolean; transferMs?: number; error?: string;
+}
+const out: { role: string; provider: string; conns: ConnRecord[]; statusBefore?: unknown; statusAfter?: unknown; closeMs?: number; errors: string[] } =
+  { role: mode ?? '?', provider: 'ibverbs:rxe0', conns: [], errors: [] };
+const save = (): void => writeFileSync(join(OUT, `ibverbs-${mode}.json`), JSON.stringify(out, null, 2));
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+async function waitFor(name: string, s: number): Promise<boolean> {
+  for (let i = 0; i < s * 4; i++) { if (existsSync(join(SYNC, name))) return true; await sleep(250); }
+  out.errors.push(`timeout waiting for ${name}`);
+  return false;
+}
+const signal = (name: string): void => { writeFileSync(join(SYNC, `a.${name}`), ''); say(`signal ${name}`); };
+
+/** smcpingpong's bulk pattern: byte i is "0123456789abcdef"[i % 16]. */
+function pattern(n: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = '0123456789abcdef'.charCodeAt(i % 16);
+  return b;
+}
+
+const giveUp = setTimeout(() => { say('not finished within 300 s'); out.errors.push('timeout'); save(); process.exit(1); }, 300_000);
+
+/** The endpoint's state as smcdump --state reads it (--state-json), also written to
+ *  /out/ibverbs-ROLE-state-TAG.json. */
+async function state(tag: string): Promise<unknown> {
+  let s: unknown;
+  try { s = stateJson(await endpoint(opts)); } catch (e) { s = { error: (e as Error).message }; }
+  writeFileSync(join(OUT, `ibverbs-${mode}-state-${tag}.json`), JSON.stringify(s, null, 2));
+  return s;
+}
+
+async function finish(done: string, closed: string): Promise<void> {
+  await waitFor(`b.${done}`, 120);
+  const stack = await endpoint(opts);
+  out.statusBefore = await state('before-close');
+  const c0 = Date.now();
+  const ok = await Promise.race([closeAll().then(() => true), sleep(15_000).then(() => false)]);
+  if (!ok) out.errors.push('closeAll did not finish within 15 s');
+  out.closeMs = Date.now() - c0;
+  try { out.statusAfter = stateJson(stack); } catch (e) { out.statusAfter = { error: (e as Error).message }; }
+  writeFileSync(join(OUT, `ibverbs-${mode}-state-exit.json`), JSON.stringify(out.statusAfter, null, 2));
+  say(`endpoint closed (link groups deleted) in ${out.closeMs} ms`);
+  save();
+  signal(closed);
+}
+
+async function clientOne(peer: string, port: number, n: number, data: Buffer): Promise<void> {
+  const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, bytes: data.length, fnv1a: fnv1a(data) };
+  out.conns.push(rec);
+  try {
+    const s0 = Date.now();
+    const s = await connect({ ...opts, host: peer, port });
+    rec.handshakeMs = Date.now() - s0;
+    rec.mode = s.mode;
+    if (s.smcr) rec.smcr = s.smcr;
+    if (s.fallback) rec.fallback = s.fallback;
+    say(`conn ${n}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)}`);
+    const parts: Buffer[] = [];
+    const done = new Promise<void>((resolve, reject) => { s.on('data', (d: Buffer) => parts.push(d)); s.on('end', resolve); s.on('error', reject); });
+    const w0 = Date.now();
+    s.end(data);
+    await done;
+    rec.transferMs = Date.now() - w0;
+    rec.reply = Buffer.concat(parts).toString('latin1').trim();
+    rec.replyOk = rec.reply === `ACK ${data.length} fnv1a=${rec.fnv1a}`;
+    say(`conn ${n}: sent ${data.length} bytes fnv1a=${rec.fnv1a}; reply after ${rec.transferMs} ms: ${rec.reply} (${rec.replyOk ? 'matches' : 'MISMATCH'})`);
+    await new Promise<void>((resolve) => { if (s.destroyed) resolve(); else s.once('close', () => resolve()); setTimeout(resolve, 5000); });
+  } catch (e) {
+    rec.error = (e as Error).message;
+    say(`conn ${n}: error ${rec.error}`);
+  }
+  save();
+}
+
+/** Conn 3 of the client: the kernel server sends (smcpingpong server -S); we hash to EOF and
+ *  answer "ACK <bytes> fnv1a=<hash>", which the server prints. */
+async function clientReverse(peer: string, port: number, n: number, expect: Buffer): Promise<void> {
+  const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, bytes: 0, fnv1a: '' };
+  out.conns.push(rec);
+  try {
+    const s0 = Date.now();
+    const s = await connect({ ...opts, host: peer, port });
+    rec.handshakeMs = Date.now() - s0;
+    rec.mode = s.mode;
+    if (s.smcr) rec.smcr = s.smcr;
+    if (s.fallback) rec.fallback = s.fallback;
+    say(`conn ${n}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)} (reverse: the server sends)`);
+    let h = FNV1A_INIT;
+    let tData = 0;
+    await new Promise<void>((resolve, reject) => {
+      s.on('data', (d: Buffer) => { if (!rec.bytes) tData = Date.now(); rec.bytes += d.length; h = fnv1aUpdate(h, d); });
+      s.on('end', resolve);
+      s.on('error', reject);
+    });
+    rec.fnv1a = fnv1aHex(h);
+    rec.transferMs = tData ? Date.now() - tData : 0;
+    rec.reply = `ACK ${rec.bytes} fnv1a=${rec.fnv1a}`;
+    rec.replyOk = rec.bytes === expect.length && rec.fnv1a === fnv1a(expect);
+    say(`conn ${n}: received ${rec.bytes} bytes in ${rec.transferMs} ms fnv1a=${rec.fnv1a} (${rec.replyOk ? 'matches' : 'MISMATCH'} the pattern)`);
+    s.end(`${rec.reply}\n`);
+    await new Promise<void>((resolve) => { if (s.destroyed) resolve(); else s.once('close', () => resolve()); setTimeout(resolve, 5000); });
+  } catch (e) {
+    rec.error = (e as Error).message;
+    say(`conn ${n}: error ${rec.error}`);
+  }
+  save();
+}
+
+if (mode === 'client') {
+  const [peer, portS, revPortS, done, closed] = args as [string, string, string, string, string];
+  await clientOne(peer, Number(portS), 1, Buffer.from('SMC-R interop: the ibverbs endpoint to the kernel server 0123456789'));
+  await sleep(1000);
+  await clientOne(peer, Number(portS), 2, pattern(1 << 20));
+  await sleep(1000);
+  await clientReverse(peer, Number(revPortS), 3, pattern(1 << 20));
+  signal('client-conns-done');
+  await finish(done, closed);
+  const ok = out.conns.length === 3 && out.errors.length === 0 && out.conns.every((c) => c.replyOk && c.mode === 'smcr');
+  say(`client ${ok ? 'done' : 'FAILED'}`);
+  clearTimeout(giveUp);
+  process.exit(ok ? 0 : 1);
+} else if (mode === 'server') {
+  const [portS, revPortS, done, closed] = args as [string, string, string, string];
+  const port = Number(portS), revPort = Number(revPortS);
+  const accepted = new Map<number, number>();
+  let count = 0;
+  const server = createServer(opts, (s: SmcSocket) => {
+    const n = ++count;
+    const rec: ConnRecord = { n, mode: s.mode, handshakeMs: Date.now() - (accepted.get(s.tcp.remotePort ?? 0) ?? Date.now()), bytes: 0, fnv1a: '' };
+    if (s.smcr) rec.smcr = s.smcr;
+    if (s.fallback) rec.fallback = s.fallback;
+    out.conns.push(rec);
+    say(`conn ${n} from ${s.tcp.remoteAddress}:${s.tcp.remotePort}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)}`);
+    let h = FNV1A_INIT;
+    let tData = 0;
+    s.on('data', (d: Buffer) => { if (!rec.bytes) tData = Date.now(); rec.bytes += d.length; h = fnv1aUpdate(h, d); });
+    s.on('end', () => {
+      rec.fnv1a = fnv1aHex(h);
+      rec.transferMs = tData ? Date.now() - tData : 0;
+      rec.reply = `ACK ${rec.bytes} fnv1a=${rec.fnv1a}`;
+      say(`conn ${n}: received ${rec.bytes} bytes in ${rec.transferMs} ms fnv1a=${rec.fnv1a}`);
+      s.end(`${rec.reply}\n`);
+      save();
+    });
+    s.on('error', (e) => { rec.error = e.message; say(`conn ${n}: error ${e.message}`); save(); });
+  });
+  server.tcp.on('connection', (sock) => accepted.set(sock.remotePort ?? 0, Date.now()));
+  server.on('error', (e: Error) => { out.errors.push(e.message); say(`server: error ${e.message}`); });
+  // the reverse listener: we send 1 MiB of the pattern, the kernel client (smcpingpong -r)
+  // hashes it and answers "ACK <bytes> fnv1a=<hash>", which we check
+  const rev = createServer(opts, (s: SmcSocket) => {
+    const n = ++count;
+    const data = pattern(1 << 20);
+    const rec: ConnRecord = { n, mode: s.mode, handshakeMs: Date.now() - (accepted.get(s.tcp.remotePort ?? 0) ?? Date.now()), bytes: data.length, fnv1a: fnv1a(data) };
+    if (s.smcr) rec.smcr = s.smcr;
+    if (s.fallback) rec.fallback = s.fallback;
+    out.conns.push(rec);
+    say(`conn ${n} from ${s.tcp.remoteAddress}:${s.tcp.remotePort}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)} (reverse: we send)`);
+    const parts: Buffer[] = [];
+    const w0 = Date.now();
+    s.on('data', (d: Buffer) => parts.push(d));
+    s.on('end', () => {
+      rec.transferMs = Date.now() - w0;
+      rec.reply = Buffer.concat(parts).toString('latin1').trim();
+      rec.replyOk = rec.reply === `ACK ${data.length} fnv1a=${rec.fnv1a}`;
+      say(`conn ${n}: sent ${data.length} bytes fnv1a=${rec.fnv1a}; reply after ${rec.transferMs} ms: ${rec.reply} (${rec.replyOk ? 'matches' : 'MISMATCH'})`);
+      s.end();
+      save();
+    });
+    s.on('error', (e) => { rec.error = e.message; say(`conn ${n}: error ${e.message}`); save(); });
+    s.write(data);
+    s.end();
+  });
+  rev.tcp.on('connection', (sock) => accepted.set(sock.remotePort ?? 0, Date.now()));
+  rev.on('error', (e: Error) => { out.errors.push(e.message); say(`server ${revPort}: error ${e.message}`); });
+  await server.listen(port, '0.0.0.0');
+  await rev.listen(revPort, '0.0.0.0');
+  say(`listening on :${port} and :${revPort} (reverse) (ibverbs rxe0, UEID ${UEID}, eBPF TCP option)`);
+  signal('srv-listening');
+  await finish(done, closed);
+  server.tcp.close();
+  rev.tcp.close();
+  const ok = out.conns.length === 3 && out.errors.length === 0 && out.conns.every((c) => c.mode === 'smcr' && c.reply && !c.error && c.replyOk !== false);
+  say(`server ${ok ? 'done' : 'FAILED'}: ${out.conns.length} connections`);
+  clearTimeout(giveUp);
+  process.exit(ok ? 0 : 1);
+} else if (mode === 'failover-client') {
+  // Scenario r-ibverbs-failover: two devices (rxe0 on eth0, rxe1 on eth1 as the alternate).
+  // conn 1 (PORT, short message) creates the link group; the kernel server adds the second link
+  // (ADD LINK on rxe1); when our snapshot shows two ACTIVE links we signal two-links. conn 2
+  // (REVPORT): the kernel server sends BYTES paced; guest B takes down the NIC under that
+  // connection's link mid-transfer; every byte must arrive (FNV-1a of the pattern) and our ACK
+  // goes back on the surviving link. Then B brings the NIC back; after B's nic-back we record
+  // the state (links) and close.
+  const [peer, portS, revPortS, bytesS, done, closed] = args as [string, string, string, string, string, string];
+  Object.assign(opts, { alternates: [{ provider: 'ibverbs', device: 'rxe1' }] });
+  await clientOne(peer, Number(portS), 1, Buffer.from('SMC-R interop: the ibverbs endpoint, two devices 0123456789'));
+  const stack = await endpoint(opts);
+  const links = (): Array<{ id: number; state: string }> => ((stateJson(stack).linkGroups as Array<{ links: Array<{ id: number; state: string }> }>)[0]?.links ?? []);
+  let waited = 0;
+  while (links().filter((l) => l.state === 'ACTIVE').length < 2 && waited < 30_000) { await sleep(500); waited += 500; }
+  say(`links after ${waited} ms: ${JSON.stringify(links())}`);
+  await state('two-links');
+  if (links().filter((l) => l.state === 'ACTIVE').length >= 2) signal('two-links'); else out.errors.push('no second link within 30 s');
+  await clientReverse(peer, Number(revPortS), 2, pattern(Number(bytesS)));
+  await state('after-failover');
+  signal('transfer-done');
+  await finish(done, closed);
+  const ok = out.conns.length === 2 && out.errors.length === 0 && out.conns.every((c) => c.replyOk && c.mode === 'smcr');
+  say(`failover client ${ok ? 'done' : 'FAILED'}`);
+  clearTimeout(giveUp);
+  process.exit(ok ? 0 : 1);
+} else if (mode === 'failover-server') {
+  // Scenario s-ibverbs-failover-server: our server with rxe0 + alternate rxe1. Conn 1 (short
+  // message, first contact): we add the second link (ADD LINK on rxe1); when our snapshot shows
+  // two ACTIVE links we signal two-links. Conn 2: the kernel client sends BYTES paced and takes
+  // down its NIC under the connection's link mid-transfer; we hash every byte and ACK.
+  const [portS, bytesS, done, closed] = args as [string, string, string, string];
+  Object.assign(opts, { alternates: [{ provider: 'ibverbs', device: 'rxe1' }] });
+  let count = 0;
+  const ended: Array<() => void> = [];
+  const endedP = [new Promise<void>((r) => ended.push(r)), new Promise<void>((r) => ended.push(r))];
+  const server = createServer(opts, (s: SmcSocket) => {
+    const n = ++count;
+    const rec: ConnRecord = { n, mode: s.mode, handshakeMs: 0, bytes: 0, fnv1a: '' };
+    if (s.smcr) rec.smcr = s.smcr;
+    out.conns.push(rec);
+    say(`conn ${n} from ${s.tcp.remoteAddress}:${s.tcp.remotePort}: mode ${s.mode} ${JSON.stringify(s.smcr ?? s.fallback)}`);
+    let h = FNV1A_INIT;
+    let tData = 0;
+    s.on('data', (d: Buffer) => { if (!rec.bytes) tData = Date.now(); rec.bytes += d.length; h = fnv1aUpdate(h, d); });
+    s.on('end', () => {
+      rec.fnv1a = fnv1aHex(h);
+      rec.transferMs = tData ? Date.now() - tData : 0;
+      rec.reply = `ACK ${rec.bytes} fnv1a=${rec.fnv1a}`;
+      say(`conn ${n}: received ${rec.bytes} bytes in ${rec.transferMs} ms fnv1a=${rec.fnv1a}`);
+      s.end(`${rec.reply}\n`);
+      save();
+      ended[n - 1]?.();
+    });
+    s.on('error', (e) => { rec.error = e.message; say(`conn ${n}: error ${e.message}`); save(); ended[n - 1]?.(); });
+  });
+  server.on('error', (e: Error) => { out.errors.push(e.message); say(`server: error ${e.message}`); });
+  await server.listen(Number(portS), '0.0.0.0');
+  say(`listening on :${portS} (ibverbs rxe0 + alternate rxe1)`);
+  signal('srv-listening');
+  await endedP[0];
+  const stack = await endpoint(opts);
+  const links = (): Array<{ id: number; state: string }> => ((stateJson(stack).linkGroups as Array<{ links: Array<{ id: number; state: string }> }>)[0]?.links ?? []);
+  let waited = 0;
+  while (links().filter((l) => l.state === 'ACTIVE').length < 2 && waited < 30_000) { await sleep(500); waited += 500; }
+  say(`links after ${waited} ms: ${JSON.stringify(links())}`);
+  await state('two-links');
+  if (links().filter((l) => l.state === 'ACTIVE').length >= 2) signal('two-links'); else out.errors.push('no second link within 30 s');
+  await Promise.race([endedP[1], sleep(180_000)]);
+  await state('after-failover');
+  signal('transfer-done');
+  await finish(done, closed);
+  server.tcp.close();
+  const want = Number(bytesS);
+  const ok = out.conns.length === 2 && out.errors.length === 0 && out.conns.every((c) => c.mode === 'smcr' && !c.error) && out.conns[1]!.bytes === want && out.conns[1]!.fnv1a === fnv1a(pattern(want));
+  say(`failover server ${ok ? 'done' : 'FAILED'}`);
+  clearTimeout(giveUp);
+  process.exit(ok ? 0 : 1);
+} else {
+  console.error('usage: guest.mjs client PEER PORT REVPORT DONE CLOSED | server PORT REVPORT DONE CLOSED');
+  process.exit(2);
+}
