@@ -90,6 +90,8 @@ export class Tracker {
   private readonly lgFirstConn = new Map<LinkGroup, TcpConn>();
   private orphanIndex = 0;
   private linkSerial = 0;
+  /** Link group ids: never reused, also after a phantom group was folded into a real one. */
+  private lgSerial = 0;
   private note: FrameNote = EMPTY_NOTE;
   private cur!: DecodedFrame;
 
@@ -339,7 +341,7 @@ export class Tracker {
   // ---------------------------------------------------------------------------------------
 
   private newGroup(frame: number, complete: boolean): LinkGroup {
-    const lg: LinkGroup = { id: this.groups.length + 1, complete, links: [], conns: [], state: 'active', firstFrame: frame, types: [], events: [] };
+    const lg: LinkGroup = { id: ++this.lgSerial, complete, links: [], conns: [], state: 'active', firstFrame: frame, types: [], events: [] };
     this.groups.push(lg);
     return lg;
   }
