@@ -7,7 +7,7 @@ import type { Tracker } from '../tracker/tracker.js';
 import type { Link, SmcConn, Step, TcpConn } from '../tracker/model.js';
 import { diagnose, type Diagnosis } from '../tracker/diagnosis.js';
 import { typeHistory } from '../tracker/lgtype.js';
-import { renderTable, wrap, type Column } from './table.js';
+import { renderTable, visible, wrap, type Column } from './table.js';
 import { diagnosisSelected, selectState, type Selection } from './select.js';
 import type { LinkGroup } from '../tracker/model.js';
 
@@ -224,7 +224,7 @@ export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions
   const fitted: string[] = [];
   for (const block of out) {
     for (const l of block.split('\n')) {
-      if (l.replace(/\u001b\[[0-9;]*m/g, '').length <= o.width) { fitted.push(l); continue; }
+      if (visible(l) <= o.width) { fitted.push(l); continue; }
       const indent = /^ */.exec(l)![0].length + 4;
       const parts = wrap(l, o.width - indent);
       fitted.push(parts[0]!, ...parts.slice(1).map((p) => ' '.repeat(indent) + p));

@@ -21,7 +21,8 @@ export interface TableOptions {
 }
 
 const ANSI = /\u001b\[[0-9;]*m/g;
-function visible(s: string): number { return s.includes('\u001b') ? s.replace(ANSI, '').length : s.length; }
+/** Printed width of a cell: ANSI colour codes take no columns. */
+export function visible(s: string): number { return s.includes('\u001b') ? s.replace(ANSI, '').length : s.length; }
 
 export function renderTable(cols: Column[], rows: string[][], c: ChalkInstance, opts: TableOptions = {}): string {
   const width = opts.width ?? Infinity;

@@ -9,7 +9,7 @@
 
 import { hex32 } from '../wire/common.js';
 import type { Link, LinkGroup, SmcConn, SmcDir, TcpConn } from './model.js';
-import { WINDOW_STALL_NS, type Tracker } from './tracker.js';
+import { SIDE, WINDOW_STALL_NS, type Tracker } from './tracker.js';
 import { typeHistory } from './lgtype.js';
 
 export type DiagnosisSeverity = 'error' | 'warning' | 'info';
@@ -30,7 +30,6 @@ const LINK_UP_NS = 4_000_000_000n;
 /** An urgent byte not consumed for this long while the writer waits is a stall. */
 const URGENT_STALL_NS = WINDOW_STALL_NS;
 
-const SIDE = ['client', 'server'] as const;
 const RANK: Record<DiagnosisSeverity, number> = { error: 0, warning: 1, info: 2 };
 
 export function diagnose(t: Tracker): Diagnosis[] {

@@ -48,7 +48,7 @@ const DEL_LOST_PATH = 0x00010000;
 const NO_ANOMALIES = Object.freeze([]) as unknown as Anomaly[];
 const EMPTY_NOTE: FrameNote = Object.freeze({ anomalies: NO_ANOMALIES }) as FrameNote;
 
-const SIDE = ['client', 'server'] as const;
+export const SIDE = ['client', 'server'] as const;
 
 /** RoCE traffic that is not SMC-R (UD/UC/RD/XRC transports), per flow. */
 export interface OtherRoce { src: string; dst: string; qpn: number; transport: string; packets: number; bytes: number; first: number; last: number }
