@@ -104,7 +104,7 @@ test.serial('smcping: no common UEID → NOUEID fallback declined by the peer, p
     t.like(j.attempts[0].stats, { sent: 3, received: 3 });
     const txt = await runTool('smcping', args);
     t.is(txt.code, 0);
-    t.regex(txt.out, /\nverdict: TCP fallback: NOUEID 0x03030008 \([^)]*UEID[^)]*\), declined by the peer\n$/);
+    t.regex(txt.out, /\nverdict: TCP fallback: NOUEID 0x03030008 \([^)]*UEID[^)]*\), declined by the peer; 3\/3 probes echoed intact over TCP\n$/);
     const strict = await runTool('smcping', [...args, '--require-smcr']);
     t.is(strict.code, 1, 'a fallback fails with --require-smcr');
     t.regex(other.out, /conn 1 from 127\.0\.96\.1:\d+: TCP fallback: NOUEID/);
