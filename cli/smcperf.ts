@@ -91,7 +91,8 @@ the time until the receiver confirmed it; intervals are the sender's view. Plain
 first, before the SMC-R endpoint (and its TCP option program) is opened, so their SYNs carry
 no option 254 and a kernel SMC peer treats them as plain TCP.
 
-Exit status: 0 every test ran, 1 a test failed (connect, peer error), 2 usage or local error.
+Exit status: 0 every test ran, 1 a test failed (connect, peer error, the peer is not an
+smcperf server), 2 usage or local error.
 Full manual with the control protocol: docs/smcperf.md.`);
   return cliProgram(p);
 }
