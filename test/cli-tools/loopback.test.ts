@@ -265,7 +265,7 @@ test.serial('smcperf --raw against a plain echo peer (smcping -l); without --raw
   t.is(lastJson(st.out).runs[0].total.bytes, 2 << 20);
   const wrong = await runTool('smcperf', [SRV, '-p', String(pingPort), '-b', CLI, '--ueid', UEID, ...common, '-t', '1']);
   t.is(wrong.code, 1);
-  t.regex(wrong.out, /the peer is not an smcperf server .*use --raw/);
+  t.regex(wrong.out, /peer is not an smcperf server: it echoed our control header back .*use --raw/);
 });
 
 test.serial('smcping --state-json: the endpoint state at exit, readable by smcdump --state', async (t) => {
