@@ -109,11 +109,6 @@ export function renderState(s: EndpointState, c: ChalkInstance): string {
   return out.join('\n');
 }
 
-/** The state as plain JSON for `--json` (bigints as hex strings). */
-export function stateViewJson(raw: unknown): string {
-  return JSON.stringify(raw, jsonReplacer);
-}
-
 /** The "endpoint state vs wire" section of a capture report. */
 export function renderDisagreements(list: StateAnomaly[], s: EndpointState, c: ChalkInstance): string {
   const head = `Endpoint state vs wire (${s.linkGroups.map((g) => g.name).join(', ') || 'no link groups'}${s.pid !== undefined ? `, pid ${s.pid}` : ''}): `;
