@@ -5,7 +5,7 @@
 import Table from 'cli-table3';
 import type { ChalkInstance } from 'chalk';
 import { readFileSync } from 'node:fs';
-import { parseEndpointState, type EndpointState, type EpConn, type EpCursor, type StateAnomaly } from '../dissectors/tracker/compare.js';
+import { parseEndpointState, type EndpointState, type EpConn, type EpCursor, type StateAnomaly } from './statejoin.js';
 import { queryControl } from '../endpoint/control.js';
 import { fmtSize, jsonReplacer } from '../dissectors/wire/common.js';
 import { CliError } from './output.js';
