@@ -28,7 +28,7 @@ import type { DecodedFrame } from '../dissectors/frame.js';
 import type { Anomaly } from '../dissectors/tracker/model.js';
 import type { Severity } from '../dissectors/wire/common.js';
 import type { CdcCursor, CdcMessage } from '../dissectors/wire/cdc.js';
-import { seqNewer } from '../dissectors/wire/cdc.js';
+import { seqNewer } from '../dissectors/wire/cdcrules.js';
 import type { LlcMessage } from '../dissectors/wire/llc.js';
 import { opcodeInfo } from '../dissectors/wire/ib.js';
 
