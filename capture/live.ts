@@ -117,11 +117,6 @@ function loadAddon(): Addon {
   }
 }
 
-/** True when the native addon is built and loads. */
-export function liveCaptureAvailable(): boolean {
-  try { loadAddon(); return true; } catch { return false; }
-}
-
 /** "libpcap version 1.10.3 (with TPACKET_V3)". */
 export function pcapVersion(): string {
   return loadAddon().libVersion;

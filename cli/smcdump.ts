@@ -30,7 +30,7 @@ import { CliError, die, makeChalk, Out, writeAll } from './output.js';
 import { jsonReplacer } from '../dissectors/wire/common.js';
 import { Progress, wantProgress } from './progress.js';
 import { ReportRecorder, writeReport } from './report.js';
-import { StateJoin, parseEndpointState, type EndpointState, type StateAnomaly } from '../dissectors/tracker/compare.js';
+import { StateJoin, parseEndpointState, type EndpointState, type StateAnomaly } from './statejoin.js';
 import type { FrameNote } from '../dissectors/tracker/model.js';
 import { queryControl, watchControl, type ControlWatch } from '../endpoint/control.js';
 import { disagreementsJson, fetchState, loadStateFile, renderDisagreements, renderState } from './state.js';

@@ -5,7 +5,7 @@
 import Table from 'cli-table3';
 import type { ChalkInstance } from 'chalk';
 import { readFileSync } from 'node:fs';
-import { parseEndpointState, type EndpointState, type EpConn, type EpCursor, type StateAnomaly } from '../dissectors/tracker/compare.js';
+import { parseEndpointState, type EndpointState, type EpConn, type EpCursor, type StateAnomaly } from './statejoin.js';
 import { queryControl } from '../endpoint/control.js';
 import { fmtSize, jsonReplacer } from '../dissectors/wire/common.js';
 import { CliError } from './output.js';
@@ -108,11 +108,6 @@ export function renderState(s: EndpointState, c: ChalkInstance): string {
   connTable(live, 'Connections');
   connTable(closed, 'Closed connections (last state)');
   return out.join('\n');
-}
-
-/** The state as plain JSON for `--json` (bigints as hex strings). */
-export function stateViewJson(raw: unknown): string {
-  return JSON.stringify(raw, jsonReplacer);
 }
 
 /** The "endpoint state vs wire" section of a capture report. */

@@ -25,6 +25,7 @@ export { SmcStack } from './stack.js';
 export { SmcSocket } from './socket/socket.js';
 export type { SmcOptions } from './config.js';
 export type { HandshakeResult, Established, Fallback } from './clc/handshake.js';
+export type { EndpointSnapshot, LinkGroupSnapshot, LinkSnapshot, ConnectionSnapshot } from './state.js';
 
 const stacks = new Map<string, { stack: Promise<SmcStack>; users: number }>();
 

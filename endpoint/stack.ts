@@ -2,6 +2,7 @@
 // MTU), the TCP option program, and the link groups it shares among connections. Clients and
 // servers are made from it (endpoint/index.ts has the node:net-like API).
 
+import type { ConnectionSnapshot, EndpointSnapshot } from './state.js';
 import { readFileSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import type { Socket } from 'node:net';
@@ -89,7 +90,7 @@ export class SmcStack implements HandshakeContext {
   readonly conns = new Map<string, { lg: LinkGroup; conn: CdcConnection; since: number; tcp?: TcpEnds }>();
   /** The TCP 4-tuple of each established handshake, until attach() files it with its connection (for the state view, like ss). */
   private readonly tcpEnds = new WeakMap<Established, TcpEnds>();
-  readonly closedConns: object[] = [];
+  readonly closedConns: ConnectionSnapshot[] = [];
   private closed = false;
 
   readonly id: LocalIdentity;
@@ -265,8 +266,8 @@ export class SmcStack implements HandshakeContext {
     return conn;
   }
 
-  /** State of every link group (for --state-json and the control socket). */
-  snapshot(): object {
+  /** State of every link group (for --state-json and the control socket; schema: state.ts). */
+  snapshot(): EndpointSnapshot {
     return {
       device: this.device.name, provider: this.device.provider, peerId: this.id.peerId, gid: this.id.gid, mac: this.id.mac, mtu: this.id.mtu,
       tcpOption: this.opts.tcpOption === 'ebpf' ? (this.tcpOption ? 'ebpf' : `unavailable: ${this.tcpOptionError}`) : 'ignored',

@@ -5,13 +5,18 @@ import type { DecodedFrame } from '../frame.js';
 import type { FieldNode } from '../wire/common.js';
 import { hexdump } from './hexdump.js';
 
+const INDENT: string[] = Array.from({ length: 16 }, (_, i) => '    '.repeat(i));
+
 export function renderTree(d: DecodedFrame, c: ChalkInstance): string {
   const lines: string[] = [];
+  // chalk costs a call per node even without colour; skip it when there is none
+  const dim = c.level > 0 ? (s: string): string => c.dim(s) : undefined;
   const walk = (nodes: FieldNode[], depth: number): void => {
+    const ind = INDENT[depth + 1] ?? '    '.repeat(depth + 1);
     for (const n of nodes) {
-      const range = c.dim(`[${n.offset}${n.length > 1 ? '-' + (n.offset + n.length - 1) : ''}]`);
+      const range = `[${n.offset}${n.length > 1 ? '-' + (n.offset + n.length - 1) : ''}]`;
       const val = n.value !== undefined ? ': ' + n.value : '';
-      lines.push(`${'    '.repeat(depth + 1)}${n.name}${val} ${range}`);
+      lines.push(`${ind}${n.name}${val} ${dim ? dim(range) : range}`);
       if (n.children) walk(n.children, depth + 1);
     }
   };

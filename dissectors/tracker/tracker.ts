@@ -18,7 +18,7 @@ import { declineReason } from '../wire/reasons.js';
 import type { LlcMessage } from '../wire/llc.js';
 import { deleteLinkReason } from '../wire/llc.js';
 import type { CdcMessage } from '../wire/cdc.js';
-import { cursorDiff, cursorDistance, seqNewer } from '../wire/cdc.js';
+import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
 import { opcodeInfo } from '../wire/ib.js';
 import type {
   Anomaly, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
@@ -565,24 +565,22 @@ export class Tracker {
     conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
     w.lastCdc = stamp(w.lastCdc, d);
     // Sequence numbers: +1 per CDC of the sender (RC retransmissions were filtered by PSN).
-    let seqGap = false;
-    if (w.seq !== undefined) {
-      const expect = (w.seq + 1) & 0xffff;
-      if (m.seq !== expect) {
-        seqGap = seqNewer(m.seq, w.seq);
-        if (seqGap) this.anomaly(this.gapSeverity, 'cdc.seq-gap', `CDC sequence jumped from ${w.seq} to ${m.seq} on connection ${conn.index} (${((m.seq - expect) & 0xffff)} CDC missing)`, link.name, conn.index);
-        else { this.anomaly('error', 'cdc.seq-regression', `CDC sequence went back from ${w.seq} to ${m.seq} on connection ${conn.index}`, link.name, conn.index); return; }
-      }
-    }
+    const seq = seqCheck(w.seq, m.seq);
+    const seqGap = seq === 'gap';
+    if (seqGap) this.anomaly(this.gapSeverity, 'cdc.seq-gap', `CDC sequence jumped from ${w.seq} to ${m.seq} on connection ${conn.index} (${((m.seq - w.seq! - 1) & 0xffff)} CDC missing)`, link.name, conn.index);
+    else if (seq === 'stale') { this.anomaly('error', 'cdc.seq-regression', `CDC sequence went back from ${w.seq} to ${m.seq} on connection ${conn.index}`, link.name, conn.index); return; }
     w.seq = m.seq;
     // Producer cursor: how far the sender wrote into the receiver's ring; release new bytes.
     // Cursors of a connection whose handshake was captured start at 0:0; mid-stream ones
     // (ring size unknown) only get a baseline from their first CDC.
     const size = w.ringSize;
+    if (size > 0 && cursorOutOfRing(m.prod, size)) {
+      this.anomaly('error', 'cdc.cursor-range', `producer cursor count ${m.prod.count} is beyond the receiver's ${size}-byte RMBE on connection ${conn.index}`, link.name, conn.index);
+    }
     if (w.prod && size > 0) {
       // Linux moves a cursor at most one wrap per CDC (smc_curs_diff). A bigger step is a
       // protocol anomaly — unless CDCs are missing from the capture (the sequence gap says so).
-      const multiWrap = ((m.prod.wrap - w.prod.wrap) & 0xffff) > 1 && seqNewer(m.prod.wrap, w.prod.wrap);
+      const multiWrap = movedMultiWrap(w.prod, m.prod);
       if (multiWrap && !seqGap) {
         this.anomaly('warn', 'cdc.cursor-jump', `producer cursor jumped more than one wrap (${w.prod.wrap}:${w.prod.count} → ${m.prod.wrap}:${m.prod.count}) on connection ${conn.index}`, link.name, conn.index);
       }
@@ -601,7 +599,7 @@ export class Tracker {
     // Consumer cursor: how far the sender consumed the reverse stream.
     const bsize = back.ringSize;
     if (back.cons && bsize > 0) {
-      const multiWrap = ((m.cons.wrap - back.cons.wrap) & 0xffff) > 1 && seqNewer(m.cons.wrap, back.cons.wrap);
+      const multiWrap = movedMultiWrap(back.cons, m.cons);
       const moved = multiWrap ? cursorDistance(back.cons, m.cons, bsize) : cursorDiff(back.cons, m.cons, bsize);
       back.consLinear += moved;
       if (moved > 0) this.consumed(back, d);
@@ -613,8 +611,9 @@ export class Tracker {
     }
     back.cons = { wrap: m.cons.wrap, count: m.cons.count };
     // Overrun: the writer may not run more than one ring ahead of what the reader consumed.
-    if (size > 0 && w.cons && w.prodLinear - w.consLinear > size) {
-      this.anomaly('error', 'cdc.overrun', `producer cursor overruns the peer's consumer cursor by ${w.prodLinear - w.consLinear - size} bytes on connection ${conn.index} (would overwrite unread data)`, link.name, conn.index);
+    const over = size > 0 && w.cons ? overrunBytes(w.prodLinear, w.consLinear, size) : 0;
+    if (over > 0) {
+      this.anomaly('error', 'cdc.overrun', `producer cursor overruns the peer's consumer cursor by ${over} bytes on connection ${conn.index} (would overwrite unread data)`, link.name, conn.index);
     }
     // Window: the writer waits for the reader (flag, or its ring is full).
     const full = size > 0 && w.cons !== undefined && w.prodLinear - w.consLinear >= size;
@@ -624,7 +623,7 @@ export class Tracker {
       w.urgent++;
       // Linux (smc_cdc_handle_urg_data_arrival): the urgent byte is the last one before the
       // producer cursor of the CDC that has urg_data_present.
-      const at = w.prodLinear - 1;
+      const at = urgentByteAt(w.prodLinear);
       const last = w.urgentMarks[w.urgentMarks.length - 1];
       if (m.prodFlags.urgentPresent && at >= 0 && last?.offset !== at) {
         w.urgentMarks.push({ offset: at, frame: d.n, tsNs: d.tsNs });
@@ -659,7 +658,7 @@ export class Tracker {
     const inFlight: [number, number] = [conn.dirs[0].prodLinear - conn.dirs[0].consLinear, conn.dirs[1].prodLinear - conn.dirs[1].consLinear];
     conn.failovers.push({ from, to: link.name, by: SIDE[dir], frame: d.n, tsNs: d.tsNs, inFlight, at: [conn.dirs[0].prodLinear, conn.dirs[1].prodLinear] });
     lgEvent(link.lg, { frame: d.n, tsNs: d.tsNs, what: 'failover', link: link.name, by: SIDE[dir], text: `connection ${conn.index} moved${from ? ` from ${from}` : ''} to ${link.name} (validation CDC seq ${m.seq} from the ${SIDE[dir]})` });
-    if (w.seq !== undefined && m.seq !== w.seq && seqNewer(m.seq, w.seq)) {
+    if (w.seq !== undefined && validationOutOfSync(w.seq, m.seq)) {
       this.anomaly('warn', 'cdc.failover-seq', `failover validation CDC names seq ${m.seq} but the last CDC seen was ${w.seq} (connection ${conn.index}: CDCs lost with the link)`, link.name, conn.index);
     }
     conn.link = link;

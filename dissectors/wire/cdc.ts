@@ -1,5 +1,5 @@
 // SMC-R CDC (connection data control) message: formats.md §9.1 (RFC 7609 A.4, Linux smc_cdc),
-// plus the cursor arithmetic of §9.2 shared with the tracker and the endpoint.
+// The rules over its fields (cursor arithmetic, sequence numbers, window) are cdcrules.ts.
 //
 // 44 bytes, all big-endian: type 0xFE, length 44, sequence (u16), alert token (u32),
 // producer cursor and consumer cursor (reserved u16 · wrap u16 · count u32 each),
@@ -213,32 +213,4 @@ export function summarizeCdc(m: CdcMessage): string {
   if (f) s += ` [${f}]`;
   if (m.type !== CDC_TYPE || m.length !== CDC_MSG_SIZE) s += ` (type 0x${m.type.toString(16)} len ${m.length})`;
   return s;
-}
-
-// ---- cursor arithmetic (formats.md §9.2) ----
-
-/**
- * Bytes between two cursors on a ring of `ringSize` bytes, as Linux `smc_curs_diff`:
- * same wrap → new.count − old.count; different wrap → (ringSize − old.count) + new.count;
- * never negative. Handles one wrap step only (larger jumps are a protocol anomaly).
- */
-export function cursorDiff(old: CdcCursor, cur: CdcCursor, ringSize: number): number {
-  const d = old.wrap !== cur.wrap ? ringSize - old.count + cur.count : cur.count - old.count;
-  return d > 0 ? d : 0;
-}
-
-/**
- * Signed distance in bytes from `old` to `cur` counting whole wraps (16-bit serial arithmetic on
- * the wrap sequence): (Δwrap)·ringSize + Δcount. Negative when `cur` is behind `old`.
- * Use to detect multi-wrap jumps that cursorDiff() cannot express.
- */
-export function cursorDistance(old: CdcCursor, cur: CdcCursor, ringSize: number): number {
-  const dw = (((cur.wrap - old.wrap) & 0xffff) << 16) >> 16;
-  return dw * ringSize + (cur.count - old.count);
-}
-
-/** 16-bit serial-number compare: true when sequence `a` is newer than `b` (Linux: !smc_cdc_before(a, b) && a != b). */
-export function seqNewer(a: number, b: number): boolean {
-  const d = (((a - b) & 0xffff) << 16) >> 16;
-  return d > 0;
 }

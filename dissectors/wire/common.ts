@@ -58,11 +58,6 @@ export function issue(issues: Issue[], severity: Severity, code: string, message
   issues.push({ severity, code, message, offset, length });
 }
 
-/** Shift issues of a sub-decoder to the caller's coordinates. */
-export function shiftIssues(into: Issue[], from: Issue[], by: number): void {
-  for (const i of from) into.push({ ...i, offset: i.offset + by });
-}
-
 // ---- byte helpers (big-endian unless named otherwise) ----
 
 export function u8(b: Uint8Array, o: number): number { return b[o] ?? 0; }
@@ -173,16 +168,6 @@ export function parseIpv6(s: string): Uint8Array {
   const words = [...hw, ...new Array(8 - hw.length - rw.length - tail.length).fill(0), ...rw, ...tail];
   for (let i = 0; i < 8; i++) put16(out, i * 2, words[i] ?? 0);
   return out;
-}
-
-/** Blank/NUL-padded ASCII field as text, trailing padding removed. */
-export function asciiField(b: Uint8Array, o: number, n: number): string {
-  let s = '';
-  for (let i = 0; i < n; i++) {
-    const c = b[o + i] ?? 0;
-    s += c >= 0x20 && c < 0x7f ? String.fromCharCode(c) : c === 0 ? '\0' : '.';
-  }
-  return s.replace(/[ \0]+$/, '');
 }
 
 /** Write text blank-padded to n bytes. */

@@ -57,9 +57,11 @@
 
 import { EventEmitter } from 'node:events';
 import {
-  CDC_MSG_SIZE, CDC_TYPE, cursorDistance, decodeCdc, encodeCdc, makeCdc, seqNewer, summarizeCdc,
-  type CdcCursor, type CdcMessage,
+  CDC_MSG_SIZE, CDC_TYPE, decodeCdc, encodeCdc, makeCdc, summarizeCdc, type CdcCursor, type CdcMessage,
 } from '../../dissectors/wire/cdc.js';
+import {
+  consumerUpdateLimit, cursorAt, cursorDistance, cursorOutOfRing, seqCheck, urgentByteAt, validationOutOfSync,
+} from '../../dissectors/wire/cdcrules.js';
 import { hex32 } from '../../dissectors/wire/common.js';
 import type { CdcBuffers, CdcTransport } from './transport.js';
 
@@ -165,12 +167,6 @@ const MAX_DATA_CDC_IN_FLIGHT = 4;
 /** Smallest amount of data one CDC announces when more is waiting (a quarter ring otherwise). */
 const MIN_DATA_CHUNK = 16 * 1024;
 
-/** Linux SOCK_MIN_SNDBUF / 2 (2 × TCP_SKB_MIN_TRUESIZE / 2). */
-const MIN_UPDATE_LIMIT = 2304;
-
-function cursorOf(total: number, size: number): CdcCursor {
-  return { wrap: Math.floor(total / size) & 0xffff, count: total % size };
-}
 
 /**
  * One SMC-R connection. Events:
@@ -276,7 +272,7 @@ export class CdcConnection extends EventEmitter {
     this.logFn = o.log;
     this.lingerMs = o.lingerMs ?? 30_000;
     this.corkSize = Math.min(this.sndSize >> 1, o.autocorkSize ?? 65536);
-    this.updateLimit = Math.max(Math.floor(this.rmbeSize / 10), MIN_UPDATE_LIMIT);
+    this.updateLimit = consumerUpdateLimit(this.rmbeSize);
   }
 
   // =====================================================================================
@@ -459,8 +455,8 @@ export class CdcConnection extends EventEmitter {
       peerToken: hex32(this.peerToken),
       tx: {
         seq: this.txSeq,
-        prod: cursorOf(this.sent, this.peerSize),
-        cons: cursorOf(this.cons, this.rmbeSize),
+        prod: cursorAt(this.sent, this.peerSize),
+        cons: cursorAt(this.cons, this.rmbeSize),
         flags: f([[this.txWriteBlocked, 'wb'], [this.txUrgPending, 'urgpend'], [this.txUrgPresent, 'urg'], [this.txDone, 'done'], [this.txClosed, 'closed'], [this.txAbort, 'abort']]),
         sndbufSize: this.sndSize,
         unsent: this.prep - this.sent,
@@ -474,9 +470,9 @@ export class CdcConnection extends EventEmitter {
       },
       rx: {
         seq: this.rxSeq,
-        prod: cursorOf(this.rxProd, this.rmbeSize),
-        cons: cursorOf(this.cons, this.rmbeSize),
-        confirmed: cursorOf(this.confirmed, this.rmbeSize),
+        prod: cursorAt(this.rxProd, this.rmbeSize),
+        cons: cursorAt(this.cons, this.rmbeSize),
+        confirmed: cursorAt(this.confirmed, this.rmbeSize),
         flags: f([[this.peerWriteBlocked, 'wb'], [this.rxUrgPending, 'urgpend'], [this.peerCursReq, 'curreq'], [this.rxDone, 'done'], [this.rxClosed, 'closed'], [this.rxAbort, 'abort']]),
         rmbeSize: this.rmbeSize,
         unread: this.rxProd - this.cons,
@@ -555,7 +551,7 @@ export class CdcConnection extends EventEmitter {
   /** Build and post one CDC with the current cursors and flags. */
   private sendCdc(kind: 'data' | 'update' | 'close'): void {
     this.txSeq = (this.txSeq + 1) & 0xffff;
-    const msg = makeCdc(this.txSeq, this.peerToken, cursorOf(this.sent, this.peerSize), cursorOf(this.cons, this.rmbeSize), {
+    const msg = makeCdc(this.txSeq, this.peerToken, cursorAt(this.sent, this.peerSize), cursorAt(this.cons, this.rmbeSize), {
       writeBlocked: this.txWriteBlocked,
       urgentPending: this.txUrgPending,
       urgentPresent: this.txUrgPresent,
@@ -642,14 +638,14 @@ export class CdcConnection extends EventEmitter {
     if (m.prodFlags.failoverValidation) {
       // Linux smc_cdc_msg_validate: a validation message naming a sequence number we never
       // saw means CDCs were lost with the old link: the connection cannot continue.
-      if (seqNewer(m.seq, this.rxSeq)) return this.violation(`failover validation names seq ${m.seq}, last received ${this.rxSeq}: CDCs were lost (out of sync)`, m);
+      if (validationOutOfSync(this.rxSeq, m.seq)) return this.violation(`failover validation names seq ${m.seq}, last received ${this.rxSeq}: CDCs were lost (out of sync)`, m);
       // in sync: nothing changes; the peer now re-writes what it is not sure landed
       this.counters.validationsReceived++;
       this.peerReplay = true;
       this.log(`failover validation seq ${m.seq} (last received ${this.rxSeq}): the peer switched links`);
       return;
     }
-    if (this.rxSeen && !seqNewer(m.seq, this.rxSeq)) {
+    if (this.rxSeen && seqCheck(this.rxSeq, m.seq) === 'stale') {
       // Linux drops old sequence numbers silently (replays after failover); count and log.
       this.counters.staleCdcs++;
       this.log(`stale CDC ignored: seq ${m.seq}, last ${this.rxSeq}`);
@@ -657,7 +653,7 @@ export class CdcConnection extends EventEmitter {
     }
     // ---- cursors ----
     if (m.prod.reserved || m.cons.reserved) return this.violation('cursor reserved bytes not zero', m);
-    if (m.prod.count >= this.rmbeSize) return this.violation(`producer cursor count ${m.prod.count} beyond our ${this.rmbeSize}-byte RMBE`, m);
+    if (cursorOutOfRing(m.prod, this.rmbeSize)) return this.violation(`producer cursor count ${m.prod.count} beyond our ${this.rmbeSize}-byte RMBE`, m);
     let dProd = cursorDistance(this.rxProdCurs, m.prod, this.rmbeSize);
     const replayed = dProd < 0 && this.peerReplay && -dProd <= this.rmbeSize;
     if (dProd < 0 && !replayed) return this.violation(`producer cursor moved backwards by ${-dProd} bytes`, m);
@@ -667,7 +663,7 @@ export class CdcConnection extends EventEmitter {
       return this.violation(`producer cursor ${dProd} bytes ahead overruns unconsumed data (only ${this.rmbeSize - (this.rxProd - this.confirmed)} bytes were free)`, m);
     }
     if (dProd > 0 && (this.rxDone || this.rxClosed)) return this.violation(`${dProd} bytes of data after the peer said it was done writing`, m);
-    if (m.cons.count >= this.peerSize) return this.violation(`consumer cursor count ${m.cons.count} beyond the peer's ${this.peerSize}-byte RMBE`, m);
+    if (cursorOutOfRing(m.cons, this.peerSize)) return this.violation(`consumer cursor count ${m.cons.count} beyond the peer's ${this.peerSize}-byte RMBE`, m);
     const dCons = cursorDistance(this.peerConsCurs, m.cons, this.peerSize);
     if (dCons < 0) return this.violation(`consumer cursor moved backwards by ${-dCons} bytes`, m);
     if (this.peerCons + dCons > this.sentHigh) return this.violation(`consumer cursor ${this.peerCons + dCons - this.sentHigh} bytes beyond what we wrote`, m);
@@ -691,7 +687,7 @@ export class CdcConnection extends EventEmitter {
     this.rxUrgPending = m.prodFlags.urgentPending;
     if (dProd > 0 && m.prodFlags.urgentPresent) {
       // smc_cdc_handle_urg_data_arrival: the urgent byte is the last byte written.
-      this.urgPos = this.rxProd - 1;
+      this.urgPos = urgentByteAt(this.rxProd);
       this.counters.urgentReceived++;
       this.emit('urgent', this.rmbe[this.urgPos % this.rmbeSize]!);
     }
@@ -907,7 +903,7 @@ export class CdcConnection extends EventEmitter {
   /** The abort CDC: its failure must not re-enter localAbort. */
   private sendCdcQuiet(): void {
     this.txSeq = (this.txSeq + 1) & 0xffff;
-    const msg = makeCdc(this.txSeq, this.peerToken, cursorOf(this.sent, this.peerSize), cursorOf(this.cons, this.rmbeSize), {},
+    const msg = makeCdc(this.txSeq, this.peerToken, cursorAt(this.sent, this.peerSize), cursorAt(this.cons, this.rmbeSize), {},
       { peerDoneWriting: this.txDone, peerConnClosed: this.txClosed, peerConnAbort: true });
     this.counters.cdcSent++;
     this.transport.sendCdc(encodeCdc(msg)).catch(() => { /* link down: the peer learns from its link */ });

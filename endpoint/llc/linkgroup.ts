@@ -21,6 +21,7 @@ import {
 } from '../../dissectors/wire/llc.js';
 import { CDC_TYPE } from '../../dissectors/wire/cdc.js';
 import { u32 } from '../../dissectors/wire/common.js';
+import type { LinkGroupSnapshot } from '../state.js';
 import { Access, type Mr, type Mtu, type Pd } from '../verbs/index.js';
 import { WrLink, LinkDownError, type QpPeer } from './wr.js';
 import type { LlcRkeyEntry } from '../../dissectors/wire/llc.js';
@@ -660,8 +661,8 @@ export class LinkGroup extends EventEmitter {
     }
   }
 
-  /** Snapshot for state views. */
-  snapshot(): object {
+  /** Snapshot for state views (schema: endpoint/state.ts). */
+  snapshot(): LinkGroupSnapshot {
     return {
       name: this.name, role: this.role, version: this.version, release: this.release, state: this.state, peerId: this.peerId,
       maxConns: this.maxConns, maxLinks: this.maxLinks,

@@ -1,14 +1,12 @@
-// CDC codec + cursor helper tests. Real messages: test/fixtures/llc/*.json (all RC SEND payloads of
+// CDC codec tests (the rules over its fields: cdcrules.test.ts). Real messages: test/fixtures/llc/*.json (all RC SEND payloads of
 // the kernel captures, BTH/ICRC stripped); tshark's own CDC decoding of the same frames:
 // test/fixtures/llc/cdc-tshark.json (tshark gets the 44-byte CDC right). Expected payload sizes,
 // tokens and RMBE sizes come from the guest logs (pcaps/*.guest-*.log).
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  decodeCdc, encodeCdc, summarizeCdc, makeCdc, cursorDiff, cursorDistance, seqNewer,
-  type CdcMessage,
-} from '../../dissectors/wire/cdc.js';
+import { decodeCdc, encodeCdc, summarizeCdc, makeCdc, type CdcMessage } from '../../dissectors/wire/cdc.js';
+import { cursorDiff, cursorDistance, seqNewer } from '../../dissectors/wire/cdcrules.js';
 import { Tree, fromHex, hex } from '../../dissectors/wire/common.js';
 
 interface FixMsg { frame: number; src: string; dst: string; qp: number; psn: number; hex: string }
@@ -93,29 +91,6 @@ test('d-bulk-2MiB: 32 wraps of the 64 KiB RMBE, writer blocked, total = 2097275 
   t.deepEqual(cons[cons.length - 1], { wrap: 32, count: 123 });
   for (let i = 1; i < aToB.length; i++) t.true(seqNewer(aToB[i]!.seq, aToB[i - 1]!.seq));
   t.is(bToA[bToA.length - 1]!.prod.count, 27); // B's reply "ACK 2097275 fnv1a=a1a83141" = 27 bytes
-});
-
-test('cursorDiff follows Linux smc_curs_diff (formats.md §9.2)', (t) => {
-  t.is(cursorDiff({ wrap: 3, count: 100 }, { wrap: 3, count: 1100 }, 65536), 1000);
-  t.is(cursorDiff({ wrap: 3, count: 65000 }, { wrap: 4, count: 464 }, 65536), 1000);
-  t.is(cursorDiff({ wrap: 3, count: 100 }, { wrap: 3, count: 50 }, 65536), 0); // never negative
-  t.is(cursorDiff({ wrap: 0xffff, count: 16000 }, { wrap: 0, count: 100 }, 16384), 484);
-  t.is(cursorDiff({ wrap: 1, count: 0 }, { wrap: 2, count: 0 }, 65536), 65536);
-  // multi-wrap jumps need cursorDistance
-  t.is(cursorDistance({ wrap: 1, count: 10 }, { wrap: 4, count: 20 }, 1000), 3010);
-  t.is(cursorDistance({ wrap: 4, count: 20 }, { wrap: 1, count: 10 }, 1000), -3010);
-  t.is(cursorDistance({ wrap: 0xfffe, count: 0 }, { wrap: 1, count: 5 }, 100), 305);
-});
-
-test('seqNewer is a 16-bit serial compare', (t) => {
-  t.true(seqNewer(2, 1));
-  t.false(seqNewer(1, 2));
-  t.false(seqNewer(7, 7));
-  t.true(seqNewer(0, 0xffff));
-  t.true(seqNewer(5, 0xfff0));
-  t.false(seqNewer(0xfff0, 5));
-  t.true(seqNewer(0x7fff, 0));
-  t.false(seqNewer(0x8001, 0));
 });
 
 test('round trips of synthetic CDCs (every flag, reserved, credits byte, trailing)', (t) => {

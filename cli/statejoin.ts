@@ -1,5 +1,5 @@
-// Capture ↔ endpoint state: joins what the wire shows with what one of our SMC-R endpoints
-// believes (its state snapshot: endpoint/stack.ts snapshot(), served by endpoint/control.ts).
+// Capture ↔ endpoint state (`smcdump --state`): joins what the wire shows with what one of our SMC-R endpoints
+// believes (its state snapshot, schema endpoint/state.ts, served by endpoint/control.ts).
 //
 // Frames are labelled with the endpoint's own names — its link group and link ("LG2/L1"),
 // its connection key ("LG2/5") and the direction as the endpoint sees it ('out' = sent by the
@@ -24,13 +24,13 @@
 // be replaced while frames flow (live: a newer snapshot) and the comparison uses the last one.
 // Pure: no I/O; never throws on a malformed state (parseEndpointState reports it in one line).
 
-import type { DecodedFrame } from '../frame.js';
-import type { Anomaly } from './model.js';
-import type { Severity } from '../wire/common.js';
-import type { CdcCursor, CdcMessage } from '../wire/cdc.js';
-import { seqNewer } from '../wire/cdc.js';
-import type { LlcMessage } from '../wire/llc.js';
-import { opcodeInfo } from '../wire/ib.js';
+import type { DecodedFrame } from '../dissectors/frame.js';
+import type { Anomaly } from '../dissectors/tracker/model.js';
+import type { Severity } from '../dissectors/wire/common.js';
+import type { CdcCursor, CdcMessage } from '../dissectors/wire/cdc.js';
+import { seqNewer } from '../dissectors/wire/cdcrules.js';
+import type { LlcMessage } from '../dissectors/wire/llc.js';
+import { opcodeInfo } from '../dissectors/wire/ib.js';
 
 // ---------------------------------------------------------------------------------------------
 // The endpoint state (parsed from the snapshot JSON: numbers or hex strings, bigints as hex)
