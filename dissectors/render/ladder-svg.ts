@@ -113,16 +113,22 @@ export function hostLanes(addrs: readonly string[], groups: readonly LinkGroup[]
   return { lanes, laneOf };
 }
 
-const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const ESC: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+const esc = (s: string): string => (/[&<>"]/.test(s) ? s.replace(/[&<>"]/g, (c) => ESC[c]!) : s);
 
 /** Where a label goes: the gap [x1, x2] it is centred in, and its (possibly shortened) text. */
 function placeLabel(text: string, a: number, b: number, xs: readonly number[], col: number): { cx: number; shown: string } {
   const lo = Math.min(a, b), hi = Math.max(a, b);
+  const w = textWidth(text);
+  if (hi === lo + 1) {
+    // neighbours (the common case): the one gap between them
+    const room = xs[hi]! - xs[lo]! - 2 * PAD;
+    return { cx: (xs[lo]! + xs[hi]!) / 2, shown: w <= room ? text : fitText(text, room) };
+  }
   const gaps: Array<[number, number]> = [];
   if (lo === hi) gaps.push([xs[lo]! + PAD, xs[lo]! + col - PAD]); // to itself: right of its lifeline
   for (let j = lo; j < hi; j++) gaps.push([xs[j]! + PAD, xs[j + 1]! - PAD]);
   const mid = (xs[a]! + xs[b]!) / 2;
-  const w = textWidth(text);
   const byNearness = gaps.map((g, i) => ({ g, i, d: mid >= g[0] && mid <= g[1] ? 0 : Math.min(Math.abs(mid - g[0]), Math.abs(mid - g[1])) }))
     .sort((p, q) => p.d - q.d || p.i - q.i);
   const fits = byNearness.find((p) => p.g[1] - p.g[0] >= w);
