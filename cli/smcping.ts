@@ -552,7 +552,7 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
       a.tcp = { connectMs: round3(c.tcpMs), option254: optState };
       a.handshake = { steps: handshakeOf(sock)?.steps ?? [], clcMs: round3(c.clcMs), totalMs: round3(c.totalMs) };
       a.verdict = verdictOf(sock);
-      a.peerSmc = peerSmcOf(clcIn, a.verdict.mode === 'tcp' ? a.verdict : undefined);
+      a.peerSmc = peerSmcOf(clcIn, a.verdict.mode === 'tcp' ? a.verdict : undefined, optState);
     } catch (e) {
       if (!(e instanceof CliError)) throw e;
       held = undefined;

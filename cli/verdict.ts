@@ -29,9 +29,10 @@ export function printable(b: Uint8Array, max = 32): string {
  * timeout or a close before any CLC message are a peer without SMC on that port.
  * `fallback` is the handshake's result when it fell back (code, who declined, reason).
  */
-export function peerSmcOf(clcIn: readonly TraceEvent[], fallback: { code: string; declinedBy: 'peer' | 'local'; reason?: string } | undefined): PeerSmc {
+export function peerSmcOf(clcIn: readonly TraceEvent[], fallback: { code: string; declinedBy: 'peer' | 'local'; reason?: string } | undefined, option254?: string): PeerSmc {
   if (!fallback || fallback.declinedBy === 'peer') return { smc: 'yes' };
-  if (fallback.code === '0x03010000') return { smc: 'no', why: 'no TCP option 254 on its SYN-ACK' };
+  // PEERNOSMC: the peer's SYN-ACK had no option 254 — or we could not look (no eBPF here), which says nothing about the peer
+  if (fallback.code === '0x03010000') return option254 === 'not-echoed' ? { smc: 'no', why: 'no TCP option 254 on its SYN-ACK' } : { smc: 'unknown' };
   for (const e of clcIn) {
     if (e.layer !== 'clc') continue;
     if ('msg' in e) {
