@@ -321,7 +321,7 @@ class Dump {
     stateReport();
     if (o.ladder && this.ladder) this.out.line(this.ladder.renderText(this.chalk));
     if (o.ladderSvg && this.ladder) {
-      try { writeFileSync(o.ladderSvg, this.ladder.renderSvg()); } catch (e) { throw new CliError(`cannot write ${o.ladderSvg}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
+      try { writeFileSync(o.ladderSvg, this.ladder.renderSvg(t.groups)); } catch (e) { throw new CliError(`cannot write ${o.ladderSvg}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
     }
     if (o.report && this.recorder) writeReport(o.report, t, this.recorder, o.read ?? o.interface ?? 'capture');
     if (!o.summary && t.anomalyCount > 0) {

@@ -14,6 +14,7 @@
 // --raw: no header; stream writes into any sink, rr needs any echo server, reverse reads any
 // source — e.g. a kernel SMC-R peer running socat under smc_run.
 
+import { printable } from './verdict.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
@@ -90,7 +91,8 @@ the time until the receiver confirmed it; intervals are the sender's view. Plain
 first, before the SMC-R endpoint (and its TCP option program) is opened, so their SYNs carry
 no option 254 and a kernel SMC peer treats them as plain TCP.
 
-Exit status: 0 every test ran, 1 a test failed (connect, peer error), 2 usage or local error.
+Exit status: 0 every test ran, 1 a test failed (connect, peer error, the peer is not an
+smcperf server), 2 usage or local error.
 Full manual with the control protocol: docs/smcperf.md.`);
   return cliProgram(p);
 }
@@ -180,6 +182,31 @@ function readLine(s: Duplex, max: number, timeoutMs: number, what: string): Prom
 }
 
 interface Header { test: Test; size: number; ms: number; bytes: number; omitMs?: number }
+
+/** The peer answered our control header with something that is not smcperf's: no test can run. */
+class NotSmcperf extends CliError {
+  constructor(message: string) { super(message, 1); }
+}
+
+/**
+ * Why the answer to our control header (`SMCPERF1 {json}\n`) shows the peer is not an smcperf
+ * server, in one line: our header echoed back (an echo server, e.g. smcping -l), another
+ * control protocol version, other bytes (shown printable, never raw), a close or silence.
+ */
+export function notSmcperf(line: string | undefined, header: string, readError?: string): string {
+  const head = 'peer is not an smcperf server';
+  const hint = 'use --raw for a plain sink/echo/source';
+  if (line === undefined) {
+    const why = (readError ?? '').replace(/^server answer: /, '');
+    if (/closed the connection|ended by the other party|EPIPE|ECONNRESET/.test(why)) return `${head}: it closed the connection instead of answering the control header${why.includes(' after ') ? ` (${why.replace(/^.* after /, 'it sent ')})` : ''}; ${hint}`;
+    if (/no line end/.test(why)) return `${head}: its answer to the control header is not a line (${why}); ${hint}`;
+    return `${head}: no answer to the control header (${why || 'none'}); ${hint}`;
+  }
+  if (line + '\n' === header) return `${head}: it echoed our control header back (an echo server, e.g. smcping -l); ${hint}`;
+  const ver = /^SMCPERF(\S*)/.exec(line);
+  if (ver && `SMCPERF${ver[1]}` !== MAGIC) return `${head} of this version: it speaks control protocol ${JSON.stringify('SMCPERF' + ver[1]).slice(0, 40)}, we speak ${MAGIC}`;
+  return `${head}: it answered ${printable(Buffer.from(line, 'latin1'), 40)} to the control header; ${hint}`;
+}
 
 /** CPU use of this process as iperf3 reports it: percent of one core over the wall time (user, system, total). */
 export interface CpuPercent { total: number; user: number; system: number }
@@ -429,6 +456,8 @@ interface Run {
   /** iperf3's cpu_utilization_percent: this process (host) and the smcperf server (remote, stream tests). */
   cpu_utilization_percent?: { host_total: number; host_user: number; host_system: number; remote_total?: number; remote_user?: number; remote_system?: number };
   error?: string;
+  /** The peer answered the control header with something else: the remaining runs are not tried. */
+  notSmcperf?: boolean;
 }
 
 function fmtRate(bps: number): string {
@@ -473,6 +502,7 @@ async function client(hostArg: string, o: Opts): Promise<number> {
     }
     const r = await runOne(step.transport, step.size, { o, host, local, smc, seconds, tcpPort, text, stop: stop.signal, interval });
     runs.push(r);
+    if (r.notSmcperf) break;
   }
   await shutdownEndpoints();
   process.off('SIGINT', onSig);
@@ -572,14 +602,20 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
       const header = `${MAGIC} ${JSON.stringify({ test, size, ms: c.seconds > 0 ? Math.round((c.seconds + o.omit) * 1000) : 0, bytes: o.bytes ? Math.ceil(o.bytes / o.parallel) : 0, ...(omitMs ? { omitMs } : {}) })}\n`;
       await Promise.all(conns.map(async (k) => {
         k.s.write(header);
-        const line = await readLine(k.s, MAX_HEADER, 10_000, 'server answer');
+        let line: string;
+        try {
+          line = await readLine(k.s, MAX_HEADER, 10_000, 'server answer');
+        } catch (e) {
+          throw new NotSmcperf(notSmcperf(undefined, header, (e as Error).message));
+        }
         if (line.startsWith(`${MAGIC} ERR`)) throw new CliError(`server refused the test: ${line.slice(MAGIC.length + 5)}`, 1);
-        if (line !== `${MAGIC} OK`) throw new CliError(`the peer is not an smcperf server (it answered ${JSON.stringify(line.slice(0, 40))}); use --raw for a plain sink/echo`, 1);
+        if (line !== `${MAGIC} OK`) throw new NotSmcperf(notSmcperf(line, header));
       }));
     }
   } catch (e) {
     for (const k of conns) k.s.destroy();
     run.error = e instanceof CliError ? e.message : (e as Error).message;
+    if (e instanceof NotSmcperf) run.notSmcperf = true;
     if (text) say(`== ${label} ${test} ${fmtSize(size)}: ${run.error}`);
     return run;
   }

@@ -23,6 +23,8 @@ import type { DeviceSpec } from '../endpoint/verbs/index.js';
 import { CliError, die } from './output.js';
 import { serveControl, stateJson } from '../endpoint/control.js';
 import { packageRoot } from '../native/paths.js';
+import type { TraceEvent } from '../endpoint/trace.js';
+import { TraceFormatter, echoLine, peerSmcOf, printable, type EchoResult, type PeerSmc } from './verdict.js';
 
 // ------------------------------------------------------------------------------------------
 // Helpers shared with smcperf
@@ -252,7 +254,7 @@ export function stateOptions(p: Command): Command {
 }
 
 /** The listening side's address and device from -b / --device (`flag` names the server option). */
-export function listenSide(o: { bind?: string; device?: DeviceSpec; verbose?: boolean }, flag: string): { addr: string; device: DeviceSpec; log: ((l: string) => void) | undefined } {
+export function listenSide(o: { bind?: string; device?: DeviceSpec; verbose?: boolean | number }, flag: string): { addr: string; device: DeviceSpec; log: ((l: string) => void) | undefined } {
   const addr = o.bind ?? (o.device?.provider === 'uroce' ? o.device.address : undefined);
   if (!addr) throw new CliError(`${flag} needs the address to listen on: -b ADDR (or --device uroce:ADDR)`, 2);
   const device: DeviceSpec = o.device ?? { provider: 'uroce', address: addr };
@@ -388,9 +390,9 @@ export function buildProgram(): Command {
     .option('--ueid <ueid>', 'User EID for SMC-Rv2 (repeatable; the peer needs one in common; none = SMC-Rv1 only, like Linux)', collect)
     .option('--versions <list>', 'SMC-R versions offered, preferred first (default 2,1; v2 needs --ueid)', versionsArg)
     .option('--no-tcp-option', 'do not use TCP option 254 (no eBPF, no root needed); only toward peers known to speak SMC')
-    .option('--require-smcr', 'a TCP fallback counts as failure (exit 1)')
+    .option('--require-smcr', 'SMC-R is required: a TCP fallback (or no SMC on the peer) is a failure, exit 1')
     .option('--json', 'one JSON document at the end (with -l: one JSON line per connection)')
-    .option('-v, --verbose', 'print the endpoint\'s protocol log (CLC, LLC) on stderr');
+    .option('-v, --verbose', 'each CLC message and LLC exchange with its timing (like ping -v / curl -v); -vv also the endpoint\'s protocol log on stderr', (_v: string, n: number) => n + 1, 0);
   stateOptions(p)
     .addHelpText('after', `
 How it works:
@@ -416,15 +418,21 @@ Without --ueid only SMC-Rv1 is offered (as Linux does without a UEID); v1 needs 
 in the same IP subnet. Option 254 needs root (CAP_BPF and CAP_NET_ADMIN); without it every
 connection falls back to TCP, and smcping says so.
 
-Exit status (like ping): 0 at least one reply came back, 1 no reply (or connection refused,
-or a fallback with --require-smcr), 2 usage or local error. Full manual: docs/smcping.md.`);
+Verdict: the last line says SMC-R (version, link group) or TCP fallback, and then whether
+the peer speaks SMC at all ("no SMC on the peer": it echoed our CLC Proposal, answered
+something else, closed, or said nothing) or declined, and whether the probes came back intact.
+
+Exit status (like ping): 0 at least one probe came back intact and none came back wrong;
+1 no intact reply (nothing listens, the peer closed, timeouts, the peer is not an echo
+server), any reply with wrong data, or — with --require-smcr — a TCP fallback; 2 usage or
+local error. Full manual: docs/smcping.md.`);
   return cliProgram(p);
 }
 
 interface Opts {
   port: number; count: number; interval: number; size: number; timeout: number; attempts: number; warmup?: number;
   listen?: boolean; bind?: string; device?: DeviceSpec; ueid: string[]; versions?: Array<1 | 2>;
-  tcpOption: boolean; requireSmcr?: boolean; json?: boolean; verbose?: boolean; control?: string | boolean; stateJson?: string;
+  tcpOption: boolean; requireSmcr?: boolean; json?: boolean; verbose?: number; control?: string | boolean; stateJson?: string;
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -465,6 +473,12 @@ interface Attempt {
   probes: ProbeResult[];
   stats?: { sent: number; received: number; lossPct: number; corrupt: number; min?: number; avg?: number; max?: number; mdev?: number; p99?: number };
   closed?: string;
+  /** Does the peer speak SMC (from what its side of CLC looked like). */
+  peerSmc?: PeerSmc;
+  /** The first bytes that came back and were not our probe (printable). */
+  wrongData?: string;
+  /** -v: the CLC and LLC messages of this attempt, as printed. */
+  trace?: string[];
 }
 
 const STEP_NAMES: Record<string, string> = {
@@ -484,9 +498,29 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
   const host = await resolveHost(hostArg);
   const local = o.bind ?? (o.device?.provider === 'uroce' ? o.device.address : o.device ? undefined : await sourceAddressFor(host));
   const device: DeviceSpec = o.device ?? { provider: 'uroce', address: local! };
-  const log = o.verbose ? (l: string) => process.stderr.write(`smc: ${l}\n`) : undefined;
-  const smc = smcOptions(device, o, log);
+  const verbose = o.verbose ?? 0;
+  const log = verbose >= 2 ? (l: string) => process.stderr.write(`smc: ${l}\n`) : undefined;
   const text = !o.json;
+  // The endpoint's protocol trace: always collected for the verdict (the CLC answers tell "no
+  // SMC on the peer" apart), printed with -v. One connection at a time, so every event between
+  // the TCP connect and the next attempt belongs to the current one.
+  let cur: Attempt | undefined;
+  let clcIn: TraceEvent[] = [];
+  let tuple: string | undefined;
+  /** -v lines of the handshake, printed after the attempt's first line (which needs its result). */
+  let held: string[] | undefined;
+  const fmt = new TraceFormatter(performance.now());
+  const trace = (e: TraceEvent): void => {
+    const t = performance.now();
+    if (e.layer === 'clc') tuple ??= `${e.local} → ${e.remote}`;
+    if (e.layer === 'clc' && e.dir === 'in') clcIn.push(e);
+    if (!verbose) return;
+    const line = fmt.line(e, t);
+    if (cur) (cur.trace ??= []).push(line.trim());
+    if (!text) return;
+    if (held) held.push(line); else say(`  ${line}`);
+  };
+  const smc: SmcOptions = { ...smcOptions(device, o, log), trace };
   const ac = new AbortController();
   const onSig = (): void => ac.abort();
   process.once('SIGINT', onSig);
@@ -504,6 +538,11 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
   for (let n = 1; n <= o.attempts && !ac.signal.aborted; n++) {
     const a = { n } as Attempt;
     attempts.push(a);
+    cur = a;
+    clcIn = [];
+    tuple = undefined;
+    held = [];
+    fmt.reset(performance.now());
     let sock: SmcSocket;
     try {
       const c = await timedConnect(smc, host, o.port, local, Math.max(1000, o.timeout * 1000));
@@ -513,8 +552,10 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
       a.tcp = { connectMs: round3(c.tcpMs), option254: optState };
       a.handshake = { steps: handshakeOf(sock)?.steps ?? [], clcMs: round3(c.clcMs), totalMs: round3(c.totalMs) };
       a.verdict = verdictOf(sock);
+      a.peerSmc = peerSmcOf(clcIn, a.verdict.mode === 'tcp' ? a.verdict : undefined, optState);
     } catch (e) {
       if (!(e instanceof CliError)) throw e;
+      held = undefined;
       a.error = e.message;
       a.probes = [];
       if (text) say(`attempt ${n}: ${e.message}`);
@@ -527,10 +568,15 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
         'not-sent': 'option 254 not on our SYN', unknown: 'option 254 state unknown', ignored: 'option 254 not used', unavailable: 'option 254 unavailable',
       };
       say(`attempt ${n}: TCP connect ${ms3(a.tcp!.connectMs)} ms, ${optText[a.tcp!.option254]}`);
+      if (verbose) {
+        say(`  ${`+${ms3(a.tcp!.connectMs)} ms`.padStart(12)}  TCP  connected${tuple ? ` ${tuple}` : ''}`);
+        for (const l of held ?? []) say(`  ${l}`);
+      }
       const steps = a.handshake!.steps.map((s) => `${STEP_NAMES[s.step] ?? s.step} ${s.ms} ms`);
       say(`  handshake: ${steps.length ? steps.join(' · ') + ' (ms after TCP was up) · ' : ''}${a.verdict!.mode === 'smcr' ? 'SMC-R ready' : 'fell back'} after ${ms3(a.handshake!.clcMs)} ms, ${ms3(a.handshake!.totalMs)} ms in all`);
-      say(`  ${verdictLine(a.verdict!)}`);
+      say(`  ${smcLine(a)}`);
     }
+    held = undefined;
     a.probes = [];
     if (o.warmup) {
       const w = await warmUp(sock, o.warmup, o.size, o.timeout * 1000);
@@ -545,22 +591,59 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
     if (n < o.attempts && !ac.signal.aborted) await sleep(o.interval * 1000, ac.signal);
   }
   await shutdownEndpoints();
+  cur = undefined;
   process.off('SIGINT', onSig);
   process.off('SIGTERM', onSig);
 
-  const got = attempts.reduce((k, a) => k + (a.stats?.received ?? 0), 0);
+  const intact = attempts.reduce((k, a) => k + (a.stats ? a.stats.received - a.stats.corrupt : 0), 0);
+  const wrong = attempts.some((a) => (a.stats?.corrupt ?? 0) > 0 || a.wrongData !== undefined);
   const fellBack = attempts.some((a) => a.verdict?.mode === 'tcp');
-  const code = got === 0 || (o.requireSmcr && (fellBack || attempts.some((a) => !a.verdict))) ? 1 : 0;
-  const last = [...attempts].reverse().find((a) => a.verdict)?.verdict;
+  const code = intact === 0 || wrong || (o.requireSmcr && (fellBack || attempts.some((a) => !a.verdict))) ? 1 : 0;
+  const last = [...attempts].reverse().find((a) => a.verdict);
+  const line = finalVerdict(attempts, last, !!o.requireSmcr);
   if (o.json) {
     say(JSON.stringify({
       host: hostArg, address: host, port: o.port, local: local ?? null, device, size: o.size, count: o.count, interval: o.interval,
-      ueids: o.ueid, tcpOption: opt.state, attempts, verdict: last ?? null, exitCode: code,
+      ueids: o.ueid, tcpOption: opt.state, attempts, verdict: last?.verdict ?? null, peerSmc: last?.peerSmc ?? null,
+      echo: echoOf(attempts), requireSmcr: !!o.requireSmcr, summary: line, exitCode: code,
     }));
   } else {
-    say(`verdict: ${last ? verdictLine(last) : 'no connection'}${code !== 0 && got === 0 && last ? ' (but no reply came back)' : ''}`);
+    say(`verdict: ${line}`);
   }
   return code;
+}
+
+/** The SMC half of the verdict: SMC-R, a fallback the peer declined (it speaks SMC), or no SMC on the peer. */
+function smcLine(a: Attempt): string {
+  const v = a.verdict!;
+  if (v.mode === 'smcr' || a.peerSmc?.smc !== 'no') return verdictLine(v);
+  return `TCP fallback: no SMC on the peer (${a.peerSmc.why}); we declined with ${v.name} ${v.code}`;
+}
+
+/** The probes of every attempt, added up. */
+function echoOf(attempts: readonly Attempt[]): EchoResult {
+  const e: EchoResult = { sent: 0, intact: 0, wrong: 0 };
+  for (const a of attempts) {
+    if (!a.stats) continue;
+    e.sent += a.stats.sent;
+    e.intact += a.stats.received - a.stats.corrupt;
+    e.wrong += a.stats.corrupt + (a.wrongData !== undefined && a.stats.corrupt === 0 ? 1 : 0);
+    if (a.wrongData !== undefined) e.firstWrong ??= a.wrongData;
+    if (a.closed) e.closed ??= a.closed;
+  }
+  return e;
+}
+
+/** One line: the SMC verdict of the last connection, the data verdict of all, and what --require-smcr made of it. */
+function finalVerdict(attempts: readonly Attempt[], last: Attempt | undefined, requireSmcr: boolean): string {
+  if (!last) {
+    const err = attempts.find((a) => a.error)?.error;
+    return `no connection${err ? `: ${err}` : ''}`;
+  }
+  const v = last.verdict!;
+  const transport = v.mode === 'smcr' ? 'SMC-R' : 'TCP';
+  const required = requireSmcr && attempts.some((a) => a.verdict?.mode !== 'smcr') ? '; FAIL: SMC-R required (--require-smcr)' : '';
+  return `${smcLine(last)}; ${echoLine(echoOf(attempts), transport)}${required}`;
 }
 
 /**
@@ -614,11 +697,16 @@ async function probe(sock: SmcSocket, o: Opts, a: Attempt, host: string, text: b
   const onReply = (r: Buffer): void => {
     const seq = nextReply++;
     const s = sent.get(seq);
-    if (!s) { closed ??= 'the peer sent bytes we did not send (not an echo server?)'; kick(); return; }
+    if (!s) { a.wrongData ??= printable(r); closed ??= 'the peer sent bytes we did not send (not an echo server?)'; kick(); return; }
     const ms = performance.now() - s.t;
     const late = s.result.ms === null && s.result.late === true;
     s.result.ms = round3(ms);
-    if (!r.equals(s.data)) s.result.corrupt = true;
+    if (!r.equals(s.data)) {
+      s.result.corrupt = true;
+      a.wrongData ??= printable(r);
+      // not even our probe's magic: the peer answers something else, it is not an echo server
+      if (r.readUInt32BE(0) !== MAGIC) closed ??= `the peer is not an echo server: it sent ${printable(r)} back`;
+    }
     if (!late) delete s.result.late;
     if (text) {
       say(`${size} bytes from ${host}: seq=${seq} time=${ms3(ms)} ms${seq === 1 ? (a.verdict?.mode === 'smcr' ? ' (first CDC round trip)' : ' (first round trip)') : ''}`
@@ -637,7 +725,10 @@ async function probe(sock: SmcSocket, o: Opts, a: Attempt, host: string, text: b
   };
   sock.on('data', onData);
   const onEnd = (): void => { closed ??= 'the peer closed the connection'; kick(); };
-  const onErr = (e: Error): void => { closed ??= `connection error: ${e.message}`; kick(); };
+  const onErr = (e: NodeJS.ErrnoException): void => {
+    closed ??= e.code === 'EPIPE' || e.code === 'ERR_STREAM_WRITE_AFTER_END' || /ended by the other party/.test(e.message) ? 'the peer closed the connection' : `connection error: ${e.message}`;
+    kick();
+  };
   sock.on('end', onEnd);
   sock.on('error', onErr);
   sock.on('close', onEnd);

@@ -87,12 +87,13 @@ export function renderState(s: EndpointState, c: ChalkInstance): string {
   const connTable = (list: EpConn[], title: string): void => {
     if (list.length === 0) return;
     out.push('', c.bold(title));
-    const t = table(['conn', 'state', 'tokens local/peer', 'rtokens (link:rkey@addr)', 'tx seq prod / cons', 'rx seq prod / cons (confirmed)', 'flags tx/rx', 'bytes out/in', 'CDC out/in', 'wblk'], c);
+    // the TCP 4-tuple like ss prints it: the same connection in tcpdump/ss/smcss terms
+    const t = table(['conn', 'local ↔ peer (TCP)', 'state', 'tokens local/peer', 'rtokens (link:rkey@addr)', 'tx seq prod / cons', 'rx seq prod / cons (confirmed)', 'flags tx/rx', 'bytes out/in', 'CDC out/in', 'wblk'], c);
     for (const x of list) {
       const g = s.linkGroups.find((lg) => lg.name === x.linkGroup);
       const rt = g?.conns.find((k) => k.token === x.localToken)?.rtokens ?? [];
       t.push([
-        x.key, x.state + (x.abortReason ? ` (${x.abortReason})` : ''), `${hx(x.localToken)}/${hx(x.peerToken)}`,
+        x.key, x.tcp ? `${x.tcp.local} ↔ ${x.tcp.remote}` : '?', x.state + (x.abortReason ? ` (${x.abortReason})` : ''), `${hx(x.localToken)}/${hx(x.peerToken)}`,
         rt.length > 0 ? rt.map((r) => `L${r.link}:${hx(r.rkey)}@0x${r.addr.toString(16)}`).join(' ') : '-',
         `${x.tx.seq ?? '?'} ${curs(x.tx.prod)} / ${curs(x.tx.cons)}`,
         `${x.rx.seq ?? '?'} ${curs(x.rx.prod)} / ${curs(x.rx.cons)} (${curs(x.rx.confirmed)})`,

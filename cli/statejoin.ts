@@ -74,6 +74,8 @@ export interface EpConn {
   closed: boolean;
   since?: string;
   closedAt?: string;
+  /** The connection's TCP socket, "ip:port" each end (the CLC handshake ran over it). */
+  tcp?: { local: string; remote: string };
   tx: { seq?: number; prod?: EpCursor; cons?: EpCursor; flags: string[]; peerRmbeSize?: number; peerSpace?: number; writeBlocked?: boolean; [k: string]: unknown };
   rx: { seq?: number; prod?: EpCursor; cons?: EpCursor; confirmed?: EpCursor; flags: string[]; rmbeSize?: number; [k: string]: unknown };
   counters: Record<string, number>;
@@ -138,6 +140,7 @@ function parseConn(v: unknown, closed: boolean): EpConn | undefined {
   if (since !== undefined) c.since = since;
   if (at !== undefined) c.closedAt = at;
   if (ab !== undefined) c.abortReason = ab;
+  if (isObj(v.tcp) && str(v.tcp.local) !== undefined && str(v.tcp.remote) !== undefined) c.tcp = { local: str(v.tcp.local)!, remote: str(v.tcp.remote)! };
   return c;
 }
 

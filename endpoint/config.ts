@@ -2,6 +2,7 @@
 
 import { hostname } from 'node:os';
 import type { DeviceSpec } from './verbs/index.js';
+import type { Trace } from './trace.js';
 
 export interface SmcOptions {
   /** The RDMA device: `{ provider: 'uroce', address: '10.0.0.1' }` or `{ provider: 'ibverbs', … }`. */
@@ -47,9 +48,11 @@ export interface SmcOptions {
   hostname?: string;
   /** Log sink for protocol events (default: none). */
   log?: (line: string) => void;
+  /** Protocol trace: every CLC and LLC message sent and received (endpoint/trace.ts; default: none). */
+  trace?: Trace;
 }
 
-export type ResolvedOptions = Required<Omit<SmcOptions, 'log'>> & { log: (line: string) => void };
+export type ResolvedOptions = Required<Omit<SmcOptions, 'log' | 'trace'>> & { log: (line: string) => void; trace?: Trace };
 
 function positiveInt(v: number | undefined, dflt: number, what: string, max = 1_000_000): number {
   const n = v ?? dflt;
@@ -96,6 +99,7 @@ export function resolveOptions(o: SmcOptions): ResolvedOptions {
     tcpOption: o.tcpOption ?? 'ebpf',
     hostname: (o.hostname ?? hostname()).slice(0, 32),
     log: o.log ?? (() => {}),
+    ...(o.trace ? { trace: o.trace } : {}),
   };
 }
 

@@ -14,6 +14,10 @@ import { clientHandshake, serverHandshake, type HandshakeContext, type Handshake
 import { DECL } from './clc/channel.js';
 import { CdcConnection } from './cdc/connection.js';
 import type { Established } from './clc/handshake.js';
+import { endpointStr } from './trace.js';
+
+/** The two ends of a connection's TCP socket, "ip:port" each. */
+interface TcpEnds { local: string; remote: string }
 
 /** How long close() waits for connections still closing before deleting the link groups. */
 const CLOSE_GRACE_MS = 1000;
@@ -83,7 +87,9 @@ function macOf(netdev: string | undefined): string {
 export class SmcStack implements HandshakeContext {
   readonly linkGroups = new Set<LinkGroup>();
   /** Live connections by "LGn/token", and the final state of the last closed ones (for state views). */
-  readonly conns = new Map<string, { lg: LinkGroup; conn: CdcConnection; since: number }>();
+  readonly conns = new Map<string, { lg: LinkGroup; conn: CdcConnection; since: number; tcp?: TcpEnds }>();
+  /** The TCP 4-tuple of each established handshake, until attach() files it with its connection (for the state view, like ss). */
+  private readonly tcpEnds = new WeakMap<Established, TcpEnds>();
   readonly closedConns: ConnectionSnapshot[] = [];
   private closed = false;
 
@@ -192,6 +198,7 @@ export class SmcStack implements HandshakeContext {
     const lg = new LinkGroup(role, version, release, peerId, version === 2 ? this.ports : [this.id], maxConns, version === 2 ? maxLinks : 1, {
       llcTimeoutMs: this.opts.llcTimeoutMs, testLinkMs: this.opts.testLinkMs, idleMs: this.opts.idleLinkGroupMs,
     }, this.opts.log);
+    lg.trace = this.opts.trace;
     this.linkGroups.add(lg);
     lg.once('terminated', () => this.linkGroups.delete(lg));
     return lg;
@@ -211,7 +218,9 @@ export class SmcStack implements HandshakeContext {
         return { mode: 'tcp', code: DECL.PEERNOSMC, declinedBy: 'local', reason: r ? 'peer did not send TCP option 254 (no SMC)' : 'TCP option state unknown for this socket' };
       }
     }
-    return role === 'client' ? clientHandshake(this, tcp) : serverHandshake(this, tcp);
+    const r = await (role === 'client' ? clientHandshake(this, tcp) : serverHandshake(this, tcp));
+    if (r.mode === 'smcr') this.tcpEnds.set(r, { local: endpointStr(tcp.localAddress, tcp.localPort), remote: endpointStr(tcp.remoteAddress, tcp.remotePort) });
+    return r;
   }
 
   /**
@@ -230,13 +239,14 @@ export class SmcStack implements HandshakeContext {
       log: (l) => this.opts.log(`${lg.name} conn ${token}: ${l}`),
     });
     const key = `${lg.name}/${token}`;
-    this.conns.set(key, { lg, conn, since: Date.now() });
+    const tcp = this.tcpEnds.get(est);
+    this.conns.set(key, { lg, conn, since: Date.now(), ...(tcp ? { tcp } : {}) });
     let released = false;
     const release = (): void => {
       if (released) return;
       released = true;
       this.conns.delete(key);
-      this.closedConns.push({ key, linkGroup: lg.name, ...conn.state(), closedAt: new Date().toISOString() });
+      this.closedConns.push({ key, linkGroup: lg.name, ...(tcp ? { tcp } : {}), ...conn.state(), closedAt: new Date().toISOString() });
       if (this.closedConns.length > 256) this.closedConns.shift();
       lg.removeConn(token);
       lg.putBuffers(est.rmb, est.sndbuf);
@@ -262,7 +272,7 @@ export class SmcStack implements HandshakeContext {
       device: this.device.name, provider: this.device.provider, peerId: this.id.peerId, gid: this.id.gid, mac: this.id.mac, mtu: this.id.mtu,
       tcpOption: this.opts.tcpOption === 'ebpf' ? (this.tcpOption ? 'ebpf' : `unavailable: ${this.tcpOptionError}`) : 'ignored',
       linkGroups: [...this.linkGroups].map((lg) => lg.snapshot()),
-      connections: [...this.conns.entries()].map(([key, c]) => ({ key, linkGroup: c.lg.name, since: new Date(c.since).toISOString(), ...c.conn.state() })),
+      connections: [...this.conns.entries()].map(([key, c]) => ({ key, linkGroup: c.lg.name, ...(c.tcp ? { tcp: c.tcp } : {}), since: new Date(c.since).toISOString(), ...c.conn.state() })),
       closedConnections: this.closedConns,
     };
   }

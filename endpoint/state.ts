@@ -44,6 +44,8 @@ export interface LinkGroupSnapshot {
 export interface ConnectionSnapshot extends CdcConnectionState {
   key: string;
   linkGroup: string;
+  /** The connection's TCP socket (the CLC handshake ran over it), "ip:port" each end, like ss. */
+  tcp?: { local: string; remote: string };
   /** ISO time of the handshake's end (live connections). */
   since?: string;
   /** ISO time it closed (closedConnections). */

@@ -5,7 +5,9 @@
 import type { ChalkInstance } from 'chalk';
 import type { DecodedFrame } from '../frame.js';
 import type { FrameNote } from '../tracker/model.js';
+import type { LinkGroup } from '../tracker/model.js';
 import { opcodeInfo } from '../wire/ib.js';
+import { renderLadderSvg } from './ladder-svg.js';
 
 export interface LadderEvent {
   tsNs: bigint;
@@ -19,6 +21,9 @@ export interface LadderEvent {
   bytes: number;
   fold?: string;
   alert: boolean;
+  /** The tracker's link (RoCE frames) and SMC connection index, for colours in the SVG. */
+  link?: string;
+  conn?: number;
 }
 
 const MAX_EVENTS = 5000;
@@ -38,38 +43,38 @@ export class Ladder {
     if (d.tcp) {
       const h = d.tcp;
       const clc = d.smc.filter((i) => i.proto === 'clc');
-      if (clc.length > 0) { for (const c of clc) this.push(d, src, dst, 'tcp', c.summary.split(' ').slice(0, 3).join(' '), 0, undefined, alert); return; }
+      if (clc.length > 0) { for (const c of clc) this.push(d, src, dst, 'tcp', c.summary.split(' ').slice(0, 3).join(' '), 0, undefined, alert, note); return; }
       const opt = d.smc.some((i) => i.proto === 'tcpopt') ? ' [smc-r]' : '';
-      if (h.flags.syn) return this.push(d, src, dst, 'tcp', (h.flags.ack ? 'SYN-ACK' : 'SYN') + opt, 0, undefined, alert);
-      if (h.flags.rst) return this.push(d, src, dst, 'tcp', 'RST', 0, undefined, alert);
-      if (h.flags.fin) return this.push(d, src, dst, 'tcp', 'FIN', 0, undefined, alert);
-      if (d.payloadLength > 0 && d.tcpRole === 'data') return this.push(d, src, dst, 'tcp', 'TCP data', d.payloadLength, 'tcp-data', alert);
+      if (h.flags.syn) return this.push(d, src, dst, 'tcp', (h.flags.ack ? 'SYN-ACK' : 'SYN') + opt, 0, undefined, alert, note);
+      if (h.flags.rst) return this.push(d, src, dst, 'tcp', 'RST', 0, undefined, alert, note);
+      if (h.flags.fin) return this.push(d, src, dst, 'tcp', 'FIN', 0, undefined, alert, note);
+      if (d.payloadLength > 0 && d.tcpRole === 'data') return this.push(d, src, dst, 'tcp', 'TCP data', d.payloadLength, 'tcp-data', alert, note);
       return;
     }
     if (!r) return;
     const info = opcodeInfo(r.ib.bth.opcode);
     if (info.isAck) {
       const a = r.ib.aeth;
-      if (a && a.kind !== 'ACK') this.push(d, src, dst, 'roce', a.kind === 'NAK' ? 'NAK' : 'RNR NAK', 0, undefined, true);
+      if (a && a.kind !== 'ACK') this.push(d, src, dst, 'roce', a.kind === 'NAK' ? 'NAK' : 'RNR NAK', 0, undefined, true, note);
       return;
     }
-    if (note.retransmission) return this.push(d, src, dst, 'roce', 'retransmission', 0, 'retx', alert);
-    if (info.isWrite) return this.push(d, src, dst, 'roce', 'RDMA WRITE', r.ib.payload.length, 'write', alert);
+    if (note.retransmission) return this.push(d, src, dst, 'roce', 'retransmission', 0, 'retx', alert, note);
+    if (info.isWrite) return this.push(d, src, dst, 'roce', 'RDMA WRITE', r.ib.payload.length, 'write', alert, note);
     for (const i of d.smc) {
-      if (i.proto === 'llc') this.push(d, src, dst, 'roce', 'LLC ' + i.summary.replace(/^LLC /, '').replace(/ (link|n|qp|data) .*$/, ''), 0, undefined, alert);
+      if (i.proto === 'llc') this.push(d, src, dst, 'roce', 'LLC ' + i.summary.replace(/^LLC /, '').replace(/ (link|n|qp|data) .*$/, ''), 0, undefined, alert, note);
       else if (i.proto === 'cdc') {
         const f = [i.value.prodFlags.writeBlocked ? 'wb' : '', i.value.connFlags.peerDoneWriting ? 'done' : '', i.value.connFlags.peerConnClosed ? 'closed' : '', i.value.connFlags.peerConnAbort ? 'abort' : ''].filter(Boolean);
         const label = `CDC prod ${i.value.prod.wrap}:${i.value.prod.count} cons ${i.value.cons.wrap}:${i.value.cons.count}${f.length ? ' [' + f.join(',') + ']' : ''}`;
         // Plain cursor updates fold; ones with close/blocked flags stand alone.
-        this.push(d, src, dst, 'roce', label, 0, f.length ? undefined : 'cdc', alert);
+        this.push(d, src, dst, 'roce', label, 0, f.length ? undefined : 'cdc', alert, note);
       }
     }
   }
 
-  private push(d: DecodedFrame, from: string, to: string, kind: 'tcp' | 'roce', label: string, bytes: number, fold: string | undefined, alert: boolean): void {
+  private push(d: DecodedFrame, from: string, to: string, kind: 'tcp' | 'roce', label: string, bytes: number, fold: string | undefined, alert: boolean, note: FrameNote): void {
     for (const h of [from, to]) if (!this.hosts.includes(h)) this.hosts.push(h);
     const last = this.events[this.events.length - 1];
-    if (fold && last && last.fold === fold && last.from === from && last.to === to && !alert && !last.alert) {
+    if (fold && last && last.fold === fold && last.from === from && last.to === to && !alert && !last.alert && last.conn === note.conn && last.link === note.link) {
       last.count++;
       last.bytes += bytes;
       if (fold === 'cdc') last.label = label; // keep the latest cursor
@@ -78,14 +83,21 @@ export class Ladder {
     if (this.events.length >= MAX_EVENTS) { this.dropped++; return; }
     const e: LadderEvent = { tsNs: d.tsNs, frame: d.n, from, to, kind, label, count: 1, bytes, alert };
     if (fold) e.fold = fold;
+    if (note.link !== undefined && kind === 'roce') e.link = note.link;
+    if (note.conn !== undefined) e.conn = note.conn;
     this.events.push(e);
   }
 
   private text(e: LadderEvent): string {
+    return (e.alert ? '! ' : '') + this.bare(e);
+  }
+
+  /** A row's label without the alert mark. */
+  private bare(e: LadderEvent): string {
     let s = e.label;
     if (e.count > 1) s += e.fold === 'cdc' ? ` (×${e.count}, last)` : ` ×${e.count}`;
     if (e.bytes > 0) s += ` ${e.bytes}B`;
-    return (e.alert ? '! ' : '') + s;
+    return s;
   }
 
   renderText(c: ChalkInstance, colWidth = 44): string {
@@ -120,32 +132,16 @@ export class Ladder {
     return lines.join('\n');
   }
 
-  renderSvg(): string {
-    const t0 = this.events[0]?.tsNs ?? 0n;
-    const colW = 360, rowH = 22, left = 110, top = 50;
-    const w = left + Math.max(1, this.hosts.length - 1) * colW + 140;
-    const h = top + this.events.length * rowH + 40;
-    const x = (i: number): number => left + 40 + i * colW;
-    const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-    const out: string[] = [
-      `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="monospace" font-size="12">`,
-      '<defs><marker id="a" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto"><path d="M0,0 L8,4 L0,8 z"/></marker></defs>',
-      `<rect width="100%" height="100%" fill="white"/>`,
-    ];
-    this.hosts.forEach((hst, i) => {
-      out.push(`<text x="${x(i)}" y="24" text-anchor="middle" font-weight="bold">${esc(hst)}</text>`);
-      out.push(`<line x1="${x(i)}" y1="32" x2="${x(i)}" y2="${h - 20}" stroke="#888"/>`);
-    });
-    this.events.forEach((e, k) => {
-      const y = top + k * rowH;
-      const a = x(this.hosts.indexOf(e.from)), b = x(this.hosts.indexOf(e.to));
-      const color = e.alert ? '#c00' : e.kind === 'roce' ? '#7030a0' : '#000';
-      const dash = e.kind === 'roce' ? ' stroke-dasharray="6,3"' : '';
-      out.push(`<text x="8" y="${y + 4}" fill="#555">${(Number(e.tsNs - t0) / 1e9).toFixed(6)}</text>`);
-      out.push(`<line x1="${a}" y1="${y}" x2="${b}" y2="${y}" stroke="${color}" stroke-width="1.5"${dash} marker-end="url(#a)"/>`);
-      out.push(`<text x="${(a + b) / 2}" y="${y - 4}" text-anchor="middle" fill="${color}">${esc(this.text(e))}</text>`);
-    });
-    out.push('</svg>');
-    return out.join('\n');
+  /**
+   * The ladder as SVG (ladder-svg.ts): one lane per host — with the tracker's link groups,
+   * the addresses of one side of a group are one host — labels measured and kept off the
+   * lifelines, connections and links in colour and dash.
+   */
+  renderSvg(groups: readonly LinkGroup[] = []): string {
+    const rows = this.events.map((e) => ({
+      tsNs: e.tsNs, frame: e.frame, from: e.from, to: e.to, kind: e.kind, text: this.bare(e), alert: e.alert,
+      ...(e.link !== undefined ? { link: e.link } : {}), ...(e.conn !== undefined ? { conn: e.conn } : {}),
+    }));
+    return renderLadderSvg(rows, this.hosts, { groups, dropped: this.dropped });
   }
 }

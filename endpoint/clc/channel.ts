@@ -8,6 +8,7 @@ import {
   type ClcInput, type ClcMessage, type ClcDecline,
 } from '../../dissectors/wire/clc.js';
 import { formatReason } from '../../dissectors/wire/reasons.js';
+import { endpointStr, type Trace, type TraceEvent } from '../trace.js';
 
 /** Largest CLC message we accept (a v2 Proposal with 8 UEIDs and SMC-Dv2 GIDs is < 1 KiB). */
 export const CLC_MAX_LEN = 1024;
@@ -45,7 +46,7 @@ export class ClcChannel {
   private readonly onEnd = (): void => { this.ended = 'peer closed the TCP connection'; this.waiter?.(); };
   private readonly onError = (e: Error): void => { this.ended = `TCP error: ${e.message}`; this.waiter?.(); };
 
-  constructor(readonly socket: Socket) {
+  constructor(readonly socket: Socket, private readonly trace?: Trace) {
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('error', this.onError);
@@ -63,17 +64,19 @@ export class ClcChannel {
     let lastLook = false;
     for (;;) {
       const r = frameClc(this.buf);
-      if (r.kind === 'bad') throw new ClcError(DECL.SYNCERR, `expected a CLC ${what}, ${r.why}`);
+      if (r.kind === 'bad') { this.traceProblem('not-clc', r.why); throw new ClcError(DECL.SYNCERR, `expected a CLC ${what}, ${r.why}`); }
       if (r.kind === 'message') {
         const bytes = new Uint8Array(this.buf.subarray(0, r.length));
         this.buf = this.buf.subarray(r.length);
         const d = decodeClc(bytes);
         const bad = d.issues.find((i) => i.severity === 'error');
-        if (bad) throw new ClcError(DECL.SYNCERR, `malformed CLC ${what}: ${bad.message}`);
+        if (bad) { this.traceProblem('malformed', bad.message); throw new ClcError(DECL.SYNCERR, `malformed CLC ${what}: ${bad.message}`); }
+        if (this.trace) this.trace({ layer: 'clc', dir: 'in', msg: d.value, ...this.ends() });
         return d.value;
       }
       if (this.ended) {
         // EOF inside a message: a partial header or body is a truncated CLC message (SYNCERR).
+        this.traceProblem(this.buf.length > 0 ? 'truncated' : 'closed', this.ended);
         if (this.buf.length > 0) {
           const of = this.buf.length >= 8 ? `${this.buf.readUInt16BE(5)}-byte` : '8-byte header of a';
           throw new ClcError(DECL.SYNCERR, `truncated CLC ${what}: ${this.buf.length} bytes of the ${of} message, then ${this.ended}`);
@@ -88,6 +91,7 @@ export class ClcChannel {
         await new Promise<void>((resolve) => setImmediate(resolve));
         continue;
       }
+      if (left <= 0) this.traceProblem('timeout', `${timeoutMs} ms`);
       if (left <= 0) throw new ClcError(what === 'Confirm' ? DECL.TIMEOUT_CL : DECL.TIMEOUT_AL, `timeout (${timeoutMs} ms) waiting for CLC ${what}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(() => { this.waiter = undefined; resolve(); }, left);
@@ -96,12 +100,21 @@ export class ClcChannel {
     }
   }
 
+  private ends(): { local: string; remote: string } {
+    return { local: endpointStr(this.socket.localAddress, this.socket.localPort), remote: endpointStr(this.socket.remoteAddress, this.socket.remotePort) };
+  }
+
+  private traceProblem(problem: Extract<TraceEvent, { problem: string }>['problem'], detail: string): void {
+    if (this.trace) this.trace({ layer: 'clc', dir: 'in', problem, detail, head: new Uint8Array(this.buf.subarray(0, 64)), ...this.ends() });
+  }
+
   /** Bytes received so far and not consumed by a CLC read. */
   get buffered(): number { return this.buf.length; }
 
   /** Write one message (encoded by the shared codec). */
   send(m: ClcInput): Promise<void> {
     const bytes = encodeClc(m);
+    if (this.trace) this.trace({ layer: 'clc', dir: 'out', msg: { ...m, length: bytes.length } as ClcMessage, ...this.ends() });
     return new Promise((resolve, reject) => {
       if (this.socket.destroyed || !this.socket.writable) { reject(new ClcError(DECL.INTERR, 'TCP connection closed before a CLC message could be sent')); return; }
       this.socket.write(bytes, (e) => (e ? reject(new ClcError(DECL.INTERR, `sending CLC: ${e.message}`)) : resolve()));

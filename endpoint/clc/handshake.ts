@@ -194,13 +194,13 @@ function withoutLength<T extends { length: number }>(m: T): Omit<T, 'length'> {
 
 /** Client side: Proposal, Accept, Confirm (+ first-contact link bring-up). Never throws. */
 export async function clientHandshake(ctx: HandshakeContext, tcp: Socket): Promise<HandshakeResult> {
-  const ch = new ClcChannel(tcp);
+  const ch = new ClcChannel(tcp, ctx.opts.trace);
   return withStream(await clientSteps(ctx, tcp, ch), ch);
 }
 
 /** Server side: Proposal in, Accept out, Confirm in (+ first-contact link bring-up). Never throws. */
 export async function serverHandshake(ctx: HandshakeContext, tcp: Socket): Promise<HandshakeResult> {
-  const ch = new ClcChannel(tcp);
+  const ch = new ClcChannel(tcp, ctx.opts.trace);
   return withStream(await serverSteps(ctx, tcp, ch), ch);
 }
 

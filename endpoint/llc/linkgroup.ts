@@ -25,6 +25,7 @@ import type { LinkGroupSnapshot } from '../state.js';
 import { Access, type Mr, type Mtu, type Pd } from '../verbs/index.js';
 import { WrLink, LinkDownError, type QpPeer } from './wr.js';
 import type { LlcRkeyEntry } from '../../dissectors/wire/llc.js';
+import type { Trace } from '../trace.js';
 
 export type Role = 'client' | 'server';
 
@@ -114,6 +115,8 @@ export class LinkGroup extends EventEmitter {
   /** Set while our DELETE LINK (all) is out and the QP stays up for the peer's teardown messages. */
   private linger: { link: Link; seen: boolean; timer: NodeJS.Timeout | undefined; finish: () => void } | undefined;
   stats = { llcIn: 0, llcOut: 0, cdcIn: 0, cdcDropped: 0, rejectsSent: 0 };
+  /** Protocol trace (SmcOptions.trace): every LLC message in and out. */
+  trace: Trace | undefined;
 
   constructor(
     readonly role: Role,
@@ -336,6 +339,7 @@ export class LinkGroup extends EventEmitter {
   private async sendLlc(link: Link, m: LlcMessage): Promise<void> {
     this.stats.llcOut++;
     this.log(`${this.name}/L${link.id} > ${summarizeLlc(m)}`);
+    if (this.trace) this.trace({ layer: 'llc', dir: 'out', linkGroup: this.name, link: link.id, msg: m });
     await link.wr.send(encodeLlc(m));
   }
 
@@ -400,6 +404,7 @@ export class LinkGroup extends EventEmitter {
     const d = decodeLlc(b);
     const m = d.value;
     this.log(`${this.name}/L${link.id} < ${summarizeLlc(m)}`);
+    if (this.trace) this.trace({ layer: 'llc', dir: 'in', linkGroup: this.name, link: link.id, msg: m });
     if (m.llcVersion !== this.version && m.kind !== 'unknown') {
       this.log(`${this.name}/L${link.id} LLC v${m.llcVersion} on a v${this.version} link group`);
     }

@@ -104,7 +104,7 @@ test.serial('smcping: no common UEID → NOUEID fallback declined by the peer, p
     t.like(j.attempts[0].stats, { sent: 3, received: 3 });
     const txt = await runTool('smcping', args);
     t.is(txt.code, 0);
-    t.regex(txt.out, /\nverdict: TCP fallback: NOUEID 0x03030008 \([^)]*UEID[^)]*\), declined by the peer\n$/);
+    t.regex(txt.out, /\nverdict: TCP fallback: NOUEID 0x03030008 \([^)]*UEID[^)]*\), declined by the peer; 3\/3 probes echoed intact over TCP\n$/);
     const strict = await runTool('smcping', [...args, '--require-smcr']);
     t.is(strict.code, 1, 'a fallback fails with --require-smcr');
     t.regex(other.out, /conn 1 from 127\.0\.96\.1:\d+: TCP fallback: NOUEID/);
@@ -265,7 +265,7 @@ test.serial('smcperf --raw against a plain echo peer (smcping -l); without --raw
   t.is(lastJson(st.out).runs[0].total.bytes, 2 << 20);
   const wrong = await runTool('smcperf', [SRV, '-p', String(pingPort), '-b', CLI, '--ueid', UEID, ...common, '-t', '1']);
   t.is(wrong.code, 1);
-  t.regex(wrong.out, /the peer is not an smcperf server .*use --raw/);
+  t.regex(wrong.out, /peer is not an smcperf server: it echoed our control header back .*use --raw/);
 });
 
 test.serial('smcping --state-json: the endpoint state at exit, readable by smcdump --state', async (t) => {

@@ -53,6 +53,10 @@ test('ladder: TCP/CLC single arrows, RoCE double arrows, bursts folded', async (
   t.true(folded.length < 100, 'WRITE segments folded into rows');
   const svg = ladder.renderSvg();
   t.regex(svg, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
-  t.is((svg.match(/<line /g) ?? []).length, 2 + ladder.events.length);
-  t.regex(svg, /stroke-dasharray="6,3"/);
+  t.is((svg.match(/<line class="lifeline"/g) ?? []).length, 2);
+  t.is((svg.match(/<line class="arrow"/g) ?? []).length, ladder.events.length);
+  t.regex(svg, /<line class="arrow"[^>]*stroke-dasharray="6,3"/);
+  const arrows = svg.match(/<line class="arrow"[^>]*>/g)!;
+  t.false(arrows[0]!.includes('stroke-dasharray'), 'the SYN (TCP) row is solid');
+  t.is(arrows.filter((l) => l.includes('stroke-dasharray')).length, ladder.events.filter((e) => e.kind === 'roce').length, 'RoCE rows dashed');
 });

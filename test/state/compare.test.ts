@@ -166,7 +166,7 @@ test.serial('--state view and errors', (t) => {
   const lg = snap.linkGroups[0]!;
   t.regex(v.out, /Link groups/);
   t.regex(v.out, new RegExp(`${lg.name}/L1 +│ ACTIVE +│ ${lg.links[0]!.gid.replace(/\./g, '\\.')} │ 0x${lg.links[0]!.qpn.toString(16)} `));
-  t.regex(v.out, new RegExp(`${snap.connections[0]!.key} +│ ACTIVE`));
+  t.regex(v.out, new RegExp(`${snap.connections[0]!.key} +│ [\\d.]+:\\d+ ↔ [\\d.]+:\\d+ +│ ACTIVE`));
   t.regex(v.out, /Closed connections/);
   const j = smcdump(['--state', statePath, '--json']);
   t.like(JSON.parse(j.out), { linkGroups: [{ name: lg.name }] });

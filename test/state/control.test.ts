@@ -192,7 +192,7 @@ test.serial('smcdump --endpoint SOCK --summary: the smcss-like view of the live 
   t.regex(r.stdout, new RegExp(`Endpoint pid ${process.pid} at `));
   t.regex(r.stdout, new RegExp(`│ ${lg.name} +│ client +│ v2\\.1 +│ ACTIVE `));
   t.regex(r.stdout, new RegExp(`│ ${lg.name}/L1 +│ ACTIVE +│ ${lg.links.get(1)!.port.gid.replace(/\./g, '\\.')} │ 0x${lg.links.get(1)!.qpn.toString(16)} `));
-  t.regex(r.stdout, new RegExp(`│ ${lg.name}/\\d+ +│ ACTIVE +│ 0x\\d+/0x\\d+ +│ L1:0x[0-9a-f]+@0x[0-9a-f]+ +│ \\d+ 0:20000 / 0:500`));
+  t.regex(r.stdout, new RegExp(`│ ${lg.name}/\\d+ +│ [\\d.]+:\\d+ ↔ [\\d.]+:\\d+ +│ ACTIVE +│ 0x\\d+/0x\\d+ +│ L1:0x[0-9a-f]+@0x[0-9a-f]+ +│ \\d+ 0:20000 / 0:500`));
   const j = await smcdump(['--endpoint', srv.path, '--json']);
   t.is((JSON.parse(j.stdout) as { pid: number }).pid, process.pid);
   const e = await smcdump(['--endpoint', join(dir, 'none.sock')]);
