@@ -73,7 +73,7 @@ test.serial('server adds a second link over the other devices; both sides see tw
   }
 });
 
-test.serial('one device on the client: the server offers a second link anyway (as Linux does), the client rejects it', async (t) => {
+test.serial('one device on the client, two on the server: the client accepts an asymmetric link (as Linux does)', async (t) => {
   const [a1, b1] = await freePair(72);
   const [, b2] = await freePair(73);
   const a = await SmcStack.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: a1 } });
@@ -82,12 +82,36 @@ test.serial('one device on the client: the server offers a second link anyway (a
     const [c, s, srv] = await tcpPair(a1, b1);
     const [rc, rs] = await Promise.all([a.handshake('client', c), b.handshake('server', s)]);
     if (rc.mode !== 'smcr' || rs.mode !== 'smcr') { t.fail('no SMC-R'); return; }
-    // the server offers a second QP (on its other device) toward the client's only GID; the
-    // client has no second device and answers ADD LINK with a reject
+    // the server offers a QP on its other device; the client has one device and puts the second
+    // QP on it too (Linux smc_llc_cli_add_link: ASYMMETRIC_LOCAL on the client's side)
+    t.true(await until(() => [...rc.lg.links.values()].filter((l) => l.state === 'ACTIVE').length === 2 && [...rs.lg.links.values()].filter((l) => l.state === 'ACTIVE').length === 2));
+    t.is(rc.lg.stats.rejectsSent, 0);
+    t.deepEqual([rc.lg.type, rs.lg.type], ['ASYMMETRIC_LOCAL', 'ASYMMETRIC_PEER']);
+    t.deepEqual([...rs.lg.links.values()].map((l) => l.port.gid), [rs.link.port.gid, b.ports[1]!.gid]);
+    const X = [a.attach(rc), b.attach(rs)] as const;
+    const data = randomBytes(1 << 20);
+    t.is(await send(X[0], X[1], data), createHash('sha256').update(data).digest('hex'));
+    for (const conn of X) void conn.close();
+    c.destroy(); s.destroy(); srv.close();
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});
+
+test.serial('one device on each side: the server offers a second link anyway (as Linux does), the client rejects it', async (t) => {
+  const [a1, b1] = await freePair(74);
+  const a = await SmcStack.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: a1 } });
+  const b = await SmcStack.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: b1 } });
+  try {
+    const [c, s, srv] = await tcpPair(a1, b1);
+    const [rc, rs] = await Promise.all([a.handshake('client', c), b.handshake('server', s)]);
+    if (rc.mode !== 'smcr' || rs.mode !== 'smcr') { t.fail('no SMC-R'); return; }
+    // a second QP between the same two GIDs is no alternate path: rejected (no alternate path)
     t.true(await until(() => rc.lg.stats.rejectsSent === 1));
     await new Promise((r) => setTimeout(r, 100));
     t.is(rs.lg.links.size, 1);
     t.is(rc.lg.links.size, 1);
+    t.deepEqual([rc.lg.type, rs.lg.type], ['SINGLE', 'SINGLE']);
     c.destroy(); s.destroy(); srv.close();
   } finally {
     await Promise.all([a.close(), b.close()]);
