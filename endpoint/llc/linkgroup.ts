@@ -97,6 +97,9 @@ export interface Rtoken { rkey: number; addr: bigint }
 
 interface ConnEntry {
   sink: ConnSink; peerToken: number; rtokens: Map<number, Rtoken>; peerRmbeSize: number;
+  /** The link CLC put the connection on (Linux conn->lnk: the client takes the one the server's
+   *  Accept names), used while it is ACTIVE; 0 before CLC. */
+  linkId: number;
   /** Writes queued by writeFor(), posted with the connection's next CDC. */
   writes: Array<{ mr: Mr; off: number; len: number; dstOff: number }>;
 }
@@ -272,7 +275,7 @@ export class LinkGroup extends EventEmitter {
   /** Register a connection's token as soon as it is allocated, so CDCs that race the end of the
    *  handshake (3.5.2.4) reach its sink; the peer's side is set once CLC has told it. */
   addConn(token: number, sink: ConnSink): void {
-    this.conns.set(token, { sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0, writes: [] });
+    this.conns.set(token, { sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0, linkId: 0, writes: [] });
     if (this.idleTimer) { clearTimeout(this.idleTimer); this.idleTimer = undefined; }
     this.state = 'ACTIVE';
   }
@@ -284,6 +287,7 @@ export class LinkGroup extends EventEmitter {
     c.peerToken = peerToken;
     c.rtokens = this.peerRmb(link.id, peerRmb.rkey, peerRmb.addr);
     c.peerRmbeSize = peerRmbeSize;
+    c.linkId = link.id;
   }
 
   /** The rtoken map of the peer RMB known on `linkId` by (rkey, addr); created when new. */
@@ -305,8 +309,11 @@ export class LinkGroup extends EventEmitter {
     }
   }
 
-  /** The active link a connection runs on: the first one its peer RMB has an rtoken for. */
+  /** The active link a connection runs on: its own (CLC's) while that is ACTIVE, else the first
+   *  one its peer RMB has an rtoken for (after a failover). */
   private linkFor(c: ConnEntry): Link | undefined {
+    const own = this.links.get(c.linkId);
+    if (own?.state === 'ACTIVE' && c.rtokens.has(own.id)) return own;
     for (const l of this.links.values()) if (l.state === 'ACTIVE' && c.rtokens.has(l.id)) return l;
     return undefined;
   }
