@@ -12,6 +12,7 @@
 // (stack.status()) and every connection go to /out/ibverbs-ROLE.json. Exit 0 only if all is well.
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { networkInterfaces } from 'node:os';
 import { connect, createServer, closeAll, endpoint, type SmcSocket } from '../../../endpoint/index.js';
 import { stateJson } from '../../../endpoint/control.js';
 import type { SmcOptions } from '../../../endpoint/config.js';
@@ -90,7 +91,7 @@ async function finish(done: string, closed: string): Promise<void> {
   signal(closed);
 }
 
-async function clientOne(peer: string, port: number, n: number, data: Buffer): Promise<void> {
+async function clientOne(peer: string, port: number, n: number, data: Buffer, paced?: { chunk: number; pauseMs: number; onUp: (s: SmcSocket) => void }): Promise<void> {
   const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, bytes: data.length, fnv1a: fnv1a(data) };
   out.conns.push(rec);
   try {
@@ -104,7 +105,17 @@ async function clientOne(peer: string, port: number, n: number, data: Buffer): P
     const parts: Buffer[] = [];
     const done = new Promise<void>((resolve, reject) => { s.on('data', (d: Buffer) => parts.push(d)); s.on('end', resolve); s.on('error', reject); });
     const w0 = Date.now();
-    s.end(data);
+    if (paced) {
+      // CHUNK bytes every PAUSE ms (as smcpingpong -c/-p), so a failure falls mid-transfer
+      paced.onUp(s);
+      for (let off = 0; off < data.length; off += paced.chunk) {
+        if (!s.write(data.subarray(off, off + paced.chunk))) await new Promise<void>((r) => s.once('drain', () => r()));
+        await sleep(paced.pauseMs);
+      }
+      s.end();
+    } else {
+      s.end(data);
+    }
     await done;
     rec.transferMs = Date.now() - w0;
     rec.reply = Buffer.concat(parts).toString('latin1').trim();
@@ -120,7 +131,7 @@ async function clientOne(peer: string, port: number, n: number, data: Buffer): P
 
 /** Conn 3 of the client: the kernel server sends (smcpingpong server -S); we hash to EOF and
  *  answer "ACK <bytes> fnv1a=<hash>", which the server prints. */
-async function clientReverse(peer: string, port: number, n: number, expect: Buffer): Promise<void> {
+async function clientReverse(peer: string, port: number, n: number, expect: Buffer, onUp?: (s: SmcSocket) => void): Promise<void> {
   const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, bytes: 0, fnv1a: '' };
   out.conns.push(rec);
   try {
@@ -131,6 +142,7 @@ async function clientReverse(peer: string, port: number, n: number, expect: Buff
     if (s.smcr) rec.smcr = s.smcr;
     if (s.fallback) rec.fallback = s.fallback;
     say(`conn ${n}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)} (reverse: the server sends)`);
+    onUp?.(s);
     let h = FNV1A_INIT;
     let tData = 0;
     await new Promise<void>((resolve, reject) => {
@@ -241,7 +253,12 @@ if (mode === 'client') {
   // REVPORT2: after B's nic-back we wait for two ACTIVE links over different devices on both
   // sides, record them (state relinked) and conn 3 (REVPORT2): the kernel sends BYTES again,
   // every byte hashed, over the re-added links; then relinked-done and close after DONE.
-  const [peer, portS, revPortS, bytesS, done, closed, revPort2S] = args as [string, string, string, string, string, string, string | undefined];
+  // With an 8th argument `self` (scenario t-ibverbs-client-relink) it is OUR device that goes:
+  // when conn 2 is up we write the netdev under its link to /out/conn2-netdev and signal
+  // conn2-up; guest A's shell takes that NIC down (PORT_ERR: our link fails over) and, after
+  // transfer-done, up again (PORT_ACTIVE: we send REQUEST ADD LINK) and signals a.nic-back.
+  const [peer, portS, revPortS, bytesS, done, closed, revPort2S, flap] = args as [string, string, string, string, string, string, string | undefined, string | undefined];
+  const flapper = flap === 'self' ? 'a' : 'b';
   Object.assign(opts, { alternates: [{ provider: 'ibverbs', device: 'rxe1' }] });
   await clientOne(peer, Number(portS), 1, Buffer.from('SMC-R interop: the ibverbs endpoint, two devices 0123456789'));
   const stack = await endpoint(opts);
@@ -251,11 +268,23 @@ if (mode === 'client') {
   say(`links after ${waited} ms: ${JSON.stringify(links())}`);
   await state('two-links');
   if (links().filter((l) => l.state === 'ACTIVE').length >= 2) signal('two-links'); else out.errors.push('no second link within 30 s');
-  await clientReverse(peer, Number(revPortS), 2, pattern(Number(bytesS)));
+  const conn2Up = (s: SmcSocket): void => {
+    const link = ((stateJson(stack).linkGroups as Array<{ links: LinkView[] }>)[0]?.links ?? []).find((l) => l.id === s.smcr?.link);
+    const ip = link?.gid.replace(/^::ffff:/, '');
+    const dev = Object.entries(networkInterfaces()).find(([, as]) => as?.some((x) => x.address === ip))?.[0] ?? 'eth0';
+    writeFileSync(join(OUT, 'conn2-netdev'), `${dev}\n`);
+    say(`conn 2 is on link ${s.smcr?.link} (${ip}, ${dev})`);
+    signal('conn2-up');
+  };
+  // our own device goes (self): we are the sender of conn 2 (REVPORT serves a plain receiver),
+  // so the kernel has no RDMA WRITEs outstanding toward the device that goes (rxe retransmits
+  // those without end, and the kernel's DELETE LINK flow waits for them)
+  if (flapper === 'a') await clientOne(peer, Number(revPortS), 2, pattern(Number(bytesS)), { chunk: 16384, pauseMs: 80, onUp: conn2Up });
+  else await clientReverse(peer, Number(revPortS), 2, pattern(Number(bytesS)));
   await state('after-failover');
   signal('transfer-done');
   if (revPort2S) {
-    await waitFor('b.nic-back', 180);
+    await waitFor(`${flapper}.nic-back`, 180);
     await relinked(stack);
     await clientReverse(peer, Number(revPort2S), 3, pattern(Number(bytesS)));
     await state('after-return');
