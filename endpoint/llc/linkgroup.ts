@@ -284,10 +284,20 @@ export class LinkGroup extends EventEmitter {
   setConnPeer(token: number, peerToken: number, peerRmb: Rtoken, peerRmbeSize: number, link: Link): void {
     const c = this.conns.get(token);
     if (!c) return;
+    // CLC names the link by the peer's QPN, and two peer devices can both have QP 0x11: when the
+    // peer confirmed this RMB (CONFIRM RKEY, ADD LINK) on another link with exactly this rkey and
+    // address, that link is the one it put the connection on (its rkey is not valid on `link`).
+    const on = this.peerRmbKnownOn(link, peerRmb) ? link
+      : [...this.links.values()].find((l) => l.state === 'ACTIVE' && this.peerRmbKnownOn(l, peerRmb)) ?? link;
+    if (on !== link) this.log(`${this.name} conn ${token}: CLC's rkey 0x${peerRmb.rkey.toString(16)} belongs to link ${on.id}, not ${link.id} (same peer QPN on two devices)`);
     c.peerToken = peerToken;
-    c.rtokens = this.peerRmb(link.id, peerRmb.rkey, peerRmb.addr);
+    c.rtokens = this.peerRmb(on.id, peerRmb.rkey, peerRmb.addr);
     c.peerRmbeSize = peerRmbeSize;
-    c.linkId = link.id;
+    c.linkId = on.id;
+  }
+
+  private peerRmbKnownOn(link: Link, rt: Rtoken): boolean {
+    return this.peerRmbs.some((m) => { const r = m.get(link.id); return r !== undefined && r.rkey === rt.rkey && r.addr === rt.addr; });
   }
 
   /** The rtoken map of the peer RMB known on `linkId` by (rkey, addr); created when new. */

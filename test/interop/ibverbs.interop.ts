@@ -351,3 +351,40 @@ test.serial('kernel client → ibverbs server: device returns, REQUEST ADD LINK 
   const del3 = (items(r.frames, 'llc') as LlcItem[]).find((l) => l.value.kind === 'delete_link' && l.value.linkId === 3 && !l.value.response)!.n;
   t.log(`RDMA WRITEs after the asymmetric link went (per source address): ${JSON.stringify(writesBySrc(r, del3))}`);
 });
+
+test.serial('ibverbs client → kernel server: our device goes mid-transfer and returns, REQUEST ADD LINK sent, link re-added, every byte verified', async (t) => {
+  const r = await get(t, 't-ibverbs-client-relink');
+  const ours = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-client.json'), 'utf8')) as Side;
+  const FBYTES = 1572864;
+  const h = fnv1a(pattern(FBYTES));
+  t.deepEqual(ours.errors, []);
+  // conn 2: we sent 1.5 MiB paced across the failure of our own device; the kernel hashed it
+  // (our check of its ACK); conn 3 after the device returned: the kernel sent 1.5 MiB, we hashed it
+  t.deepEqual(ours.conns.map((c) => [c.mode, c.replyOk, c.error ?? null]), [['smcr', true, null], ['smcr', true, null], ['smcr', true, null]]);
+  t.deepEqual([ours.conns[2]!.bytes, ours.conns[2]!.fnv1a], [FBYTES, h]);
+  const ga = r.guestLog('a');
+  t.regex(ga, /MARK FAILURE: ip link set eth\d down on A/);
+  t.regex(ga, /smc: rxe\d \(::ffff:10\.55\.0\.\d+\) port down/, 'rxe reported PORT_ERR to the endpoint');
+  t.regex(ga, /smc: rxe\d \(::ffff:10\.55\.0\.\d+\) port active again/, 'rxe reported PORT_ACTIVE');
+  const msgs = llcList(r, ['add_link', 'confirm_link', 'delete_link', 'request_add_link']);
+  t.log(msgs.join('; '));
+  const lost = msgs.findIndex((m) => (m.startsWith(`${A} `) || m.startsWith(`${A2} `)) && / delete_link link \d 0x10000$/.test(m));
+  t.true(lost >= 0, 'we deleted the link over our lost device (DELETE LINK LOST_PATH)');
+  const req = msgs.findIndex((m) => (m.startsWith(`${A} `) || m.startsWith(`${A2} `)) && m.endsWith('request_add_link'));
+  t.true(req > lost, 'REQUEST ADD LINK from us after the device returned');
+  const after = msgs.slice(req + 1).filter((m) => !/ALL/.test(m)).map((m) => m.replace(/^\S+ /, '').replace(/link \d+/, 'link N'));
+  t.deepEqual(after.slice(0, 4), ['add_link link N', 'add_link rsp link N', 'confirm_link link N', 'confirm_link rsp link N'], 'the kernel server answered with ADD LINK, accepted');
+  t.true(after.includes('delete_link link N 0x50000'), 'the kernel deleted the asymmetric link');
+  t.false(msgs.some((m) => /REJECT/.test(m)), 'no ADD LINK rejected');
+  const links = stateLinks(r, 'failover-client', 'relinked');
+  t.true(links.length === 2 && links.every(([, st]) => st === 'ACTIVE') && links[0]![2] !== links[1]![2] && links[0]![3] !== links[1]![3], `two links over different devices on both sides: ${JSON.stringify(links)}`);
+  // our state after conn 3 agrees with the capture up to our DELETE LINK (all) at the end
+  const reqN = (items(r.frames, 'llc') as LlcItem[]).find((l) => l.value.kind === 'request_add_link')!.n;
+  t.regex(await stateCheck(r, 'failover-client', 'before-close', ourDeleteLink(r, reqN)), /no disagreements/);
+  t.deepEqual(anomalies(r.frames), [], 'no decoder issues');
+  t.log(`smcdump diagnoses: ${[...new Set(r.result.smcSummary!.anomalies.map((a) => a.code))].join(', ')}`);
+  for (const g of ['a', 'b'] as const) {
+    const dmesg = readFileSync(join(r.result.runDir, `dmesg-full-${g}.txt`), 'utf8');
+    t.deepEqual(dmesg.split('\n').filter((l) => /WARNING:|BUG:|Call Trace:|Oops|general protection/.test(l)), [], `no kernel warnings in guest ${g}`);
+  }
+});
