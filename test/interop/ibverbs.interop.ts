@@ -7,6 +7,9 @@
 // compared by the sender. The capture is checked with our decoder and `smcdump --state`: the
 // endpoint's state after its traffic (just before it deletes its link group) agrees with the
 // capture up to its DELETE LINK, and its state at exit has no link group left.
+// Two devices per side (r, s, t): failover during a transfer, and the device coming back: the
+// link re-added like Linux (r: the kernel server's symmetric ADD LINK; s: the kernel client's
+// REQUEST ADD LINK answered by us; t: our own device goes, our REQUEST ADD LINK to the kernel).
 // SMC-Rv2.1 with UEID only: rxe has RoCE v2 GIDs only, so SMC-Rv1 cannot run here.
 import test, { type ExecutionContext } from 'ava';
 import { spawnSync } from 'node:child_process';
