@@ -6,10 +6,10 @@ import type { ConnectionSnapshot, EndpointSnapshot } from './state.js';
 import { readFileSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { openDevice, gidToIpv4, type Device, type DeviceSpec, type Mtu } from './verbs/index.js';
+import { openDevice, gidToIpv4, AsyncEventType, type AsyncEvent, type Device, type DeviceSpec, type Mtu } from './verbs/index.js';
 import { TcpOptionSignal, type TcpOptionResult } from './tcpopt/index.js';
 import { resolveOptions, type ResolvedOptions, type SmcOptions } from './config.js';
-import { LinkGroup, type Role } from './llc/linkgroup.js';
+import { LinkGroup, type LocalPort, type Role } from './llc/linkgroup.js';
 import { clientHandshake, serverHandshake, type HandshakeContext, type HandshakeResult, type LocalIdentity } from './clc/handshake.js';
 import { DECL } from './clc/channel.js';
 import { CdcConnection } from './cdc/connection.js';
@@ -106,6 +106,32 @@ export class SmcStack implements HandshakeContext {
   ) {
     this.id = ports[0]!;
     this.device = this.id.pd.device;
+    for (const p of ports) {
+      const listener = (ev: AsyncEvent): void => this.portEvent(p, ev);
+      p.pd.device.on('async', listener);
+      this.portListeners.push(() => p.pd.device.off('async', listener));
+    }
+  }
+
+  private readonly portListeners: Array<() => void> = [];
+
+  /**
+   * A local port went down or came back (Linux smcr_port_err / smcr_port_add): while down no new
+   * link uses it and its links fail over now; when it is back every link group that could use
+   * another link asks for one (client: REQUEST ADD LINK) or adds one (server: ADD LINK).
+   */
+  private portEvent(port: LocalIdentity, ev: AsyncEvent): void {
+    if (ev.type !== AsyncEventType.PORT_ERR && ev.type !== AsyncEventType.PORT_ACTIVE) return;
+    if (ev.portNum !== undefined && ev.portNum !== 1) return; // we use port 1 of each device
+    const p: LocalPort = port;
+    const up = ev.type === AsyncEventType.PORT_ACTIVE;
+    if (up === !p.down) return; // no change
+    p.down = !up;
+    this.opts.log(`smc: ${port.pd.device.name} (${port.gid}) port ${up ? 'active again' : 'down'}`);
+    for (const lg of this.linkGroups) {
+      if (up) void lg.portUp().catch(() => undefined);
+      else lg.portDown(p);
+    }
   }
 
   /** Open the device(s) and (unless tcpOption 'ignore') the TCP option program. */
@@ -300,6 +326,7 @@ export class SmcStack implements HandshakeContext {
     }));
     await Promise.all(ends);
     if (this.tcpOption) await releaseTcpOption().catch(() => undefined);
+    for (const off of this.portListeners.splice(0)) off();
     for (const spec of [this.opts.device, ...this.opts.alternates]) await releaseDevice(spec);
   }
 }

@@ -1,13 +1,21 @@
 // A link group (RFC 7609 3.2, Linux smc_core.c + smc_llc.c): the links (RC QPs) to one peer, the
 // connections multiplexed over them (by alert token), the RMBs they use, and link-layer control
-// (LLC): CONFIRM LINK, ADD LINK (a second link over another local device, SMC-Rv2; rejected when
-// there is none), DELETE LINK, CONFIRM/DELETE RKEY, TEST LINK, and failover of connections to
+// (LLC): CONFIRM LINK, ADD LINK (a second link, SMC-Rv2), REQUEST ADD LINK (a client asks the
+// server for one), DELETE LINK, CONFIRM/DELETE RKEY, TEST LINK, and failover of connections to
 // the surviving link. Every LLC message is built and parsed by the analyzer's codec
 // (dissectors/wire/llc.ts).
 //
 // States (explicit, named):
 //   link:  ACTIVATING (QP up, CONFIRM LINK pending) → ACTIVE → DELETING → DOWN
 //   group: ACTIVE → (last connection gone) IDLE → (idle timer) TERMINATING → TERMINATED
+// Group type (Linux lgr->type, derived here from the ACTIVE links, from this side's view):
+//   NONE, SINGLE, SYMMETRIC (two links over different devices on both sides), ASYMMETRIC_LOCAL
+//   (two links share a local device), ASYMMETRIC_PEER (two links share a peer GID).
+// Which links may be added follows Linux (smc_llc_alloc_alt_link): at most LINK_SLOTS usable
+// links; none while SYMMETRIC; an asymmetric one only to a SINGLE group; and max links 1 (CLC /
+// CONFIRM LINK) means no second link at all. So when a device returns, the symmetric link is
+// added next to the asymmetric one (three links for a moment) and the server then deletes the
+// asymmetric one (DELETE LINK "asymmetric link no longer needed").
 // A peer's requests are answered at once (they never wait on our own flow, so two LLC flows
 // crossing each other cannot deadlock — the collision rules of 3.5.5.3 reduce to "answer
 // immediately, keep one local flow at a time"). Local flows (CONFIRM RKEY, TEST LINK,
@@ -17,7 +25,7 @@ import { EventEmitter } from 'node:events';
 import {
   decodeLlc, encodeLlc, llcTypeByte, LlcCode, LLC_MSG_SIZE, summarizeLlc, deleteLinkReason,
   type LlcMessage, type LlcConfirmLink, type LlcAddLink, type LlcDeleteLink, type LlcConfirmRkey,
-  type LlcTestLink, type LlcDeleteRkey, type LlcKind,
+  type LlcTestLink, type LlcDeleteRkey, type LlcKind, type LlcRequestAddLink,
 } from '../../dissectors/wire/llc.js';
 import { CDC_TYPE } from '../../dissectors/wire/cdc.js';
 import { u32 } from '../../dissectors/wire/common.js';
@@ -31,8 +39,15 @@ export type Role = 'client' | 'server';
 
 /** After our DELETE LINK (all) and the peer's first DELETE LINK: quiet time before the QPs go. */
 const LINGER_QUIET_MS = 300;
+/** Linux SMC_LINKS_PER_LGR_MAX: two paths plus the one that replaces an asymmetric link. */
+export const LINK_SLOTS = 3;
+/** DELETE LINK reasons (Linux SMC_LLC_DEL_*), see DELETE_LINK_REASONS. */
+const DEL_LOST_PATH = 0x00010000;
+const DEL_NO_ASYM_NEEDED = 0x00050000;
 export type LinkState = 'ACTIVATING' | 'ACTIVE' | 'DELETING' | 'DOWN';
 export type GroupState = 'ACTIVE' | 'IDLE' | 'TERMINATING' | 'TERMINATED';
+export type GroupType = 'NONE' | 'SINGLE' | 'SYMMETRIC' | 'ASYMMETRIC_LOCAL' | 'ASYMMETRIC_PEER';
+const asymmetric = (t: GroupType): boolean => t === 'ASYMMETRIC_LOCAL' || t === 'ASYMMETRIC_PEER';
 
 /** What the link group knows about the local RoCE device. */
 export interface LocalPort {
@@ -42,6 +57,9 @@ export interface LocalPort {
   /** Active MTU of the port (ibv_mtu). */
   mtu: Mtu;
   sgidIndex: number;
+  /** Set by the stack while the port is down (IBV_EVENT_PORT_ERR until PORT_ACTIVE): no new
+   *  link goes over it. */
+  down?: boolean;
 }
 
 export interface LinkGroupTimers {
@@ -81,6 +99,9 @@ export interface Rtoken { rkey: number; addr: bigint }
 
 interface ConnEntry {
   sink: ConnSink; peerToken: number; rtokens: Map<number, Rtoken>; peerRmbeSize: number;
+  /** The link CLC put the connection on (Linux conn->lnk: the client takes the one the server's
+   *  Accept names), used while it is ACTIVE; 0 before CLC. */
+  linkId: number;
   /** Writes queued by writeFor(), posted with the connection's next CDC. */
   writes: Array<{ mr: Mr; off: number; len: number; dstOff: number }>;
 }
@@ -108,6 +129,8 @@ export class LinkGroup extends EventEmitter {
   /** Buffer of a registration (any port's), to find the same memory's MR on another link's device. */
   private readonly bufOf = new Map<Mr, BufDesc>();
   private nextToken = 1;
+  /** Last link id the server handed out (Linux lgr->next_link_id: ids are not reused at once). */
+  private nextLinkId = 0;
   private waiters: Waiter[] = [];
   private flow: Promise<unknown> = Promise.resolve();
   private testTimer: NodeJS.Timeout | undefined;
@@ -156,11 +179,50 @@ export class LinkGroup extends EventEmitter {
     return undefined;
   }
 
+  /** Links that take a slot (Linux smc_link_usable): being set up or ACTIVE. */
+  private usableLinks(): Link[] {
+    return [...this.links.values()].filter((l) => l.state === 'ACTIVATING' || l.state === 'ACTIVE');
+  }
+
+  /** The group's type from its ACTIVE links, seen from this side (Linux lgr->type). */
+  get type(): GroupType {
+    const ls = [...this.links.values()].filter((l) => l.state === 'ACTIVE' && l.peer);
+    if (ls.length === 0) return 'NONE';
+    if (ls.length === 1) return 'SINGLE';
+    const pairs = ls.flatMap((a, i) => ls.slice(i + 1).map((b) => [a, b] as const));
+    if (pairs.some(([a, b]) => a.port.gid !== b.port.gid && a.peer!.gid !== b.peer!.gid)) return 'SYMMETRIC';
+    return pairs.some(([a, b]) => a.port.gid === b.port.gid) ? 'ASYMMETRIC_LOCAL' : 'ASYMMETRIC_PEER';
+  }
+
+  /** Why a link of `newType` cannot be added now (Linux smc_llc_alloc_alt_link and the max links
+   *  check of SMC-Rv2.1), or undefined when it can. */
+  private addLinkRefusal(newType: GroupType): string | undefined {
+    const t = this.type;
+    if (this.version !== 2) return 'SMC-Rv1 link group (one link here)';
+    if (t === 'NONE') return 'no active link';
+    if (t === 'SINGLE' && this.maxLinks <= 1) return 'max links 1';
+    if (t === 'SYMMETRIC') return 'the group is symmetric already';
+    if (t !== 'SINGLE' && asymmetric(newType)) return `an asymmetric link cannot join a ${t} group`;
+    if (this.usableLinks().length >= LINK_SLOTS) return `all ${LINK_SLOTS} link slots in use`;
+    return undefined;
+  }
+
+  /** The local port for a new link next to `via` (Linux smc_pnet_find_alt_roce): another port
+   *  that is up, preferably one no link uses; undefined when there is none. */
+  private altPort(via: Link): LocalPort | undefined {
+    const used = new Set(this.usableLinks().map((l) => l.port));
+    const alt = this.ports.filter((p) => p !== via.port && !p.down);
+    return alt.find((p) => !used.has(p)) ?? alt[0];
+  }
+
   // ---------------------------------------------------------------- links --
 
-  /** Create a link on `port` (QP in INIT with receives posted), id 1 for the first. */
+  /** Create a link on `port` (QP in INIT with receives posted). Without `id` (first link, or the
+   *  server adding one) the next free id after the last one handed out (1 for the first). */
   createLink(port: LocalPort = this.port, id?: number): Link {
-    if (id === undefined) { id = 1; while (this.links.has(id)) id++; }
+    if (id === undefined) {
+      do id = this.nextLinkId = (this.nextLinkId + 1) & 0xff; while (id === 0 || this.links.has(id));
+    }
     const wr = new WrLink(port.pd, { bufSize: this.version === 2 ? 8192 : LLC_MSG_SIZE });
     const link = new Link(id, wr, port);
     wr.init();
@@ -217,7 +279,7 @@ export class LinkGroup extends EventEmitter {
   /** Register a connection's token as soon as it is allocated, so CDCs that race the end of the
    *  handshake (3.5.2.4) reach its sink; the peer's side is set once CLC has told it. */
   addConn(token: number, sink: ConnSink): void {
-    this.conns.set(token, { sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0, writes: [] });
+    this.conns.set(token, { sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0, linkId: 0, writes: [] });
     if (this.idleTimer) { clearTimeout(this.idleTimer); this.idleTimer = undefined; }
     this.state = 'ACTIVE';
   }
@@ -226,9 +288,20 @@ export class LinkGroup extends EventEmitter {
   setConnPeer(token: number, peerToken: number, peerRmb: Rtoken, peerRmbeSize: number, link: Link): void {
     const c = this.conns.get(token);
     if (!c) return;
+    // CLC names the link by the peer's QPN, and two peer devices can both have QP 0x11: when the
+    // peer confirmed this RMB (CONFIRM RKEY, ADD LINK) on another link with exactly this rkey and
+    // address, that link is the one it put the connection on (its rkey is not valid on `link`).
+    const on = this.peerRmbKnownOn(link, peerRmb) ? link
+      : [...this.links.values()].find((l) => l.state === 'ACTIVE' && this.peerRmbKnownOn(l, peerRmb)) ?? link;
+    if (on !== link) this.log(`${this.name} conn ${token}: CLC's rkey 0x${peerRmb.rkey.toString(16)} belongs to link ${on.id}, not ${link.id} (same peer QPN on two devices)`);
     c.peerToken = peerToken;
-    c.rtokens = this.peerRmb(link.id, peerRmb.rkey, peerRmb.addr);
+    c.rtokens = this.peerRmb(on.id, peerRmb.rkey, peerRmb.addr);
     c.peerRmbeSize = peerRmbeSize;
+    c.linkId = on.id;
+  }
+
+  private peerRmbKnownOn(link: Link, rt: Rtoken): boolean {
+    return this.peerRmbs.some((m) => { const r = m.get(link.id); return r !== undefined && r.rkey === rt.rkey && r.addr === rt.addr; });
   }
 
   /** The rtoken map of the peer RMB known on `linkId` by (rkey, addr); created when new. */
@@ -250,8 +323,11 @@ export class LinkGroup extends EventEmitter {
     }
   }
 
-  /** The active link a connection runs on: the first one its peer RMB has an rtoken for. */
+  /** The active link a connection runs on: its own (CLC's) while that is ACTIVE, else the first
+   *  one its peer RMB has an rtoken for (after a failover). */
   private linkFor(c: ConnEntry): Link | undefined {
+    const own = this.links.get(c.linkId);
+    if (own?.state === 'ACTIVE' && c.rtokens.has(own.id)) return own;
     for (const l of this.links.values()) if (l.state === 'ACTIVE' && c.rtokens.has(l.id)) return l;
     return undefined;
   }
@@ -461,7 +537,8 @@ export class LinkGroup extends EventEmitter {
         return;
       }
       case 'request_add_link':
-        return; // a client asks us (server) to add a link: we have no second device, nothing to offer
+        await this.answerRequestAddLink(link, m as LlcRequestAddLink);
+        return;
       case 'delete_link': {
         const dl = m as LlcDeleteLink;
         this.log(`${this.name}/L${link.id} peer deletes ${dl.all ? 'the link group' : `link ${dl.linkId}`}: ${deleteLinkReason(dl.reason)}`);
@@ -481,13 +558,6 @@ export class LinkGroup extends EventEmitter {
   }
 
   // -------------------------------------------------------------- add link --
-
-  /** A local port no link of the group uses yet (the alternate path for a new link). */
-  private freePort(prefer?: string): LocalPort | undefined {
-    const used = new Set([...this.links.values()].map((l) => l.port));
-    const free = this.ports.filter((p) => !used.has(p));
-    return free.find((p) => p.gid === prefer) ?? free[0];
-  }
 
   /** Our RMBs as ADD LINK lists them: rkey on `from`, rkey and address on `to`. */
   private rkeyList(from: LocalPort, to: LocalPort): LlcRkeyEntry[] {
@@ -511,63 +581,156 @@ export class LinkGroup extends EventEmitter {
   }
 
   /**
-   * Server: add a second link over another local device toward another GID of the peer (SMC-Rv2,
-   * 3.5.5.1 / Linux smc_llc_srv_add_link): ADD LINK with our RMBs' rkeys on the new QP, the
-   * client's ADD LINK response with its QP and rkeys, QP to RTS, CONFIRM LINK on the new link.
-   * Resolves true when the link is ACTIVE, false when there is no second path or the peer rejects.
+   * Server: add a link (SMC-Rv2, 3.5.5.1 / Linux smc_llc_srv_add_link): over another local port
+   * that is up if there is one (else a second QP on the same port: asymmetric, as Linux offers it),
+   * toward a peer GID no link uses yet (the ones a REQUEST ADD LINK named first). ADD LINK with
+   * our RMBs' rkeys on the new QP, the client's ADD LINK response with its QP and rkeys, QP to
+   * RTS, CONFIRM LINK on the new link. When the group is SYMMETRIC afterwards, an asymmetric
+   * link left from a failover is deleted. Resolves true when the new link is ACTIVE.
    */
-  addLink(): Promise<boolean> {
-    return this.serial(async () => {
-      const l1 = this.activeLink();
-      if (!l1 || this.version !== 2 || this.role !== 'server' || this.links.size >= this.maxLinks) return false;
-      // another local device if there is one, else a second QP on the same device (asymmetric,
-      // as Linux offers it); toward another GID of the peer if it told us one
-      const used = new Set([...this.links.values()].map((l) => l.peer?.gid));
-      const target = this.peerGids.find((g) => !used.has(g)) ?? l1.peer?.gid;
-      const port = this.freePort() ?? l1.port;
-      if (!target) return false;
-      const l2 = this.createLink(port);
-      try {
-        const rsp = this.expect((m, l) => l === l1 && m.kind === 'add_link' && m.response, 'ADD LINK response');
-        await this.sendLlc(l1, this.addLinkMsg(false, l2, target, this.rkeyList(l1.port, port)));
-        const r = (await rsp) as LlcAddLink;
-        if (r.rejected) { this.dropLink(l2, 'ADD LINK rejected by the peer'); return false; }
-        this.connectLink(l2, { gid: r.gid, mac: r.mac, qpn: r.qpn, psn: r.psn, mtu: r.mtu as Mtu }, true);
-        this.learnRkeys(l1.id, l2.id, r.v2?.rkeys ?? []);
-        const crsp = this.expect((m, l) => l === l2 && m.kind === 'confirm_link' && m.response, 'CONFIRM LINK response on the new link');
-        await this.sendLlc(l2, this.confirmLinkMsg(l2, false));
-        await crsp;
-        l2.state = 'ACTIVE';
-        this.log(`${this.name}/L${l2.id} added (QP 0x${l2.qpn.toString(16)} → 0x${r.qpn.toString(16)} ${r.gid})`);
-        return true;
-      } catch (e) {
-        if (this.links.get(l2.id) === l2) this.dropLink(l2, `add link failed: ${(e as Error).message}`);
-        return false;
-      }
-    });
+  addLink(opts: { via?: Link; targetGids?: readonly string[] } = {}): Promise<boolean> {
+    return this.serial(async () => (await this.srvAddLink(opts)) === 'added');
   }
 
-  /** Client: answer the server's ADD LINK with a new QP on another local device; false = reject. */
-  private async acceptAddLink(l1: Link, a: LlcAddLink): Promise<boolean> {
-    if (this.version !== 2 || this.role !== 'client' || !a.v2 || this.links.size >= this.maxLinks || this.links.has(a.linkId)) return false;
-    const port = this.freePort(a.v2.targetGid);
-    if (!port) return false;
+  /** 'none': no ADD LINK sent (nothing to offer); 'failed': sent, but no link came of it. */
+  private async srvAddLink(opts: { via?: Link; targetGids?: readonly string[] }): Promise<'added' | 'failed' | 'none'> {
+    const l1 = opts.via?.state === 'ACTIVE' ? opts.via : this.activeLink();
+    if (!l1?.peer || this.role !== 'server' || this.state === 'TERMINATING' || this.state === 'TERMINATED') return 'none';
+    const alt = this.altPort(l1);
+    const port = alt ?? l1.port;
+    const why = this.addLinkRefusal(alt ? 'SYMMETRIC' : 'ASYMMETRIC_LOCAL');
+    if (why) { this.log(`${this.name} no link added: ${why}`); return 'none'; }
+    const used = new Set(this.usableLinks().map((l) => l.peer?.gid));
+    const target = [...(opts.targetGids ?? []), ...this.peerGids].find((g) => !used.has(g)) ?? l1.peer.gid;
+    const l2 = this.createLink(port);
+    try {
+      const rsp = this.expect((m, l) => l === l1 && m.kind === 'add_link' && m.response, 'ADD LINK response');
+      await this.sendLlc(l1, this.addLinkMsg(false, l2, target, this.rkeyList(l1.port, port)));
+      const r = (await rsp) as LlcAddLink;
+      if (r.rejected) { this.dropLink(l2, 'ADD LINK rejected by the peer'); return 'failed'; }
+      this.connectLink(l2, { gid: r.gid, mac: r.mac, qpn: r.qpn, psn: r.psn, mtu: r.mtu as Mtu }, true);
+      this.learnRkeys(l1.id, l2.id, r.v2?.rkeys ?? []);
+      const crsp = this.expect((m, l) => l === l2 && m.kind === 'confirm_link' && m.response, 'CONFIRM LINK response on the new link');
+      await this.sendLlc(l2, this.confirmLinkMsg(l2, false));
+      await crsp;
+      l2.state = 'ACTIVE';
+      this.log(`${this.name}/L${l2.id} added (QP 0x${l2.qpn.toString(16)} → 0x${r.qpn.toString(16)} ${r.gid}); group ${this.type}`);
+    } catch (e) {
+      if (this.links.get(l2.id) === l2) this.dropLink(l2, `add link failed: ${(e as Error).message}`);
+      return 'failed';
+    }
+    if (this.type === 'SYMMETRIC') await this.deleteAsymLink();
+    return 'added';
+  }
+
+  /**
+   * The asymmetric link of a group that has a symmetric pair (Linux smc_llc_find_asym_link): of
+   * two links over the same local port, the one whose peer GID another link also reaches.
+   */
+  private asymLink(): Link | undefined {
+    const ls = [...this.links.values()].filter((l) => l.state === 'ACTIVE' && l.peer);
+    for (const a of ls) {
+      for (const b of ls) {
+        if (a === b || a.port.gid !== b.port.gid) continue;
+        for (const x of [a, b]) if (ls.some((k) => k !== x && k.peer!.gid === x.peer!.gid)) return x;
+      }
+    }
+    return undefined;
+  }
+
+  /** Server: delete the asymmetric link once the group is symmetric again (Linux
+   *  smc_llc_delete_asym_link): its connections move first, then DELETE LINK "asymmetric link
+   *  no longer needed" on another link and the client's answer. Runs inside a serial flow. */
+  private async deleteAsymLink(): Promise<void> {
+    const asym = this.asymLink();
+    if (!asym) return;
+    const onIt = this.connsOn(asym);
+    asym.state = 'DELETING';
+    const via = this.activeLink();
+    if (!via) { this.dropLink(asym, 'no link left to delete it on'); return; }
+    for (const [, c] of onIt) if (this.linkFor(c)) c.sink.linkSwitched(`link ${asym.id} deleted: asymmetric link no longer needed`);
+    try {
+      const rsp = this.expect((m, l) => l === via && m.kind === 'delete_link' && m.response && (m as LlcDeleteLink).linkId === asym.id, 'DELETE LINK response');
+      await this.sendLlc(via, { ...this.hdr(LlcCode.DELETE_LINK, false), kind: 'delete_link', all: false, orderly: true, linkId: asym.id, reason: DEL_NO_ASYM_NEEDED });
+      await rsp;
+    } catch (e) {
+      this.log(`${this.name}/L${asym.id} DELETE LINK (asymmetric): ${(e as Error).message}`);
+    }
+    this.dropLink(asym, 'asymmetric link no longer needed');
+  }
+
+  /** Client: answer the server's ADD LINK (Linux smc_llc_cli_add_link) with a new QP; false = reject. */
+  private async acceptAddLink(via: Link, a: LlcAddLink): Promise<boolean> {
+    if (this.version !== 2 || this.role !== 'client' || !a.v2 || !a.mtu || this.links.has(a.linkId) || !via.peer) return false;
+    let port = this.altPort(via);
+    let newType: GroupType = 'SYMMETRIC';
+    if (a.gid === via.peer.gid) {
+      // the server offers another QP on the device it already uses: only over another device of ours
+      if (!port) { this.log(`${this.name} ADD LINK link ${a.linkId} rejected: the peer's GID is in use and we have no other device up`); return false; }
+      newType = 'ASYMMETRIC_PEER';
+    }
+    if (!port) { newType = 'ASYMMETRIC_LOCAL'; port = via.port; }
+    const why = this.addLinkRefusal(newType);
+    if (why) { this.log(`${this.name} ADD LINK link ${a.linkId} rejected: ${why}`); return false; }
     const l2 = this.createLink(port, a.linkId);
     try {
       this.connectLink(l2, { gid: a.gid, mac: a.mac, qpn: a.qpn, psn: a.psn, mtu: a.mtu as Mtu }, false);
-      this.learnRkeys(l1.id, l2.id, a.v2.rkeys);
+      this.learnRkeys(via.id, l2.id, a.v2.rkeys);
       const conf = this.expect((m, l) => l === l2 && m.kind === 'confirm_link' && !m.response, 'CONFIRM LINK request on the new link');
-      await this.sendLlc(l1, this.addLinkMsg(true, l2, a.gid, this.rkeyList(l1.port, port)));
+      await this.sendLlc(via, this.addLinkMsg(true, l2, a.gid, this.rkeyList(via.port, port)));
       await conf;
       l2.wr.rts();
       l2.state = 'ACTIVE';
       await this.sendLlc(l2, this.confirmLinkMsg(l2, true));
-      this.log(`${this.name}/L${l2.id} added (QP 0x${l2.qpn.toString(16)} → 0x${a.qpn.toString(16)} ${a.gid})`);
+      this.log(`${this.name}/L${l2.id} added (QP 0x${l2.qpn.toString(16)} → 0x${a.qpn.toString(16)} ${a.gid}); group ${this.type}`);
       return true;
     } catch (e) {
       if (this.links.get(l2.id) === l2) this.dropLink(l2, `add link failed: ${(e as Error).message}`);
       return true; // answered (the server times out or sees the link fail)
     }
+  }
+
+  /**
+   * Client: ask the server for a link (Linux smc_llc_send_request_add_link, SMC-Rv2): REQUEST ADD
+   * LINK with our GIDs (the one of the link it goes on first) when the group is SINGLE or
+   * ASYMMETRIC_LOCAL and another local port is up. The server answers with ADD LINK (handled as
+   * any ADD LINK) or with a REQUEST ADD LINK response when it has nothing to offer. Resolves
+   * true when the request went out.
+   */
+  requestAddLink(): Promise<boolean> {
+    return this.serial(async () => {
+      const t = this.type;
+      const via = this.activeLink();
+      if (this.role !== 'client' || this.version !== 2 || !via || t === 'NONE' || t === 'SYMMETRIC' || t === 'ASYMMETRIC_PEER') return false;
+      if (t === 'SINGLE' && this.maxLinks <= 1) return false;
+      const gids = [via.port.gid, ...this.ports.filter((p) => !p.down && p.gid !== via.port.gid).map((p) => p.gid)];
+      if (gids.length <= 1) return false;
+      await this.sendLlc(via, { ...this.hdr(LlcCode.REQUEST_ADD_LINK, false), length: 28 + 16 * gids.length, kind: 'request_add_link', rejected: false, rejectReason: 0, gidCount: gids.length, gids });
+      return true;
+    });
+  }
+
+  /** Server: a client's REQUEST ADD LINK (Linux smc_llc_srv_add_link with its request): run the
+   *  ADD LINK flow toward the GIDs it named; without an ADD LINK to send, answer the request. */
+  private answerRequestAddLink(link: Link, m: LlcRequestAddLink): Promise<void> {
+    return this.serial(async () => {
+      const r = this.role === 'server' ? await this.srvAddLink({ via: link, targetGids: m.gids }) : 'none';
+      if (r !== 'none' || link.state !== 'ACTIVE') return;
+      await this.sendLlc(link, { ...this.hdr(LlcCode.REQUEST_ADD_LINK, true), kind: 'request_add_link', rejected: false, rejectReason: 0, gidCount: 0, gids: [] });
+    });
+  }
+
+  /** A local port went down (IBV_EVENT_PORT_ERR, Linux smcr_port_err): its links fail now
+   *  rather than at the next send (failover to a link over another port). */
+  portDown(port: LocalPort): void {
+    for (const l of [...this.links.values()]) if (l.port === port && l.state !== 'DOWN') l.wr.fail(`local port ${port.gid} down`);
+  }
+
+  /** A local port is up again (IBV_EVENT_PORT_ACTIVE, Linux smcr_port_add): a client asks for a
+   *  link, a server adds one (each only when the group could use it). */
+  portUp(): Promise<boolean> {
+    if (this.state === 'TERMINATING' || this.state === 'TERMINATED') return Promise.resolve(false);
+    return this.role === 'client' ? this.requestAddLink() : this.addLink();
   }
 
   // ------------------------------------------------------------- liveness --
@@ -590,15 +753,22 @@ export class LinkGroup extends EventEmitter {
     const survivor = [...this.links.values()].find((l) => l !== link && l.state === 'ACTIVE');
     // Tell the peer on the surviving link (disorderly DELETE LINK, "lost path"), so it switches too.
     if (survivor && this.state !== 'TERMINATING' && this.state !== 'TERMINATED') {
-      const m: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, false), kind: 'delete_link', all: false, orderly: false, linkId: link.id, reason: 0x00010000 };
+      const m: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, false), kind: 'delete_link', all: false, orderly: false, linkId: link.id, reason: DEL_LOST_PATH };
       void this.sendLlc(survivor, m).catch(() => undefined);
     }
     this.dropLink(link, reason);
   }
 
-  /** Remove a link; its connections move to a surviving link (failover), else the group ends. */
+  /** The connections whose CDCs and writes go over `link` now. */
+  private connsOn(link: Link): Array<[number, ConnEntry]> {
+    return [...this.conns.entries()].filter(([, c]) => this.linkFor(c) === link);
+  }
+
+  /** Remove a link; its connections move to a surviving link (failover), else the group ends.
+   *  A server left with one link adds another (Linux: an asymmetric one until a device returns). */
   private dropLink(link: Link, reason: string): void {
     const wasActive = link.state === 'ACTIVE';
+    const onIt = wasActive ? this.connsOn(link) : [];
     link.state = 'DOWN';
     link.wr.destroy();
     if (this.links.get(link.id) === link) this.links.delete(link.id);
@@ -606,10 +776,11 @@ export class LinkGroup extends EventEmitter {
     if (this.state === 'TERMINATING' || this.state === 'TERMINATED') return;
     if (!this.activeLink()) { this.terminate(`no link left (${reason})`, false); return; }
     if (!wasActive) return;
-    for (const [token, c] of this.conns) {
+    for (const [token, c] of onIt) {
       if (this.linkFor(c)) c.sink.linkSwitched(`link ${link.id} down: ${reason}`);
       else c.sink.linkGroupDown(`connection ${token} has no rkey on a surviving link`);
     }
+    if (this.role === 'server' && this.type === 'SINGLE') void this.addLink().catch(() => undefined);
   }
 
   /**
@@ -665,7 +836,7 @@ export class LinkGroup extends EventEmitter {
   snapshot(): LinkGroupSnapshot {
     return {
       name: this.name, role: this.role, version: this.version, release: this.release, state: this.state, peerId: this.peerId,
-      maxConns: this.maxConns, maxLinks: this.maxLinks,
+      maxConns: this.maxConns, maxLinks: this.maxLinks, type: this.type,
       links: [...this.links.values()].map((l) => ({ id: l.id, state: l.state, gid: l.port.gid, qpn: l.qpn, psn: l.wr.psn, peer: l.peer, uid: this.linkUid(l), stats: l.wr.stats })),
       conns: [...this.conns.entries()].map(([token, c]) => ({ token, peerToken: c.peerToken, peerRmbeSize: c.peerRmbeSize, rtokens: [...c.rtokens.entries()].map(([id, r]) => ({ link: id, rkey: r.rkey, addr: '0x' + r.addr.toString(16) })) })),
       rmbs: this.rmbs.map((b) => ({ size: b.size, rkey: b.mr.rkey, addr: '0x' + b.mr.addr.toString(16), inUse: b.inUse, confirmed: b.confirmed })),

@@ -7,6 +7,9 @@
 // compared by the sender. The capture is checked with our decoder and `smcdump --state`: the
 // endpoint's state after its traffic (just before it deletes its link group) agrees with the
 // capture up to its DELETE LINK, and its state at exit has no link group left.
+// Two devices per side (r, s, t): failover during a transfer, and the device coming back: the
+// link re-added like Linux (r: the kernel server's symmetric ADD LINK; s: the kernel client's
+// REQUEST ADD LINK answered by us; t: our own device goes, our REQUEST ADD LINK to the kernel).
 // SMC-Rv2.1 with UEID only: rxe has RoCE v2 GIDs only, so SMC-Rv1 cannot run here.
 import test, { type ExecutionContext } from 'ava';
 import { spawnSync } from 'node:child_process';
@@ -197,7 +200,7 @@ test.serial('ibverbs client → kernel server: two links (rxe0 + rxe1), failover
   const FBYTES = 1572864;
   t.log(`handshake per connection: ${ours.conns.map((c) => `${c.n}: ${c.handshakeMs} ms`).join(', ')}; paced transfer across the failover ${ours.conns[1]?.transferMs} ms; close ${ours.closeMs} ms`);
   t.deepEqual(ours.errors, []);
-  t.deepEqual(ours.conns.map((c) => [c.mode, c.smcr?.firstContact, c.replyOk, c.error ?? null]), [['smcr', true, true, null], ['smcr', false, true, null]]);
+  t.deepEqual(ours.conns.map((c) => [c.mode, c.smcr?.firstContact, c.replyOk, c.error ?? null]), [['smcr', true, true, null], ['smcr', false, true, null], ['smcr', false, true, null]]);
   // every byte of the kernel's paced 1.5 MiB arrived across the failover, and our ACK went back
   t.deepEqual([ours.conns[1]!.bytes, ours.conns[1]!.fnv1a], [FBYTES, fnv1a(pattern(FBYTES))]);
   const log = r.guestLog('b');
@@ -217,12 +220,8 @@ test.serial('ibverbs client → kernel server: two links (rxe0 + rxe1), failover
   // surviving device, we accept it on our other device (asymmetric on the kernel side).
   const adds = linkMsgs('add_link');
   t.deepEqual(adds.slice(0, 4), [[B, false, false, 2], [A, true, false, 2], [B2, false, false, 3], [A2, true, false, 3]], 'ADD LINK: link 2, then link 3 after the failover, both accepted');
-  t.deepEqual(linkMsgs('confirm_link').map(([src, resp, , id]) => [src, resp, id]),
+  t.deepEqual(linkMsgs('confirm_link').slice(0, 6).map(([src, resp, , id]) => [src, resp, id]),
     [[B, false, 1], [A, true, 1], [B2, false, 2], [A2, true, 2], [B2, false, 3], [A, true, 3]], 'CONFIRM LINK on each new link');
-  // Not asserted (docs/endpoint.md, interop matrix): when B's NIC returns the kernel offers a
-  // third link to make the group symmetric again; our client rejects it (max links 2), where a
-  // Linux client accepts it and the server then deletes the asymmetric link.
-  t.log(`after the NIC returned: ${adds.slice(4).map(([src, resp, rej, id]) => `${src} ADD LINK ${resp ? 'rsp' : 'req'} link ${id}${rej ? ' REJECT' : ''}`).join(', ') || 'no ADD LINK'}`);
   const dl = llc.filter((l) => l.value.kind === 'delete_link' && !(l.value as LlcMessage & { all?: boolean }).all);
   t.true(dl.some((l) => !l.value.response && (l.f.ip!.src === B || l.f.ip!.src === B2)), 'the kernel deletes the lost link (DELETE LINK)');
   t.true(dl.some((l) => l.value.response && (l.f.ip!.src === A || l.f.ip!.src === A2)), 'we answer it');
@@ -233,6 +232,7 @@ test.serial('ibverbs client → kernel server: two links (rxe0 + rxe1), failover
 
   const end = ourDeleteLink(r, 0);
   t.regex(await stateCheck(r, 'failover-client', 'before-close', end), /^Endpoint state vs wire \(LG1, pid \d+\): no disagreements$/);
+  t.log(`smcdump diagnoses: ${r.result.smcSummary!.anomalies.map((a) => `${a.code}`).join(', ')}`);
   const exit = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-client-state-exit.json'), 'utf8')) as { linkGroups: unknown[] };
   t.is(exit.linkGroups.length, 0, 'at exit: no link group left (DELETE LINK ALL sent)');
   t.deepEqual(anomalies(r.frames), [], 'no decoder issues');
@@ -250,7 +250,7 @@ test.serial('kernel client → ibverbs server: two links (rxe0 + rxe1), failover
   const h = fnv1a(pattern(FBYTES));
   t.log(`paced transfer across the failover ${ours.conns[1]?.transferMs} ms; close ${ours.closeMs} ms`);
   t.deepEqual(ours.errors, []);
-  t.deepEqual(ours.conns.map((c) => [c.mode, c.smcr?.firstContact, c.error ?? null]), [['smcr', true, null], ['smcr', false, null]]);
+  t.deepEqual(ours.conns.map((c) => [c.mode, c.smcr?.firstContact, c.error ?? null]), [['smcr', true, null], ['smcr', false, null], ['smcr', false, null]]);
   // every byte of the kernel client's paced 1.5 MiB arrived across the failover; it compared our ACK
   t.deepEqual([ours.conns[1]!.bytes, ours.conns[1]!.fnv1a], [FBYTES, h]);
   const log = r.guestLog('b');
@@ -277,6 +277,115 @@ test.serial('kernel client → ibverbs server: two links (rxe0 + rxe1), failover
   t.is(exit.linkGroups.length, 0, 'at exit: no link group left (DELETE LINK ALL sent)');
   t.deepEqual(anomalies(r.frames), [], 'no decoder issues');
   t.deepEqual(r.frames.filter((f) => f.roce && f.roce.icrc !== 'ok').map((f) => f.n), [], 'every ICRC verifies');
+  for (const g of ['a', 'b'] as const) {
+    const dmesg = readFileSync(join(r.result.runDir, `dmesg-full-${g}.txt`), 'utf8');
+    t.deepEqual(dmesg.split('\n').filter((l) => /WARNING:|BUG:|Call Trace:|Oops|general protection/.test(l)), [], `no kernel warnings in guest ${g}`);
+  }
+});
+
+type LlcItem = { value: LlcMessage & { rejected?: boolean; linkId?: number; all?: boolean; reason?: number; gids?: string[] }; n: number; f: Run['frames'][number] };
+const llcList = (r: Run, kinds: string[]): string[] => (items(r.frames, 'llc') as LlcItem[]).filter((l) => kinds.includes(l.value.kind))
+  .map((l) => `${l.f.ip!.src} ${l.value.kind}${l.value.response ? ' rsp' : ''}${l.value.rejected ? ' REJECT' : ''}${l.value.all ? ' ALL' : ''}${l.value.kind === 'request_add_link' ? '' : ` link ${l.value.linkId ?? '-'}`}${l.value.kind === 'delete_link' ? ` 0x${(l.value.reason ?? 0).toString(16)}` : ''}`);
+interface LinkRow { id: number; state: string; gid: string; peer: { gid: string } }
+const stateLinks = (r: Run, role: string, tag: string): Array<[number, string, string, string]> =>
+  (JSON.parse(readFileSync(join(r.result.runDir, `ibverbs-${role}-state-${tag}.json`), 'utf8')) as { linkGroups: Array<{ links: LinkRow[] }> })
+    .linkGroups[0]!.links.map((l) => [l.id, l.state, l.gid, l.peer.gid]);
+/** RDMA WRITEs per (source address) after frame `from`: which links carried the data. */
+function writesBySrc(r: Run, from: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const f of r.frames) if (f.n > from && f.roce && opcodeInfo(f.roce.ib.bth.opcode).isWrite) out[f.ip!.src] = (out[f.ip!.src] ?? 0) + 1;
+  return out;
+}
+
+test.serial('ibverbs client → kernel server: device returns, link re-added (symmetric third link accepted, asymmetric one deleted), 1.5 MiB after it, every byte verified', async (t) => {
+  const r = await get(t, 'r-ibverbs-failover');
+  const ours = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-client.json'), 'utf8')) as Side;
+  const FBYTES = 1572864;
+  const h = fnv1a(pattern(FBYTES));
+  const msgs = llcList(r, ['add_link', 'confirm_link', 'delete_link', 'request_add_link']);
+  t.log(msgs.join('; '));
+  // link 3 (asymmetric on the kernel's side) after the failover, then when B's NIC returns: the
+  // kernel's ADD LINK for link 4 (from its returned device) accepted on our rxe0, CONFIRM LINK on
+  // link 4, and the kernel deletes the asymmetric link 3 ("no longer needed"), which we answer
+  const after = msgs.slice(msgs.lastIndexOf(`${A} confirm_link rsp link 3`) + 1); // rxe may retransmit it under TCG
+  t.deepEqual(after.filter((m) => !/ALL/.test(m)), [
+    `${B2} add_link link 4`, `${A2} add_link rsp link 4`, `${B} confirm_link link 4`, `${A} confirm_link rsp link 4`,
+    `${B} delete_link link 3 0x50000`, `${A} delete_link rsp link 3 0x50000`]);
+  t.false(msgs.some((m) => /REJECT/.test(m)), 'no ADD LINK rejected');
+  // our view once the device was back: two links over different devices on both sides
+  t.deepEqual(stateLinks(r, 'failover-client', 'relinked').map(([id, st, g, p]) => [id, st, g, p]),
+    [[2, 'ACTIVE', `::ffff:${A2}`, `::ffff:${B2}`], [4, 'ACTIVE', `::ffff:${A}`, `::ffff:${B}`]]);
+  // conn 3 after the re-add: the kernel sends 1.5 MiB again; every byte hashed, our ACK arrives
+  const c3 = ours.conns[2]!;
+  t.deepEqual([c3.mode, c3.bytes, c3.fnv1a, c3.replyOk], ['smcr', FBYTES, h, true]);
+  const log = r.guestLog('b');
+  t.is([...log.matchAll(new RegExp(`server: conn 1 \\[up [\\d.]+\\] reply: ACK ${FBYTES} fnv1a=${h}`, 'g'))].length, 2, 'the kernel got both ACKs (across the failover and after the re-add)');
+  const del3 = (items(r.frames, 'llc') as LlcItem[]).find((l) => l.value.kind === 'delete_link' && l.value.linkId === 3 && !l.value.response)!.n;
+  const w = writesBySrc(r, del3);
+  t.log(`RDMA WRITEs after the asymmetric link went (per source address): ${JSON.stringify(w)}; conn 3 on link ${(c3.smcr as { link?: number } | undefined)?.link}`);
+  t.true((w[B] ?? 0) + (w[B2] ?? 0) > 50, 'the kernel wrote conn 3 over the re-added group');
+});
+
+test.serial('kernel client → ibverbs server: device returns, REQUEST ADD LINK answered, link re-added (asymmetric one deleted), 1.5 MiB after it, every byte verified', async (t) => {
+  const r = await get(t, 's-ibverbs-failover-server');
+  const ours = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-server.json'), 'utf8')) as Side;
+  const FBYTES = 1572864;
+  const h = fnv1a(pattern(FBYTES));
+  const msgs = llcList(r, ['add_link', 'confirm_link', 'delete_link', 'request_add_link']);
+  t.log(msgs.join('; '));
+  // after the kernel client deleted the lost link 1 we add link 3 at once (Linux's asymmetric
+  // replacement: the kernel client has one device left); when its NIC returns it sends REQUEST
+  // ADD LINK, we add link 4 (symmetric) and delete link 3 ("no longer needed")
+  const lost = msgs.findIndex((m) => / delete_link link 1 0x10000$/.test(m));
+  t.true(lost >= 0, 'link 1 lost (DELETE LINK LOST_PATH from the kernel client)');
+  const after = msgs.slice(lost).filter((m) => !/ALL|delete_link (rsp )?link 1 /.test(m));
+  t.deepEqual(after.slice(0, 4).map((m) => m.replace(/^\S+ /, '')), ['add_link link 3', 'add_link rsp link 3', 'confirm_link link 3', 'confirm_link rsp link 3'], 'our replacement link 3');
+  const req = after.findIndex((m) => m.endsWith('request_add_link'));
+  t.true(req > 0, 'the kernel client sent REQUEST ADD LINK when its device returned');
+  t.deepEqual(after.slice(req + 1).map((m) => m.replace(/^\S+ /, '')), ['add_link link 4', 'add_link rsp link 4', 'confirm_link link 4', 'confirm_link rsp link 4', 'delete_link link 3 0x50000', 'delete_link rsp link 3 0x0']);
+  t.false(msgs.some((m) => /REJECT/.test(m)), 'no ADD LINK rejected');
+  const links = stateLinks(r, 'failover-server', 'relinked');
+  t.is(links.length, 2);
+  t.true(links.every(([, st]) => st === 'ACTIVE') && links[0]![2] !== links[1]![2] && links[0]![3] !== links[1]![3], `two links over different devices on both sides: ${JSON.stringify(links)}`);
+  const c3 = ours.conns[2]!;
+  t.deepEqual([c3.mode, c3.bytes, c3.fnv1a, c3.error ?? null], ['smcr', FBYTES, h, null]);
+  const log = r.guestLog('b');
+  t.is([...log.matchAll(new RegExp(`client: sent ${FBYTES} bytes fnv1a=${h} .*reply: ACK ${FBYTES} fnv1a=${h}`, 'g'))].length, 2, 'the kernel client got both ACKs');
+  const del3 = (items(r.frames, 'llc') as LlcItem[]).find((l) => l.value.kind === 'delete_link' && l.value.linkId === 3 && !l.value.response)!.n;
+  t.log(`RDMA WRITEs after the asymmetric link went (per source address): ${JSON.stringify(writesBySrc(r, del3))}`);
+});
+
+test.serial('ibverbs client → kernel server: our device goes mid-transfer and returns, REQUEST ADD LINK sent, link re-added, every byte verified', async (t) => {
+  const r = await get(t, 't-ibverbs-client-relink');
+  const ours = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-client.json'), 'utf8')) as Side;
+  const FBYTES = 1572864;
+  const h = fnv1a(pattern(FBYTES));
+  t.deepEqual(ours.errors, []);
+  // conn 2: we sent 1.5 MiB paced across the failure of our own device; the kernel hashed it
+  // (our check of its ACK); conn 3 after the device returned: the kernel sent 1.5 MiB, we hashed it
+  t.deepEqual(ours.conns.map((c) => [c.mode, c.replyOk, c.error ?? null]), [['smcr', true, null], ['smcr', true, null], ['smcr', true, null]]);
+  t.deepEqual([ours.conns[2]!.bytes, ours.conns[2]!.fnv1a], [FBYTES, h]);
+  const ga = r.guestLog('a');
+  t.regex(ga, /MARK FAILURE: ip link set eth\d down on A/);
+  t.regex(ga, /smc: rxe\d \(::ffff:10\.55\.0\.\d+\) port down/, 'rxe reported PORT_ERR to the endpoint');
+  t.regex(ga, /smc: rxe\d \(::ffff:10\.55\.0\.\d+\) port active again/, 'rxe reported PORT_ACTIVE');
+  const msgs = llcList(r, ['add_link', 'confirm_link', 'delete_link', 'request_add_link']);
+  t.log(msgs.join('; '));
+  const lost = msgs.findIndex((m) => (m.startsWith(`${A} `) || m.startsWith(`${A2} `)) && / delete_link link \d 0x10000$/.test(m));
+  t.true(lost >= 0, 'we deleted the link over our lost device (DELETE LINK LOST_PATH)');
+  const req = msgs.findIndex((m) => (m.startsWith(`${A} `) || m.startsWith(`${A2} `)) && m.endsWith('request_add_link'));
+  t.true(req > lost, 'REQUEST ADD LINK from us after the device returned');
+  const after = msgs.slice(req + 1).filter((m) => !/ALL/.test(m)).map((m) => m.replace(/^\S+ /, '').replace(/link \d+/, 'link N'));
+  t.deepEqual(after.slice(0, 4), ['add_link link N', 'add_link rsp link N', 'confirm_link link N', 'confirm_link rsp link N'], 'the kernel server answered with ADD LINK, accepted');
+  t.true(after.includes('delete_link link N 0x50000'), 'the kernel deleted the asymmetric link');
+  t.false(msgs.some((m) => /REJECT/.test(m)), 'no ADD LINK rejected');
+  const links = stateLinks(r, 'failover-client', 'relinked');
+  t.true(links.length === 2 && links.every(([, st]) => st === 'ACTIVE') && links[0]![2] !== links[1]![2] && links[0]![3] !== links[1]![3], `two links over different devices on both sides: ${JSON.stringify(links)}`);
+  // our state after conn 3 agrees with the capture up to our DELETE LINK (all) at the end
+  const reqN = (items(r.frames, 'llc') as LlcItem[]).find((l) => l.value.kind === 'request_add_link')!.n;
+  t.regex(await stateCheck(r, 'failover-client', 'before-close', ourDeleteLink(r, reqN)), /no disagreements/);
+  t.deepEqual(anomalies(r.frames), [], 'no decoder issues');
+  t.log(`smcdump diagnoses: ${[...new Set(r.result.smcSummary!.anomalies.map((a) => a.code))].join(', ')}`);
   for (const g of ['a', 'b'] as const) {
     const dmesg = readFileSync(join(r.result.runDir, `dmesg-full-${g}.txt`), 'utf8');
     t.deepEqual(dmesg.split('\n').filter((l) => /WARNING:|BUG:|Call Trace:|Oops|general protection/.test(l)), [], `no kernel warnings in guest ${g}`);

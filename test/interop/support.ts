@@ -13,6 +13,10 @@ export const EXPECTED_ISSUES: Record<string, { severity: string; why: string }> 
     severity: 'note',
     why: 'Linux 6.12 rejects the server\'s ADD LINK for a second link on the only RoCE device with reason 0 (a true observation, reported as a note)',
   },
+  'llc.reason': {
+    severity: 'note',
+    why: 'a Linux client answers a DELETE LINK of one link with reason 0 (smc_llc_process_cli_delete_link clears it), seen when our server deletes an asymmetric link (a true observation, reported as a note)',
+  },
 };
 
 export interface Run {

@@ -12,6 +12,7 @@
 // (stack.status()) and every connection go to /out/ibverbs-ROLE.json. Exit 0 only if all is well.
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { networkInterfaces } from 'node:os';
 import { connect, createServer, closeAll, endpoint, type SmcSocket } from '../../../endpoint/index.js';
 import { stateJson } from '../../../endpoint/control.js';
 import type { SmcOptions } from '../../../endpoint/config.js';
@@ -50,6 +51,22 @@ function pattern(n: number): Buffer {
 
 const giveUp = setTimeout(() => { say('not finished within 300 s'); out.errors.push('timeout'); save(); process.exit(1); }, 300_000);
 
+interface LinkView { id: number; state: string; gid: string; peer?: { gid: string } }
+/** After a device returned: wait (60 s at most) until the group has two ACTIVE links over
+ *  different devices on both sides and no third one, write state relinked, signal relinked. */
+async function relinked(stack: Awaited<ReturnType<typeof endpoint>>): Promise<void> {
+  const links = (): LinkView[] => ((stateJson(stack).linkGroups as Array<{ links: LinkView[] }>)[0]?.links ?? []);
+  const symmetric = (): boolean => {
+    const ls = links();
+    return ls.length === 2 && ls.every((l) => l.state === 'ACTIVE') && ls[0]!.gid !== ls[1]!.gid && ls[0]!.peer?.gid !== ls[1]!.peer?.gid;
+  };
+  let waited = 0;
+  while (!symmetric() && waited < 60_000) { await sleep(250); waited += 250; }
+  say(`links ${waited} ms after the device returned: ${JSON.stringify(links())}`);
+  await state('relinked');
+  if (symmetric()) signal('relinked'); else out.errors.push('no symmetric pair of links within 60 s after the device returned');
+}
+
 /** The endpoint's state as smcdump --state reads it (--state-json), also written to
  *  /out/ibverbs-ROLE-state-TAG.json. */
 async function state(tag: string): Promise<unknown> {
@@ -74,7 +91,7 @@ async function finish(done: string, closed: string): Promise<void> {
   signal(closed);
 }
 
-async function clientOne(peer: string, port: number, n: number, data: Buffer): Promise<void> {
+async function clientOne(peer: string, port: number, n: number, data: Buffer, paced?: { chunk: number; pauseMs: number; onUp: (s: SmcSocket) => void }): Promise<void> {
   const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, bytes: data.length, fnv1a: fnv1a(data) };
   out.conns.push(rec);
   try {
@@ -88,7 +105,17 @@ async function clientOne(peer: string, port: number, n: number, data: Buffer): P
     const parts: Buffer[] = [];
     const done = new Promise<void>((resolve, reject) => { s.on('data', (d: Buffer) => parts.push(d)); s.on('end', resolve); s.on('error', reject); });
     const w0 = Date.now();
-    s.end(data);
+    if (paced) {
+      // CHUNK bytes every PAUSE ms (as smcpingpong -c/-p), so a failure falls mid-transfer
+      paced.onUp(s);
+      for (let off = 0; off < data.length; off += paced.chunk) {
+        if (!s.write(data.subarray(off, off + paced.chunk))) await new Promise<void>((r) => s.once('drain', () => r()));
+        await sleep(paced.pauseMs);
+      }
+      s.end();
+    } else {
+      s.end(data);
+    }
     await done;
     rec.transferMs = Date.now() - w0;
     rec.reply = Buffer.concat(parts).toString('latin1').trim();
@@ -104,7 +131,7 @@ async function clientOne(peer: string, port: number, n: number, data: Buffer): P
 
 /** Conn 3 of the client: the kernel server sends (smcpingpong server -S); we hash to EOF and
  *  answer "ACK <bytes> fnv1a=<hash>", which the server prints. */
-async function clientReverse(peer: string, port: number, n: number, expect: Buffer): Promise<void> {
+async function clientReverse(peer: string, port: number, n: number, expect: Buffer, onUp?: (s: SmcSocket) => void): Promise<void> {
   const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, bytes: 0, fnv1a: '' };
   out.conns.push(rec);
   try {
@@ -115,6 +142,7 @@ async function clientReverse(peer: string, port: number, n: number, expect: Buff
     if (s.smcr) rec.smcr = s.smcr;
     if (s.fallback) rec.fallback = s.fallback;
     say(`conn ${n}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)} (reverse: the server sends)`);
+    onUp?.(s);
     let h = FNV1A_INIT;
     let tData = 0;
     await new Promise<void>((resolve, reject) => {
@@ -220,9 +248,17 @@ if (mode === 'client') {
   // (ADD LINK on rxe1); when our snapshot shows two ACTIVE links we signal two-links. conn 2
   // (REVPORT): the kernel server sends BYTES paced; guest B takes down the NIC under that
   // connection's link mid-transfer; every byte must arrive (FNV-1a of the pattern) and our ACK
-  // goes back on the surviving link. Then B brings the NIC back; after B's nic-back we record
-  // the state (links) and close.
-  const [peer, portS, revPortS, bytesS, done, closed] = args as [string, string, string, string, string, string];
+  // goes back on the surviving link. Then B brings the NIC back and the kernel re-adds a
+  // symmetric link (we accept a third link; the kernel then deletes the asymmetric one). With
+  // REVPORT2: after B's nic-back we wait for two ACTIVE links over different devices on both
+  // sides, record them (state relinked) and conn 3 (REVPORT2): the kernel sends BYTES again,
+  // every byte hashed, over the re-added links; then relinked-done and close after DONE.
+  // With an 8th argument `self` (scenario t-ibverbs-client-relink) it is OUR device that goes:
+  // when conn 2 is up we write the netdev under its link to /out/conn2-netdev and signal
+  // conn2-up; guest A's shell takes that NIC down (PORT_ERR: our link fails over) and, after
+  // transfer-done, up again (PORT_ACTIVE: we send REQUEST ADD LINK) and signals a.nic-back.
+  const [peer, portS, revPortS, bytesS, done, closed, revPort2S, flap] = args as [string, string, string, string, string, string, string | undefined, string | undefined];
+  const flapper = flap === 'self' ? 'a' : 'b';
   Object.assign(opts, { alternates: [{ provider: 'ibverbs', device: 'rxe1' }] });
   await clientOne(peer, Number(portS), 1, Buffer.from('SMC-R interop: the ibverbs endpoint, two devices 0123456789'));
   const stack = await endpoint(opts);
@@ -232,11 +268,30 @@ if (mode === 'client') {
   say(`links after ${waited} ms: ${JSON.stringify(links())}`);
   await state('two-links');
   if (links().filter((l) => l.state === 'ACTIVE').length >= 2) signal('two-links'); else out.errors.push('no second link within 30 s');
-  await clientReverse(peer, Number(revPortS), 2, pattern(Number(bytesS)));
+  const conn2Up = (s: SmcSocket): void => {
+    const link = ((stateJson(stack).linkGroups as Array<{ links: LinkView[] }>)[0]?.links ?? []).find((l) => l.id === s.smcr?.link);
+    const ip = link?.gid.replace(/^::ffff:/, '');
+    const dev = Object.entries(networkInterfaces()).find(([, as]) => as?.some((x) => x.address === ip))?.[0] ?? 'eth0';
+    writeFileSync(join(OUT, 'conn2-netdev'), `${dev}\n`);
+    say(`conn 2 is on link ${s.smcr?.link} (${ip}, ${dev})`);
+    signal('conn2-up');
+  };
+  // our own device goes (self): we are the sender of conn 2 (REVPORT serves a plain receiver),
+  // so the kernel has no RDMA WRITEs outstanding toward the device that goes (rxe retransmits
+  // those without end, and the kernel's DELETE LINK flow waits for them)
+  if (flapper === 'a') await clientOne(peer, Number(revPortS), 2, pattern(Number(bytesS)), { chunk: 16384, pauseMs: 80, onUp: conn2Up });
+  else await clientReverse(peer, Number(revPortS), 2, pattern(Number(bytesS)));
   await state('after-failover');
   signal('transfer-done');
+  if (revPort2S) {
+    await waitFor(`${flapper}.nic-back`, 180);
+    await relinked(stack);
+    await clientReverse(peer, Number(revPort2S), 3, pattern(Number(bytesS)));
+    await state('after-return');
+    signal('relinked-done');
+  }
   await finish(done, closed);
-  const ok = out.conns.length === 2 && out.errors.length === 0 && out.conns.every((c) => c.replyOk && c.mode === 'smcr');
+  const ok = out.conns.length === (revPort2S ? 3 : 2) && out.errors.length === 0 && out.conns.every((c) => c.replyOk && c.mode === 'smcr');
   say(`failover client ${ok ? 'done' : 'FAILED'}`);
   clearTimeout(giveUp);
   process.exit(ok ? 0 : 1);
@@ -244,12 +299,15 @@ if (mode === 'client') {
   // Scenario s-ibverbs-failover-server: our server with rxe0 + alternate rxe1. Conn 1 (short
   // message, first contact): we add the second link (ADD LINK on rxe1); when our snapshot shows
   // two ACTIVE links we signal two-links. Conn 2: the kernel client sends BYTES paced and takes
-  // down its NIC under the connection's link mid-transfer; we hash every byte and ACK.
-  const [portS, bytesS, done, closed] = args as [string, string, string, string];
+  // down its NIC under the connection's link mid-transfer; we hash every byte and ACK. We re-add
+  // a link at once (asymmetric on the kernel's side). With a 5th argument (relink): after B's
+  // nic-back the kernel client sends REQUEST ADD LINK, we add a symmetric link and delete the
+  // asymmetric one; when that shows we signal relinked and take conn 3 (BYTES, hashed).
+  const [portS, bytesS, done, closed, relink] = args as [string, string, string, string, string | undefined];
   Object.assign(opts, { alternates: [{ provider: 'ibverbs', device: 'rxe1' }] });
   let count = 0;
   const ended: Array<() => void> = [];
-  const endedP = [new Promise<void>((r) => ended.push(r)), new Promise<void>((r) => ended.push(r))];
+  const endedP = [new Promise<void>((r) => ended.push(r)), new Promise<void>((r) => ended.push(r)), new Promise<void>((r) => ended.push(r))];
   const server = createServer(opts, (s: SmcSocket) => {
     const n = ++count;
     const rec: ConnRecord = { n, mode: s.mode, handshakeMs: 0, bytes: 0, fnv1a: '' };
@@ -285,10 +343,18 @@ if (mode === 'client') {
   await Promise.race([endedP[1], sleep(180_000)]);
   await state('after-failover');
   signal('transfer-done');
+  if (relink) {
+    await waitFor('b.nic-back', 180);
+    await relinked(stack);
+    await Promise.race([endedP[2], sleep(120_000)]);
+    await state('after-return');
+  }
   await finish(done, closed);
   server.tcp.close();
   const want = Number(bytesS);
-  const ok = out.conns.length === 2 && out.errors.length === 0 && out.conns.every((c) => c.mode === 'smcr' && !c.error) && out.conns[1]!.bytes === want && out.conns[1]!.fnv1a === fnv1a(pattern(want));
+  const n = relink ? 3 : 2;
+  const ok = out.conns.length === n && out.errors.length === 0 && out.conns.every((c) => c.mode === 'smcr' && !c.error)
+    && out.conns.slice(1).every((c) => c.bytes === want && c.fnv1a === fnv1a(pattern(want)));
   say(`failover server ${ok ? 'done' : 'FAILED'}`);
   clearTimeout(giveUp);
   process.exit(ok ? 0 : 1);

@@ -5,13 +5,17 @@
 #   conn 2 (REVPORT): the kernel sends BYTES paced (CHUNK writes, PAUSE_MS pauses); 1.5 s after
 #   the accept B takes down the NIC under the link that carries it: the kernel fails over
 #   (DELETE LINK, failover validation CDC) and the transfer ends on the surviving link; our
-#   client hashes all of it and ACKs. Then B's NIC comes back and the kernel re-adds a link.
+#   client hashes all of it and ACKs. Then B's NIC comes back and the kernel re-adds a
+#   symmetric link (a third one for a moment: we accept it) and deletes the asymmetric one.
+#   conn 3 (REVPORT2): once our client shows two links over different devices on both sides
+#   (relinked), the kernel sends BYTES again over the re-added links; every byte hashed.
 # lab-guests: a,b
 # lab-nics: 2
 # lab-tcg-cpu: max,-erms
 # lab-timeout: 420
 PORT=12345
 REVPORT=12346
+REVPORT2=12347
 BYTES=1572864
 CHUNK=16384
 PAUSE_MS=80            # 96 x 80 ms = 7.7 s: the failover falls mid-transfer
@@ -41,6 +45,8 @@ if [ "$ROLE" = b ]; then
     srv=$!
     run smcpingpong server $REVPORT -n 1 -S $BYTES -c $CHUNK -p $PAUSE_MS -x "touch /tmp/accepted" &
     rev=$!
+    run smcpingpong server $REVPORT2 -n 1 -S $BYTES -x "smcdiag sockets" &
+    rev2=$!
     sleep 1
     signal listening
     wait $srv || fail "server exit $?"
@@ -72,13 +78,17 @@ if [ "$ROLE" = b ]; then
     sleep 15
     links_state "B 15 s after $ndev came back"
     signal nic-back
+    wait_for relinked-done 150 || fail "A did not finish the transfer after the device returned"
+    wait $rev2 || fail "third server exit $?"
+    links_state "B after the transfer over the re-added links"
+    signal after-dump
     wait_for closed 90 || fail "the ibverbs client did not close"
     sleep 2
     smc_state "B after the ibverbs client deleted its link group"
 else
     export LD_LIBRARY_PATH=/out/pkg/lib
     wait_for listening 120
-    must /out/node /out/pkg/guest.mjs failover-client "$PEER_IP" $PORT $REVPORT $BYTES nic-back closed
+    must /out/node /out/pkg/guest.mjs failover-client "$PEER_IP" $PORT $REVPORT $BYTES after-dump closed $REVPORT2
 fi
 check_dmesg
 finish

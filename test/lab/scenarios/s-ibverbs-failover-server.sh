@@ -5,8 +5,11 @@
 #   conn 2: the kernel client sends BYTES paced (CHUNK writes, PAUSE_MS pauses); 1.5 s after the
 #   connect B takes down its NIC under the link that carries it: the kernel client fails over
 #   (DELETE LINK LOST_PATH to us, validation CDC) and the transfer ends on the surviving link;
-#   we hash every byte and the kernel client compares our ACK. Then B's NIC comes back (the
-#   kernel client asks for a link again: REQUEST ADD LINK).
+#   we hash every byte and the kernel client compares our ACK; we re-add a link at once
+#   (asymmetric on B's side). Then B's NIC comes back: the kernel client asks for a link
+#   (REQUEST ADD LINK), we add a symmetric one and delete the asymmetric one.
+#   conn 3: once our server shows two links over different devices on both sides (relinked),
+#   the kernel client sends BYTES again over the re-added links; every byte hashed.
 # lab-guests: a,b
 # lab-nics: 2
 # lab-tcg-cpu: max,-erms
@@ -69,12 +72,16 @@ if [ "$ROLE" = b ]; then
     sleep 15
     links_state "B 15 s after $ndev came back"
     signal nic-back
+    wait_for relinked 90 || fail "A shows no symmetric pair of links after the device returned"
+    must smcpingpong client "$PEER_IP" $PORT -b $BYTES -x "smcdiag sockets"
+    links_state "B after the transfer over the re-added links"
+    signal after-dump
     wait_for closed 90 || fail "the ibverbs server did not close"
     sleep 2
     smc_state "B after the ibverbs server deleted its link group"
 else
     export LD_LIBRARY_PATH=/out/pkg/lib
-    must /out/node /out/pkg/guest.mjs failover-server $PORT $BYTES nic-back closed
+    must /out/node /out/pkg/guest.mjs failover-server $PORT $BYTES after-dump closed relink
 fi
 check_dmesg
 finish
