@@ -4,7 +4,7 @@
 // hex strings (endpoint/control.ts's replacer); the readers accept numbers or hex strings.
 
 import type { CdcConnectionState } from './cdc/connection.js';
-import type { GroupState, LinkState, Role } from './llc/linkgroup.js';
+import type { GroupState, GroupType, LinkState, Role } from './llc/linkgroup.js';
 
 export type { CdcConnectionState };
 
@@ -34,6 +34,8 @@ export interface LinkGroupSnapshot {
   peerId: string;
   maxConns: number;
   maxLinks: number;
+  /** The group's type as Linux names it (smc_core.h enum smc_lgr_type), from its active links. */
+  type: GroupType;
   links: LinkSnapshot[];
   conns: Array<{ token: number; peerToken: number; peerRmbeSize: number; rtokens: Array<{ link: number; rkey: number; addr: string }> }>;
   rmbs: Array<{ size: number; rkey: number; addr: string; inUse: boolean; confirmed: boolean }>;
