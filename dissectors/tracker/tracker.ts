@@ -618,7 +618,9 @@ export class Tracker {
     // Window: the writer waits for the reader (flag, or its ring is full).
     const full = size > 0 && w.cons !== undefined && w.prodLinear - w.consLinear >= size;
     if (m.prodFlags.writeBlocked) w.writerBlocked++;
-    if ((m.prodFlags.writeBlocked || full) && !w.blockedSince) w.blockedSince = { frame: d.n, tsNs: d.tsNs };
+    // A stall needs unread data: Linux leaves write_blocked set on the CDCs that follow (e.g. the
+    // closing one) after the reader has consumed everything, and an empty ring blocks nobody.
+    if ((m.prodFlags.writeBlocked || full) && !w.blockedSince && w.prodLinear > w.consLinear) w.blockedSince = { frame: d.n, tsNs: d.tsNs };
     if (m.prodFlags.urgentPending || m.prodFlags.urgentPresent) {
       w.urgent++;
       // Linux (smc_cdc_handle_urg_data_arrival): the urgent byte is the last one before the

@@ -22,7 +22,7 @@ import { readFrames } from '../helpers.js';
 import { FrameDecoder } from '../../dissectors/frame.js';
 import { opcodeInfo } from '../../dissectors/wire/ib.js';
 import { preflight, ROOT, runScenario, type ScenarioResult } from '../lab/harness.js';
-import { anomalies, fnv1a, foreignFrames, items, type Run } from './support.js';
+import { anomalies, errorDiagnoses, fnv1a, foreignFrames, items, type Run } from './support.js';
 
 const A = '10.55.0.1', B = '10.55.0.2', A2 = '10.55.0.11', B2 = '10.55.0.12';
 const NAME = 'q-ibverbs-kernel';
@@ -47,6 +47,9 @@ function labRun(name: string): Promise<{ run?: Run; logs: string[]; failure?: st
     const reuse = process.env.LAB_REUSE_RUN?.split(',').find((d) => basename(d).startsWith(`${name}-`));
     if (reuse) {
       const result = JSON.parse(readFileSync(join(reuse, 'result.json'), 'utf8')) as ScenarioResult;
+      // the analyzer's verdict of today's code, not the one stored with the run
+      const j = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts'), '-r', result.pcap, '--summary', '--json'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 << 20 });
+      result.smcSummary = JSON.parse(j.stdout) as ScenarioResult['smcSummary'];
       const raw = await readFrames(result.pcap);
       const d = new FrameDecoder();
       return { logs, run: { result, raw, frames: raw.map((f) => d.decode(f)), guestLog: (g) => readFileSync(result.guests[g]!.log, 'utf8') } };
@@ -236,6 +239,7 @@ test.serial('ibverbs client → kernel server: two links (rxe0 + rxe1), failover
   const exit = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-client-state-exit.json'), 'utf8')) as { linkGroups: unknown[] };
   t.is(exit.linkGroups.length, 0, 'at exit: no link group left (DELETE LINK ALL sent)');
   t.deepEqual(anomalies(r.frames), [], 'no decoder issues');
+  t.deepEqual(errorDiagnoses(r.result), [], 'smcdump raises no error diagnosis on this clean run');
   t.deepEqual(r.frames.filter((f) => f.roce && f.roce.icrc !== 'ok').map((f) => f.n), [], 'every ICRC verifies');
   for (const g of ['a', 'b'] as const) {
     const dmesg = readFileSync(join(r.result.runDir, `dmesg-full-${g}.txt`), 'utf8');
@@ -276,6 +280,7 @@ test.serial('kernel client → ibverbs server: two links (rxe0 + rxe1), failover
   const exit = JSON.parse(readFileSync(join(r.result.runDir, 'ibverbs-failover-server-state-exit.json'), 'utf8')) as { linkGroups: unknown[] };
   t.is(exit.linkGroups.length, 0, 'at exit: no link group left (DELETE LINK ALL sent)');
   t.deepEqual(anomalies(r.frames), [], 'no decoder issues');
+  t.deepEqual(errorDiagnoses(r.result), [], 'smcdump raises no error diagnosis on this clean run');
   t.deepEqual(r.frames.filter((f) => f.roce && f.roce.icrc !== 'ok').map((f) => f.n), [], 'every ICRC verifies');
   for (const g of ['a', 'b'] as const) {
     const dmesg = readFileSync(join(r.result.runDir, `dmesg-full-${g}.txt`), 'utf8');
@@ -385,6 +390,7 @@ test.serial('ibverbs client → kernel server: our device goes mid-transfer and 
   const reqN = (items(r.frames, 'llc') as LlcItem[]).find((l) => l.value.kind === 'request_add_link')!.n;
   t.regex(await stateCheck(r, 'failover-client', 'before-close', ourDeleteLink(r, reqN)), /no disagreements/);
   t.deepEqual(anomalies(r.frames), [], 'no decoder issues');
+  t.deepEqual(errorDiagnoses(r.result), [], 'smcdump raises no error diagnosis on this clean run');
   t.log(`smcdump diagnoses: ${[...new Set(r.result.smcSummary!.anomalies.map((a) => a.code))].join(', ')}`);
   for (const g of ['a', 'b'] as const) {
     const dmesg = readFileSync(join(r.result.runDir, `dmesg-full-${g}.txt`), 'utf8');

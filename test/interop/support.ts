@@ -57,6 +57,13 @@ export function trackerAnomalies(r: ScenarioResult): string[] {
   return r.smcSummary.anomalies.map((a) => a.code);
 }
 
+/** smcdump's error diagnoses of the capture (`--summary --json`), "code: sentence" each: a clean
+ *  run (failover and re-add included) must have none — a false alarm costs as much as a miss. */
+export function errorDiagnoses(r: ScenarioResult): string[] {
+  if (!r.smcSummary) throw new Error('no smcdump summary');
+  return (r.smcSummary.diagnosis ?? []).filter((d) => d.severity === 'error').map((d) => `${d.code}: ${d.message}`);
+}
+
 /** Every frame on the lab bridge is between lab addresses (nothing else was on the wire). */
 export function foreignFrames(frames: DecodedFrame[]): string[] {
   return frames.filter((f) => f.ip && !(f.ip.src.startsWith('10.55.0.') && f.ip.dst.startsWith('10.55.0.')))

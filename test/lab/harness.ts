@@ -67,6 +67,7 @@ export interface SmcSummary {
   linkGroups: Array<Record<string, unknown> & { links: Array<Record<string, unknown>> }>;
   connections: Array<Record<string, unknown> & { mode: string }>;
   anomalies: Array<{ frame: number; severity: string; code: string; message: string }>;
+  diagnosis?: Array<{ code: string; severity: string; message: string }>;
 }
 
 export interface GuestResult { rc: number | null; bootAttempts: number; bootS: number | null; log: string; console: string }
