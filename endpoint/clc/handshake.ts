@@ -283,7 +283,8 @@ async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
         && [...g.links.values()].some((l) => l.state === 'ACTIVE' && l.peer?.qpn === r.qpn && l.peer.gid === r.gid));
       if (!lg) throw new ClcError(DECL.SYNCERR, `server continues a link group (QP 0x${r.qpn.toString(16)}) we do not have`, false, true);
       release = lg.release;
-      link = [...lg.links.values()].find((l) => l.peer?.qpn === r.qpn)!;
+      // by QPN and GID: two devices of the peer may use the same QPN (rxe numbers QPs per device)
+      link = [...lg.links.values()].find((l) => l.state === 'ACTIVE' && l.peer?.qpn === r.qpn && l.peer.gid === r.gid)!;
       unlock();
       unlock = noop;
     }
