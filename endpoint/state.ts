@@ -39,7 +39,9 @@ export interface LinkGroupSnapshot {
   links: LinkSnapshot[];
   conns: Array<{ token: number; peerToken: number; peerRmbeSize: number; rtokens: Array<{ link: number; rkey: number; addr: string }> }>;
   rmbs: Array<{ size: number; rkey: number; addr: string; inUse: boolean; confirmed: boolean }>;
-  stats: { llcIn: number; llcOut: number; cdcIn: number; cdcDropped: number; rejectsSent: number };
+  /** sendErrors: LLC sends and flows that failed where nobody waited for them (lastSendError says the last). */
+  stats: { llcIn: number; llcOut: number; cdcIn: number; cdcDropped: number; rejectsSent: number; sendErrors: number };
+  lastSendError?: string;
 }
 
 /** One connection: its key ("LG2/5"), its group, and the data path's state. */

@@ -137,7 +137,9 @@ export class LinkGroup extends EventEmitter {
   private idleTimer: NodeJS.Timeout | undefined;
   /** Set while our DELETE LINK (all) is out and the QP stays up for the peer's teardown messages. */
   private linger: { link: Link; seen: boolean; timer: NodeJS.Timeout | undefined; finish: () => void } | undefined;
-  stats = { llcIn: 0, llcOut: 0, cdcIn: 0, cdcDropped: 0, rejectsSent: 0 };
+  stats = { llcIn: 0, llcOut: 0, cdcIn: 0, cdcDropped: 0, rejectsSent: 0, sendErrors: 0 };
+  /** The last LLC send (or flow) that failed, for state views: errors are counted, never swallowed. */
+  lastSendError: string | undefined;
   /** Protocol trace (SmcOptions.trace): every LLC message in and out. */
   trace: Trace | undefined;
 
@@ -461,7 +463,7 @@ export class LinkGroup extends EventEmitter {
       // before it tears down otherwise.
       if (m && !m.response && (m.kind === 'delete_rkey' || m.kind === 'test_link' || m.kind === 'confirm_rkey')) {
         this.log(`${this.name}/L${link.id} < ${summarizeLlc(m)} (terminating: answered)`);
-        void this.answer(link, m).catch(() => undefined);
+        void this.answer(link, m).catch((e: Error) => this.sendFailed(link, `answering ${m.kind}`, e));
         return;
       }
       this.log(`${this.name}/L${link.id} < ${m ? summarizeLlc(m) : 'CDC'} (terminating: not answered)`);
@@ -543,7 +545,7 @@ export class LinkGroup extends EventEmitter {
         const dl = m as LlcDeleteLink;
         this.log(`${this.name}/L${link.id} peer deletes ${dl.all ? 'the link group' : `link ${dl.linkId}`}: ${deleteLinkReason(dl.reason)}`);
         const rsp: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, true), kind: 'delete_link', all: dl.all, orderly: dl.orderly, linkId: dl.linkId, reason: dl.reason };
-        await this.sendLlc(link, rsp).catch(() => undefined);
+        await this.sendLlc(link, rsp).catch((e: Error) => this.sendFailed(link, 'DELETE LINK response', e));
         const target = dl.all ? undefined : this.links.get(dl.linkId);
         if (!dl.all && !target) return; // a link we do not have (Linux ignores it too)
         if (dl.all || this.links.size <= 1) this.terminate(`peer deleted the link group (${deleteLinkReason(dl.reason)})`, false);
@@ -754,7 +756,7 @@ export class LinkGroup extends EventEmitter {
     // Tell the peer on the surviving link (disorderly DELETE LINK, "lost path"), so it switches too.
     if (survivor && this.state !== 'TERMINATING' && this.state !== 'TERMINATED') {
       const m: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, false), kind: 'delete_link', all: false, orderly: false, linkId: link.id, reason: DEL_LOST_PATH };
-      void this.sendLlc(survivor, m).catch(() => undefined);
+      void this.sendLlc(survivor, m).catch((e: Error) => this.sendFailed(survivor, 'DELETE LINK (lost path)', e));
     }
     this.dropLink(link, reason);
   }
@@ -780,7 +782,7 @@ export class LinkGroup extends EventEmitter {
       if (this.linkFor(c)) c.sink.linkSwitched(`link ${link.id} down: ${reason}`);
       else c.sink.linkGroupDown(`connection ${token} has no rkey on a surviving link`);
     }
-    if (this.role === 'server' && this.type === 'SINGLE') void this.addLink().catch(() => undefined);
+    if (this.role === 'server' && this.type === 'SINGLE') void this.addLink().catch((e: Error) => this.sendFailed(undefined, 'ADD LINK after a link went down', e));
   }
 
   /**
@@ -832,6 +834,13 @@ export class LinkGroup extends EventEmitter {
     }
   }
 
+  /** A send or flow that failed where nobody awaits it: counted, logged and kept for the state view. */
+  private sendFailed(link: Link | undefined, what: string, e: Error): void {
+    this.stats.sendErrors++;
+    this.lastSendError = `${link ? `L${link.id} ` : ''}${what}: ${e.message}`;
+    this.log(`${this.name}/${link ? `L${link.id}` : '-'} ${what} failed: ${e.message}`);
+  }
+
   /** Snapshot for state views (schema: endpoint/state.ts). */
   snapshot(): LinkGroupSnapshot {
     return {
@@ -841,6 +850,7 @@ export class LinkGroup extends EventEmitter {
       conns: [...this.conns.entries()].map(([token, c]) => ({ token, peerToken: c.peerToken, peerRmbeSize: c.peerRmbeSize, rtokens: [...c.rtokens.entries()].map(([id, r]) => ({ link: id, rkey: r.rkey, addr: '0x' + r.addr.toString(16) })) })),
       rmbs: this.rmbs.map((b) => ({ size: b.size, rkey: b.mr.rkey, addr: '0x' + b.mr.addr.toString(16), inUse: b.inUse, confirmed: b.confirmed })),
       stats: this.stats,
+      ...(this.lastSendError ? { lastSendError: this.lastSendError } : {}),
     };
   }
 }
