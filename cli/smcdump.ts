@@ -12,7 +12,7 @@ import { createCaptureWriter, PcapngWriter, type CaptureWriter, type WriteTarget
 import type { CapturedFrame } from '../capture/types.js';
 import { BpfMatcher, LiveCapture, listInterfaces, rdmaDevices, pcapVersion, type InterfaceInfo, type LiveStats } from '../capture/live.js';
 import { FrameDecoder, frameProtoMask, PROTO_BIT, type SmcProto } from '../dissectors/frame.js';
-import { renderLine } from '../dissectors/render/line.js';
+import { renderLine, type LineOptions } from '../dissectors/render/line.js';
 import { TimeColumn, timeModeForTCount, type TimeMode } from '../dissectors/render/time.js';
 import { linkHeader } from '../dissectors/render/linkhdr.js';
 import { tcpdumpAscii, tcpdumpHex } from '../dissectors/render/hexdump.js';
@@ -202,6 +202,8 @@ class Dump {
   /** `-w FILE -q` (no report asked): record like `tcpdump -w`, without decoding — the fast path
    *  that keeps a live capture drop-free at high rates. */
   private readonly recordOnly: boolean;
+  /** renderLine's options, refilled per frame. */
+  private readonly lineOpts: LineOptions;
 
   constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined, liveFilter = false) {
     this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
@@ -209,6 +211,7 @@ class Dump {
     const legacy: Record<Opts['time'], TimeMode> = { abs: 'hms', epoch: 'epoch', rel: 'rel', none: 'none' };
     this.time = new TimeColumn(o.t > 0 ? timeModeForTCount(o.t) : legacy[o.time], o.utc === true);
     this.seq = o.absoluteTcpSequenceNumbers ? undefined : new TcpRelative();
+    this.lineOpts = { chalk: this.chalk, time: '', link: undefined, seq: undefined, number: o.number !== false };
     this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
     this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg && !o.report;
     if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
@@ -266,7 +269,12 @@ class Dump {
     this.printed++;
     if (o.json) { this.out.line(renderJson(d, note)); return; }
     const link = o.e || o.x || o.X || o.A ? linkHeader(f.data, f.linktype, f.origlen) : undefined;
-    this.out.line(renderLine(d, { chalk: this.chalk, time, ...(o.e ? { link: link!.text } : {}), ...(seq ? { seq } : {}), number: o.number !== false }, note));
+    // one options object for every line (no per-frame object spreads on the hot path)
+    const lo = this.lineOpts;
+    lo.time = time;
+    lo.link = o.e ? link!.text : undefined;
+    lo.seq = seq;
+    this.out.line(renderLine(d, lo, note));
     if (link && (o.x || o.X || o.A)) {
       // tcpdump: -X wins over -x, -x over -A; doubled, the link-level header is included
       const level = o.X || o.x || o.A;
