@@ -118,25 +118,35 @@ function accessor(s: FieldSpec): PropertyDescriptor {
   const full = size === 4 ? 0xffffffff : (1 << (8 * size)) - 1;
   const mask = s.mask ?? (full >>> shift);
   const whole = shift === 0 && mask === full;
-  if (s.bool) {
-    return {
-      get(this: ViewBase): boolean { return ((readUint(this.buf, this.off + at, this.end, size, le) >>> shift) & mask) !== 0; },
-      set(this: ViewBase, v: boolean): void { setBits(this, at, size, le, shift, mask, v ? mask : 0); },
-      enumerable: true,
-    };
+  // Getters are generated with the field's constants written into their code: each field gets
+  // its own small function, which V8 inlines at the call site (closures made from one shared
+  // function body would share one type feedback and stay calls: 7x slower, measured).
+  const get = compileGetter(at, size, le, shift, mask, s.bool === true);
+  if (s.bool) return { get, set(this: ViewBase, v: boolean): void { setBits(this, at, size, le, shift, mask, v ? mask : 0); }, enumerable: true };
+  if (whole) return { get, set(this: ViewBase, v: number): void { writeUint(this.buf, this.off + at, this.end, size, le, v >>> 0); }, enumerable: true };
+  return { get, set(this: ViewBase, v: number): void { setBits(this, at, size, le, shift, mask, v); }, enumerable: true };
+}
+
+/** `function () { … }` reading one field of `this` (a ViewBase): the byte expression for the
+ *  whole-field case, readUint() when the field runs past `end`. Only numbers go into the code. */
+function compileGetter(at: number, size: 1 | 2 | 3 | 4, le: boolean, shift: number, mask: number, bool: boolean): () => number | boolean {
+  const byte = (i: number): string => `b[o + ${i}]`;
+  const parts: string[] = [];
+  for (let i = 0; i < size; i++) {
+    const sh = le ? 8 * i : 8 * (size - 1 - i);
+    parts.push(sh === 0 ? byte(i) : `(${byte(i)} << ${sh})`);
   }
-  if (whole) {
-    return {
-      get(this: ViewBase): number { return readUint(this.buf, this.off + at, this.end, size, le); },
-      set(this: ViewBase, v: number): void { writeUint(this.buf, this.off + at, this.end, size, le, v >>> 0); },
-      enumerable: true,
-    };
-  }
-  return {
-    get(this: ViewBase): number { return ((readUint(this.buf, this.off + at, this.end, size, le) >>> shift) & mask) >>> 0; },
-    set(this: ViewBase, v: number): void { setBits(this, at, size, le, shift, mask, v); },
-    enumerable: true,
-  };
+  let raw = parts.join(' | ');
+  if (size === 4) raw = `((${raw}) >>> 0)`;
+  const full = size === 4 ? 0xffffffff : (1 << (8 * size)) - 1;
+  const pick = (x: string): string => (shift === 0 && mask === full ? x : `(((${x}) >>> ${shift}) & ${mask})`);
+  const fin = (x: string): string => (bool ? `(${pick(x)} !== 0)` : size === 4 && !(shift === 0 && mask === full) ? `(${pick(x)} >>> 0)` : pick(x));
+  const body = `
+    const b = this.buf, o = this.off + ${at};
+    if (o + ${size} > this.end) { const r = readUint(b, o, this.end, ${size}, ${le}); return ${fin('r')}; }
+    return ${fin(raw)};`;
+  // new Function: the source above is built from numbers only, never from input
+  return new Function('readUint', `return function get() {${body}\n};`)(readUint) as () => number | boolean;
 }
 
 function setBits(v: ViewBase, at: number, size: 1 | 2 | 3 | 4, le: boolean, shift: number, mask: number, value: number): void {
