@@ -88,6 +88,9 @@ export function defineView<T extends FieldTable>(name: string, table: T): new ()
   for (const [field, spec] of Object.entries(table)) {
     Object.defineProperty(cls.prototype, field, accessor(spec));
   }
+  // reset() of its own per class: one shared ViewBase.reset sees every view class and stays a
+  // call on the hot path; a per-class copy is monomorphic and inlined like the getters.
+  Object.defineProperty(cls.prototype, 'reset', { value: compileReset(), writable: true, configurable: true });
   return cls as unknown as new () => ViewOf<T>;
 }
 
@@ -125,6 +128,16 @@ function accessor(s: FieldSpec): PropertyDescriptor {
   if (s.bool) return { get, set(this: ViewBase, v: boolean): void { setBits(this, at, size, le, shift, mask, v ? mask : 0); }, enumerable: true };
   if (whole) return { get, set(this: ViewBase, v: number): void { writeUint(this.buf, this.off + at, this.end, size, le, v >>> 0); }, enumerable: true };
   return { get, set(this: ViewBase, v: number): void { setBits(this, at, size, le, shift, mask, v); }, enumerable: true };
+}
+
+function compileReset(): ViewBase['reset'] {
+  // new Function: fixed source, no input in it
+  return new Function(`return function reset(buf, off = 0, end = buf.length) {
+    this.buf = buf;
+    this.off = off;
+    this.end = end < buf.length ? end : buf.length;
+    return this;
+  };`)() as ViewBase['reset'];
 }
 
 /** `function () { … }` reading one field of `this` (a ViewBase): the byte expression for the
