@@ -215,7 +215,9 @@ class Dump {
     // Frames used and dropped at once (one-line, -q, --summary, --follow): the decoder may hand
     // out one reused frame for clean RDMA WRITE/ACK packets (dissectors/fastpath.ts). JSON, -V,
     // the ladder and the HTML report keep frames or their parts, so they get fresh objects.
-    const reuse = !o.json && !o.tree && !o.ladder && !o.ladderSvg && !o.report && process.env.SMCDUMP_NO_FASTPATH === undefined;
+    // Opt-in (SMCDUMP_FASTPATH=1): measured, it saves no CPU time yet (-q 1.01x, one-line
+    // 0.94x on the bench's 300k-frame capture); see docs/smcdump.md.
+    const reuse = !o.json && !o.tree && !o.ladder && !o.ladderSvg && !o.report && process.env.SMCDUMP_FASTPATH === '1';
     this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc, reuse });
     this.chalk = makeChalk(o.color && !o.json);
     const legacy: Record<Opts['time'], TimeMode> = { abs: 'hms', epoch: 'epoch', rel: 'rel', none: 'none' };
