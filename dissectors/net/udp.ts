@@ -7,12 +7,16 @@
 // (RoCEv2 sends 0; offload leaves partial sums): see `tcpUdpChecksum`. Never throws.
 
 import type { Decoded, Issue, Tree } from '../wire/common.js';
-import { issue, put16, u16 } from '../wire/common.js';
+import { issue } from '../wire/common.js';
+import { UdpView, UDP_FIELDS } from '../wire/views/net.js';
 import { transportChecksum } from './checksum.js';
 
 export { tcpUdpChecksum, pseudoHeaderSum, transportChecksum, type TransportChecksum, type TransportChecksumStatus } from './checksum.js';
 
 export const UDP_PORT_ROCEV2 = 4791;
+
+/** Offsets: ../wire/views/net.ts (UDP_FIELDS); decode and encode go through this view. */
+const view = new UdpView();
 
 export interface UdpHeader {
   srcPort: number;
@@ -24,7 +28,8 @@ export interface UdpHeader {
 
 export function decodeUdp(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<UdpHeader> {
   const issues: Issue[] = [];
-  const value: UdpHeader = { srcPort: u16(b, 0), dstPort: u16(b, 2), length: u16(b, 4), checksum: u16(b, 6) };
+  const v = view.reset(b, 0);
+  const value: UdpHeader = { srcPort: v.srcPort, dstPort: v.dstPort, length: v.length, checksum: v.checksum };
   if (b.length < 8) {
     if (wireLength > b.length && wireLength >= 8) issue(issues, 'note', 'udp.snaplen', `UDP header cut by the capture: ${b.length} of 8 bytes captured`, 0, b.length);
     else issue(issues, 'error', 'udp.truncated', `truncated UDP header: need 8 bytes, have ${b.length}`, 0, b.length);
@@ -44,10 +49,11 @@ export function decodeUdp(b: Uint8Array, t?: Tree, wireLength = b.length): Decod
   }
   if (b.length >= 4 && value.dstPort === 0) issue(issues, 'warn', 'udp.port0', 'destination port 0', 2, 2);
   if (t) {
-    t.add('Source port', 0, 2, value.srcPort);
-    t.add('Destination port', 2, 2, value.dstPort);
-    t.add('Length', 4, 2, value.length);
-    t.add('Checksum', 6, 2, `0x${value.checksum.toString(16).padStart(4, '0')}${value.checksum === 0 ? ' (none)' : ' [unverified]'}`);
+    const F = UDP_FIELDS;
+    t.add('Source port', F.srcPort.at, 2, value.srcPort);
+    t.add('Destination port', F.dstPort.at, 2, value.dstPort);
+    t.add('Length', F.length.at, 2, value.length);
+    t.add('Checksum', F.checksum.at, 2, `0x${value.checksum.toString(16).padStart(4, '0')}${value.checksum === 0 ? ' (none)' : ' [unverified]'}`);
   }
   return { value, issues };
 }
@@ -58,11 +64,12 @@ export function decodeUdp(b: Uint8Array, t?: Tree, wireLength = b.length): Decod
  */
 export function encodeUdp(v: UdpHeader, payload?: Uint8Array, ck?: { src: Uint8Array | string; dst: Uint8Array | string }): Uint8Array {
   const out = new Uint8Array(8 + (payload ? payload.length : 0));
-  put16(out, 0, v.srcPort);
-  put16(out, 2, v.dstPort);
-  put16(out, 4, v.length);
+  const w = view.reset(out, 0);
+  w.srcPort = v.srcPort & 0xffff;
+  w.dstPort = v.dstPort & 0xffff;
+  w.length = v.length & 0xffff;
   if (payload) out.set(payload, 8);
-  put16(out, 6, ck ? transportChecksum(ck.src, ck.dst, 17, out) : v.checksum);
+  w.checksum = (ck ? transportChecksum(ck.src, ck.dst, 17, out) : v.checksum) & 0xffff;
   return out;
 }
 

@@ -11,9 +11,9 @@ export interface LineOptions {
   /** The time column as TimeColumn made it ('' = none, -t). */
   time: string;
   /** tcpdump -e: the link-level header text, ending in ": ". */
-  link?: string;
+  link?: string | undefined;
   /** Relative TCP sequence numbers (tcpdump's default): this frame's bases. */
-  seq?: { seqBase: number; ackBase: number };
+  seq?: { seqBase: number; ackBase: number } | undefined;
   /** The frame-number column (default on). */
   number?: boolean;
 }

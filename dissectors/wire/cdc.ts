@@ -6,7 +6,8 @@
 // producer flags, connection-state flags, 18 reserved bytes.
 
 import type { Decoded, Issue, Tree } from './common.js';
-import { hex, hex32, issue, put16, put32, u16, u32, u8 } from './common.js';
+import { hex, hex32, issue } from './common.js';
+import { CDC_FIELDS, CDC_RESERVED_AT, CdcView } from './views/cdc.js';
 
 export const CDC_TYPE = 0xfe;
 export const CDC_MSG_SIZE = 44;
@@ -66,9 +67,11 @@ export interface CdcMessage {
   trailing?: Uint8Array;
 }
 
-function cursorAt(b: Uint8Array, o: number, issues: Issue[], name: string): CdcCursor {
-  const c: CdcCursor = { wrap: u16(b, o + 2), count: u32(b, o + 4) };
-  const r = u16(b, o);
+// Offsets of every field: ./views/cdc.ts. Decode and encode go through one view.
+const view = new CdcView();
+
+function cursorOf(wrap: number, count: number, r: number, o: number, issues: Issue[], name: string): CdcCursor {
+  const c: CdcCursor = { wrap, count };
   if (r !== 0) {
     c.reserved = r;
     issue(issues, 'warn', 'cdc.reserved', `${name} cursor reserved bytes 0x${r.toString(16).padStart(4, '0')} not zero`, o, 2);
@@ -83,51 +86,53 @@ export function decodeCdc(b: Uint8Array, t?: Tree): Decoded<CdcMessage> {
   if (avail < CDC_MSG_SIZE) {
     issue(issues, 'error', 'cdc.truncated', `truncated CDC message: ${avail} of 44 bytes`, 0, avail);
   }
-  const type = u8(b, 0);
-  const length = u8(b, 1);
+  const v = view.reset(b, 0);
+  const type = v.type;
+  const length = v.length;
   if (type !== CDC_TYPE && avail >= 1) issue(issues, 'error', 'cdc.type', `CDC type 0x${type.toString(16)}, expected 0xfe`, 0, 1);
   if (length !== CDC_MSG_SIZE && avail >= 2) issue(issues, 'warn', 'cdc.length', `CDC length ${length}, must be 44 (Linux drops it)`, 1, 1);
 
-  const pf = u8(b, 24);
-  const cf = u8(b, 25);
+  const pf = v.prodFlags;
+  const cf = v.connFlags;
   const prodFlags: CdcProducerFlags = {
-    writeBlocked: (pf & CDC_PROD_WRITE_BLOCKED) !== 0,
-    urgentPending: (pf & CDC_PROD_URG_PENDING) !== 0,
-    urgentPresent: (pf & CDC_PROD_URG_PRESENT) !== 0,
-    cursorUpdateRequested: (pf & CDC_PROD_CONS_CURS_UPD_REQ) !== 0,
-    failoverValidation: (pf & CDC_PROD_FAILOVER_VALIDATION) !== 0,
+    writeBlocked: v.writeBlocked,
+    urgentPending: v.urgentPending,
+    urgentPresent: v.urgentPresent,
+    cursorUpdateRequested: v.cursorUpdateRequested,
+    failoverValidation: v.failoverValidation,
   };
-  if (pf & 0x07) {
-    prodFlags.other = pf & 0x07;
-    issue(issues, 'warn', 'cdc.flags', `undefined producer flag bits 0x${(pf & 0x07).toString(16)}`, 24, 1);
+  if (v.prodOther) {
+    prodFlags.other = v.prodOther;
+    issue(issues, 'warn', 'cdc.flags', `undefined producer flag bits 0x${v.prodOther.toString(16)}`, CDC_FIELDS.prodFlags.at, 1);
   }
   const connFlags: CdcConnStateFlags = {
-    peerDoneWriting: (cf & CDC_CONN_PEER_DONE_WRITING) !== 0,
-    peerConnClosed: (cf & CDC_CONN_PEER_CONN_CLOSED) !== 0,
-    peerConnAbort: (cf & CDC_CONN_PEER_CONN_ABORT) !== 0,
+    peerDoneWriting: v.peerDoneWriting,
+    peerConnClosed: v.peerConnClosed,
+    peerConnAbort: v.peerConnAbort,
   };
-  if (cf & 0x1f) {
-    connFlags.other = cf & 0x1f;
-    issue(issues, 'warn', 'cdc.flags', `undefined connection state flag bits 0x${(cf & 0x1f).toString(16)}`, 25, 1);
+  if (v.connOther) {
+    connFlags.other = v.connOther;
+    issue(issues, 'warn', 'cdc.flags', `undefined connection state flag bits 0x${v.connOther.toString(16)}`, CDC_FIELDS.connFlags.at, 1);
   }
 
   const m: CdcMessage = {
-    type, length, seq: u16(b, 2), token: u32(b, 4),
-    prod: cursorAt(b, 8, issues, 'producer'), cons: cursorAt(b, 16, issues, 'consumer'),
+    type, length, seq: v.seq, token: v.token,
+    prod: cursorOf(v.prodWrap, v.prodCount, v.prodReserved, CDC_FIELDS.prodReserved.at, issues, 'producer'),
+    cons: cursorOf(v.consWrap, v.consCount, v.consReserved, CDC_FIELDS.consReserved.at, issues, 'consumer'),
     prodFlags, connFlags,
   };
 
   // reserved tail 26..43
   const tailEnd = Math.min(CDC_MSG_SIZE, avail);
   let nz = -1, nzCount = 0;
-  for (let i = 26; i < tailEnd; i++) if (b[i] !== 0) { if (nz < 0) nz = i; nzCount++; }
+  for (let i = CDC_RESERVED_AT; i < tailEnd; i++) if (b[i] !== 0) { if (nz < 0) nz = i; nzCount++; }
   if (nz >= 0) {
     m.reserved = new Uint8Array(18);
-    m.reserved.set(b.subarray(26, tailEnd));
-    if (nz === 26 && nzCount === 1) {
-      issue(issues, 'note', 'cdc.credits', `reserved byte 26 = ${b[26]}: looks like the credits byte of Alibaba out-of-tree kernels (non-standard)`, 26, 1);
+    m.reserved.set(b.subarray(CDC_RESERVED_AT, tailEnd));
+    if (nz === CDC_RESERVED_AT && nzCount === 1) {
+      issue(issues, 'note', 'cdc.credits', `reserved byte 26 = ${b[CDC_RESERVED_AT]}: looks like the credits byte of Alibaba out-of-tree kernels (non-standard)`, CDC_RESERVED_AT, 1);
     } else {
-      issue(issues, 'warn', 'cdc.reserved', 'CDC reserved bytes 26..43 not zero', 26, tailEnd - 26);
+      issue(issues, 'warn', 'cdc.reserved', 'CDC reserved bytes 26..43 not zero', CDC_RESERVED_AT, tailEnd - CDC_RESERVED_AT);
     }
   }
   if (avail > CDC_MSG_SIZE) {
@@ -136,43 +141,37 @@ export function decodeCdc(b: Uint8Array, t?: Tree): Decoded<CdcMessage> {
   }
 
   if (t) {
-    t.add('type', 0, 1, `0x${type.toString(16)} CDC`);
-    t.add('length', 1, 1, length);
-    t.add('sequence number', 2, 2, m.seq);
-    t.add('alert token', 4, 4, hex32(m.token));
-    t.add('producer cursor', 8, 8, `wrap ${m.prod.wrap} count ${m.prod.count}${m.prod.reserved ? ` reserved 0x${m.prod.reserved.toString(16)}` : ''}`);
-    t.add('consumer cursor', 16, 8, `wrap ${m.cons.wrap} count ${m.cons.count}${m.cons.reserved ? ` reserved 0x${m.cons.reserved.toString(16)}` : ''}`);
-    t.add('producer flags', 24, 1, `0x${pf.toString(16).padStart(2, '0')} ${flagList(m) || '-'}`);
-    t.add('connection state flags', 25, 1, `0x${cf.toString(16).padStart(2, '0')}`);
-    if (m.reserved) t.add('reserved (non-zero)', 26, 18, hex(m.reserved));
+    const F = CDC_FIELDS;
+    t.add('type', F.type.at, 1, `0x${type.toString(16)} CDC`);
+    t.add('length', F.length.at, 1, length);
+    t.add('sequence number', F.seq.at, 2, m.seq);
+    t.add('alert token', F.token.at, 4, hex32(m.token));
+    t.add('producer cursor', F.prodReserved.at, 8, `wrap ${m.prod.wrap} count ${m.prod.count}${m.prod.reserved ? ` reserved 0x${m.prod.reserved.toString(16)}` : ''}`);
+    t.add('consumer cursor', F.consReserved.at, 8, `wrap ${m.cons.wrap} count ${m.cons.count}${m.cons.reserved ? ` reserved 0x${m.cons.reserved.toString(16)}` : ''}`);
+    t.add('producer flags', F.prodFlags.at, 1, `0x${pf.toString(16).padStart(2, '0')} ${flagList(m) || '-'}`);
+    t.add('connection state flags', F.connFlags.at, 1, `0x${cf.toString(16).padStart(2, '0')}`);
+    if (m.reserved) t.add('reserved (non-zero)', CDC_RESERVED_AT, 18, hex(m.reserved));
     if (m.trailing) t.add('trailing', CDC_MSG_SIZE, m.trailing.length, hex(m.trailing));
   }
   return { value: m, issues };
 }
 
-function putCursor(b: Uint8Array, o: number, c: CdcCursor): void {
-  put16(b, o, c.reserved ?? 0);
-  put16(b, o + 2, c.wrap);
-  put32(b, o + 4, c.count);
-}
-
 /** Value → exact 44 bytes (+ trailing). */
 export function encodeCdc(m: CdcMessage): Uint8Array {
   const b = new Uint8Array(CDC_MSG_SIZE + (m.trailing?.length ?? 0));
-  b[0] = m.type & 0xff;
-  b[1] = m.length & 0xff;
-  put16(b, 2, m.seq);
-  put32(b, 4, m.token);
-  putCursor(b, 8, m.prod);
-  putCursor(b, 16, m.cons);
+  const w = view.reset(b, 0);
+  w.type = m.type & 0xff;
+  w.length = m.length & 0xff;
+  w.seq = m.seq;
+  w.token = m.token;
+  w.prodReserved = m.prod.reserved ?? 0; w.prodWrap = m.prod.wrap; w.prodCount = m.prod.count;
+  w.consReserved = m.cons.reserved ?? 0; w.consWrap = m.cons.wrap; w.consCount = m.cons.count;
   const p = m.prodFlags;
-  b[24] = (p.writeBlocked ? CDC_PROD_WRITE_BLOCKED : 0) | (p.urgentPending ? CDC_PROD_URG_PENDING : 0)
-    | (p.urgentPresent ? CDC_PROD_URG_PRESENT : 0) | (p.cursorUpdateRequested ? CDC_PROD_CONS_CURS_UPD_REQ : 0)
-    | (p.failoverValidation ? CDC_PROD_FAILOVER_VALIDATION : 0) | ((p.other ?? 0) & 0x07);
+  w.writeBlocked = p.writeBlocked; w.urgentPending = p.urgentPending; w.urgentPresent = p.urgentPresent;
+  w.cursorUpdateRequested = p.cursorUpdateRequested; w.failoverValidation = p.failoverValidation; w.prodOther = p.other ?? 0;
   const c = m.connFlags;
-  b[25] = (c.peerDoneWriting ? CDC_CONN_PEER_DONE_WRITING : 0) | (c.peerConnClosed ? CDC_CONN_PEER_CONN_CLOSED : 0)
-    | (c.peerConnAbort ? CDC_CONN_PEER_CONN_ABORT : 0) | ((c.other ?? 0) & 0x1f);
-  if (m.reserved) b.set(m.reserved.subarray(0, 18), 26);
+  w.peerDoneWriting = c.peerDoneWriting; w.peerConnClosed = c.peerConnClosed; w.peerConnAbort = c.peerConnAbort; w.connOther = c.other ?? 0;
+  if (m.reserved) b.set(m.reserved.subarray(0, 18), CDC_RESERVED_AT);
   if (m.trailing) b.set(m.trailing, CDC_MSG_SIZE);
   return b;
 }

@@ -11,6 +11,7 @@
 import type { Decoded, Issue } from './common.js';
 import { Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put16, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
 import { crc32Update, crc32UpdateByte, crc32UpdateFill } from './crc32.js';
+import { BTH_FIELDS, AETH_FIELDS, BthView, RethView, AethView, DethView } from './views/ib.js';
 
 // ---------------------------------------------------------------------------------------
 // Opcode table
@@ -293,36 +294,43 @@ export function makeAeth(kind: Exclude<AethKind, 'reserved'>, code: number, msn:
 // Readers / writers (no allocation beyond the result objects)
 // ---------------------------------------------------------------------------------------
 
+// BTH/RETH/AETH/DETH offsets live in ./views/ib.ts; these read and write through one view each.
+const bthV = new BthView();
+const rethV = new RethView();
+const aethV = new AethView();
+const dethV = new DethView();
+
 function readBth(b: Uint8Array, o: number): Bth {
-  const b1 = u8(b, o + 1), b4 = u8(b, o + 4), b8 = u8(b, o + 8);
+  const v = bthV.reset(b, o);
   return {
-    opcode: u8(b, o), se: (b1 & 0x80) !== 0, migReq: (b1 & 0x40) !== 0, padCount: (b1 >> 4) & 3, tver: b1 & 15,
-    pkey: u16(b, o + 2), fecn: (b4 & 0x80) !== 0, becn: (b4 & 0x40) !== 0, resv6: b4 & 0x3f,
-    destQp: u24(b, o + 5), ackReq: (b8 & 0x80) !== 0, resv7: b8 & 0x7f, psn: u24(b, o + 9),
+    opcode: v.opcode, se: v.se, migReq: v.migReq, padCount: v.padCount, tver: v.tver,
+    pkey: v.pkey, fecn: v.fecn, becn: v.becn, resv6: v.resv6,
+    destQp: v.destQp, ackReq: v.ackReq, resv7: v.resv7, psn: v.psn,
   };
 }
 
 function writeBth(out: Uint8Array, o: number, v: Bth): void {
-  put8(out, o, v.opcode);
-  put8(out, o + 1, (v.se ? 0x80 : 0) | (v.migReq ? 0x40 : 0) | ((v.padCount & 3) << 4) | (v.tver & 15));
-  put16(out, o + 2, v.pkey);
-  put8(out, o + 4, (v.fecn ? 0x80 : 0) | (v.becn ? 0x40 : 0) | (v.resv6 & 0x3f));
-  put24(out, o + 5, v.destQp);
-  put8(out, o + 8, (v.ackReq ? 0x80 : 0) | (v.resv7 & 0x7f));
-  put24(out, o + 9, v.psn);
+  const w = bthV.reset(out, o);
+  w.opcode = v.opcode;
+  w.se = v.se; w.migReq = v.migReq; w.padCount = v.padCount; w.tver = v.tver;
+  w.pkey = v.pkey;
+  w.fecn = v.fecn; w.becn = v.becn; w.resv6 = v.resv6;
+  w.destQp = v.destQp;
+  w.ackReq = v.ackReq; w.resv7 = v.resv7;
+  w.psn = v.psn;
 }
 
-function readReth(b: Uint8Array, o: number): Reth { return { va: u64(b, o), rkey: u32(b, o + 8), dmaLen: u32(b, o + 12) }; }
-function writeReth(out: Uint8Array, o: number, v: Reth): void { put64(out, o, v.va); put32(out, o + 8, v.rkey); put32(out, o + 12, v.dmaLen); }
+function readReth(b: Uint8Array, o: number): Reth { const v = rethV.reset(b, o); return { va: v.va, rkey: v.rkey, dmaLen: v.dmaLen }; }
+function writeReth(out: Uint8Array, o: number, v: Reth): void { const w = rethV.reset(out, o); w.va = v.va; w.rkey = v.rkey; w.dmaLen = v.dmaLen; }
 
 function readAeth(b: Uint8Array, o: number): Aeth {
-  const s = u8(b, o);
-  return { syndrome: s, msn: u24(b, o + 1), kind: AETH_KINDS[(s >> 5) & 3]!, code: s & 31 };
+  const v = aethV.reset(b, o);
+  return { syndrome: v.syndrome, msn: v.msn, kind: AETH_KINDS[v.kindBits]!, code: v.code };
 }
-function writeAeth(out: Uint8Array, o: number, v: Aeth): void { put8(out, o, v.syndrome); put24(out, o + 1, v.msn); }
+function writeAeth(out: Uint8Array, o: number, v: Aeth): void { const w = aethV.reset(out, o); w.syndrome = v.syndrome; w.msn = v.msn; }
 
-function readDeth(b: Uint8Array, o: number): Deth { return { qkey: u32(b, o), resv8: u8(b, o + 4), srcQp: u24(b, o + 5) }; }
-function writeDeth(out: Uint8Array, o: number, v: Deth): void { put32(out, o, v.qkey); put8(out, o + 4, v.resv8); put24(out, o + 5, v.srcQp); }
+function readDeth(b: Uint8Array, o: number): Deth { const v = dethV.reset(b, o); return { qkey: v.qkey, resv8: v.resv8, srcQp: v.srcQp }; }
+function writeDeth(out: Uint8Array, o: number, v: Deth): void { const w = dethV.reset(out, o); w.qkey = v.qkey; w.resv8 = v.resv8; w.srcQp = v.srcQp; }
 
 function readRdeth(b: Uint8Array, o: number): Rdeth { return { resv8: u8(b, o), eeContext: u24(b, o + 1) }; }
 function writeRdeth(out: Uint8Array, o: number, v: Rdeth): void { put8(out, o, v.resv8); put24(out, o + 1, v.eeContext); }
@@ -359,19 +367,20 @@ function hxb(v: bigint): string { return '0x' + v.toString(16); }
 function treeBth(t: Tree, o: number, v: Bth): void {
   const s = t.sub('BTH', o, BTH_LEN, `${opcodeInfo(v.opcode).name} QP ${hx(v.destQp)} PSN ${v.psn}`);
   const info = opcodeInfo(v.opcode);
-  s.add('OpCode', 0, 1, `0x${v.opcode.toString(16).padStart(2, '0')} ${info.transport} ${info.name}`);
-  s.add('SE', 1, 1, v.se ? 1 : 0);
-  s.add('M', 1, 1, v.migReq ? 1 : 0);
-  s.add('PadCnt', 1, 1, v.padCount);
-  s.add('TVer', 1, 1, v.tver);
-  s.add('P_Key', 2, 2, hx(v.pkey));
-  s.add('FECN', 4, 1, v.fecn ? 1 : 0);
-  s.add('BECN', 4, 1, v.becn ? 1 : 0);
-  s.add('Reserved', 4, 1, v.resv6);
-  s.add('DestQP', 5, 3, hx(v.destQp));
-  s.add('AckReq', 8, 1, v.ackReq ? 1 : 0);
-  s.add('Reserved', 8, 1, v.resv7);
-  s.add('PSN', 9, 3, v.psn);
+  const F = BTH_FIELDS;
+  s.add('OpCode', F.opcode.at, F.opcode.size, `0x${v.opcode.toString(16).padStart(2, '0')} ${info.transport} ${info.name}`);
+  s.add('SE', F.se.at, F.se.size, v.se ? 1 : 0);
+  s.add('M', F.migReq.at, F.migReq.size, v.migReq ? 1 : 0);
+  s.add('PadCnt', F.padCount.at, F.padCount.size, v.padCount);
+  s.add('TVer', F.tver.at, F.tver.size, v.tver);
+  s.add('P_Key', F.pkey.at, F.pkey.size, hx(v.pkey));
+  s.add('FECN', F.fecn.at, F.fecn.size, v.fecn ? 1 : 0);
+  s.add('BECN', F.becn.at, F.becn.size, v.becn ? 1 : 0);
+  s.add('Reserved', F.resv6.at, F.resv6.size, v.resv6);
+  s.add('DestQP', F.destQp.at, F.destQp.size, hx(v.destQp));
+  s.add('AckReq', F.ackReq.at, F.ackReq.size, v.ackReq ? 1 : 0);
+  s.add('Reserved', F.resv7.at, F.resv7.size, v.resv7);
+  s.add('PSN', F.psn.at, F.psn.size, v.psn);
 }
 
 function treeAeth(t: Tree, o: number, v: Aeth): void {
@@ -380,7 +389,7 @@ function treeAeth(t: Tree, o: number, v: Aeth): void {
   if (v.kind === 'ACK') s.add('Credit count', 0, 1, v.code === 31 ? '31 (no credit information)' : `${v.code} (${AETH_CREDITS[v.code]} credits)`);
   else if (v.kind === 'RNR NAK') s.add('RNR timer', 0, 1, `${v.code} (${RNR_TIMER_MS[v.code]} ms)`);
   else if (v.kind === 'NAK') s.add('NAK code', 0, 1, `${v.code} (${nakName(v.code)})`);
-  s.add('MSN', 1, 3, v.msn);
+  s.add('MSN', AETH_FIELDS.msn.at, AETH_FIELDS.msn.size, v.msn);
 }
 
 function aethText(v: Aeth): string {
