@@ -101,7 +101,11 @@ export class ClcChannel {
 
   /** Write one message (encoded by the shared codec). */
   send(m: ClcInput): Promise<void> {
-    const bytes = encodeClc(m);
+    return this.sendEncoded(encodeClc(m));
+  }
+
+  /** Write one message already encoded by the shared codec. */
+  sendEncoded(bytes: Uint8Array): Promise<void> {
     return new Promise((resolve, reject) => {
       if (this.socket.destroyed || !this.socket.writable) { reject(new ClcError(DECL.INTERR, 'TCP connection closed before a CLC message could be sent')); return; }
       this.socket.write(bytes, (e) => (e ? reject(new ClcError(DECL.INTERR, `sending CLC: ${e.message}`)) : resolve()));

@@ -23,7 +23,7 @@ import type { Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import {
   CLC_ACCEPT, CLC_CONFIRM, CLC_PROPOSAL, PATH_B, PATH_N, PATH_R, PATH_D,
-  type ClcAcceptConfirm, type ClcProposal, type ClcMessage, type ClcFce,
+  encodeClc, type ClcAcceptConfirm, type ClcProposal, type ClcMessage, type ClcFce, type ClcInput,
 } from '../../dissectors/wire/clc.js';
 import { formatReason } from '../../dissectors/wire/reasons.js';
 import { parseIpv4, ipv4Str, put32, u32 } from '../../dissectors/wire/common.js';
@@ -129,9 +129,25 @@ const FEATURE_MASK_V21 = 1;
 const noop = (): void => {};
 const OS_LINUX = 2;
 
+/** How long an interface-prefix answer is reused. os.networkInterfaces() is a getifaddrs()
+ *  per call: once per handshake it was 20 % of a client's CPU in a burst of 2000 connects,
+ *  enough to send Proposals later than the server's Proposal deadline. Addresses change rarely. */
+const PREFIX_CACHE_MS = 1000;
+const prefixCache = new Map<string, { at: number; v: { prefix: string; len: number } | undefined }>();
+
 /** IPv4 prefix of the interface holding `addr` (for the v1 Proposal's IP area and its check):
  *  the interface with that address, else one whose subnet contains it (127.0.5.1 is on lo's /8). */
 export function ipv4Prefix(addr: string): { prefix: string; len: number } | undefined {
+  const now = Date.now();
+  const hit = prefixCache.get(addr);
+  if (hit && now - hit.at < PREFIX_CACHE_MS) return hit.v;
+  const v = lookupIpv4Prefix(addr);
+  if (prefixCache.size > 64) prefixCache.clear();
+  prefixCache.set(addr, { at: now, v });
+  return v;
+}
+
+function lookupIpv4Prefix(addr: string): { prefix: string; len: number } | undefined {
   let found: { len: number } | undefined;
   for (const list of Object.values(networkInterfaces())) {
     for (const a of list ?? []) {
@@ -211,6 +227,34 @@ function withStream(r: HandshakeResult, ch: ClcChannel): HandshakeResult {
   return { ...r, leftover, peerEnded: ended, strayClc: r.declinedBy === 'local' };
 }
 
+/** Encoded Proposals by stack and local prefix: the same bytes for every connection of a stack
+ *  from one address (encoding each anew was 9 % of a client's CPU in a connect burst). */
+const proposals = new WeakMap<HandshakeContext, Map<string, Uint8Array>>();
+
+function proposalBytes(ctx: HandshakeContext, pfx: { prefix: string; len: number }, v1: boolean, v2: boolean, version: 1 | 2): Uint8Array {
+  const key = `${pfx.prefix}/${pfx.len}`;
+  let byPrefix = proposals.get(ctx);
+  if (!byPrefix) { byPrefix = new Map(); proposals.set(ctx, byPrefix); }
+  const hit = byPrefix.get(key);
+  if (hit) return hit;
+  const o = ctx.opts;
+  const proposal: Omit<ClcProposal, 'length'> = {
+    type: 'proposal', eyecatcher: 'SMCR', trailer: 'SMCR', typeCode: CLC_PROPOSAL, version,
+    typev2: v2 ? PATH_R : PATH_N, typev1: v1 ? PATH_R : PATH_N,
+    // A v2-only Proposal carries no v1 identity (Linux leaves these zero).
+    peerId: v1 ? ctx.id.peerId : '0@00:00:00:00:00:00', gid: v1 ? ctx.id.gid : '::', mac: v1 ? ctx.id.mac : '00:00:00:00:00:00',
+    ...(v1 ? { prefix: { ipv4: pfx.prefix, ipv4Len: pfx.len, ipv6: [] } } : {}),
+    ...(v2 ? {
+      smcd: { ismGid: 0n, ismChid: 0, vendorOui: 0, vendorExp: 0n },
+      v2: { eids: o.ueids, release: o.release, seidFlag: false, roceV2Gid: ctx.id.gid, maxConns: o.maxConns, maxLinks: o.maxLinks, featureMask: o.release >= 1 ? FEATURE_MASK_V21 : 0 },
+    } : {}),
+  };
+  const bytes = encodeClc(proposal as ClcInput);
+  if (byPrefix.size > 64) byPrefix.clear();
+  byPrefix.set(key, bytes);
+  return bytes;
+}
+
 async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): Promise<HandshakeResult> {
   const t0 = Date.now();
   const steps: Established['steps'] = [];
@@ -225,19 +269,7 @@ async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
   try {
     if (!v1 && !v2) throw new ClcError(DECL.NOUEID, 'SMC-Rv2 needs a UEID and v1 is disabled');
     const local = plainIpv4(tcp.localAddress);
-    const pfx = ipv4Prefix(local) ?? { prefix: local, len: 32 };
-    const proposal: Omit<ClcProposal, 'length'> = {
-      type: 'proposal', eyecatcher: 'SMCR', trailer: 'SMCR', typeCode: CLC_PROPOSAL, version,
-      typev2: v2 ? PATH_R : PATH_N, typev1: v1 ? PATH_R : PATH_N,
-      // A v2-only Proposal carries no v1 identity (Linux leaves these zero).
-      peerId: v1 ? ctx.id.peerId : '0@00:00:00:00:00:00', gid: v1 ? ctx.id.gid : '::', mac: v1 ? ctx.id.mac : '00:00:00:00:00:00',
-      ...(v1 ? { prefix: { ipv4: pfx.prefix, ipv4Len: pfx.len, ipv6: [] } } : {}),
-      ...(v2 ? {
-        smcd: { ismGid: 0n, ismChid: 0, vendorOui: 0, vendorExp: 0n },
-        v2: { eids: o.ueids, release: o.release, seidFlag: false, roceV2Gid: ctx.id.gid, maxConns: o.maxConns, maxLinks: o.maxLinks, featureMask: o.release >= 1 ? FEATURE_MASK_V21 : 0 },
-      } : {}),
-    };
-    await ch.send(proposal);
+    await ch.sendEncoded(proposalBytes(ctx, ipv4Prefix(local) ?? { prefix: local, len: 32 }, v1, v2, version));
     const m = await ch.read(o.clcTimeoutMs, 'Accept');
     steps.push({ step: 'proposal→accept', ms: Date.now() - t0 });
     if (m.type === 'decline') return fallbackFromPeer(m);
