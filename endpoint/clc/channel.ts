@@ -38,12 +38,19 @@ export class ClcChannel {
   private buf: Buffer = Buffer.alloc(0);
   private waiter: (() => void) | undefined;
   private ended: string | undefined;
+  private watcher: (() => void) | undefined;
   private readonly onData = (d: Buffer): void => {
     this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
-    this.waiter?.();
+    this.wake();
   };
-  private readonly onEnd = (): void => { this.ended = 'peer closed the TCP connection'; this.waiter?.(); };
-  private readonly onError = (e: Error): void => { this.ended = `TCP error: ${e.message}`; this.waiter?.(); };
+  private readonly onEnd = (): void => { this.ended = 'peer closed the TCP connection'; this.wake(); };
+  private readonly onError = (e: Error): void => { this.ended = `TCP error: ${e.message}`; this.wake(); };
+  private wake(): void {
+    this.waiter?.();
+    const w = this.watcher;
+    this.watcher = undefined;
+    w?.();
+  }
 
   constructor(readonly socket: Socket) {
     socket.on('data', this.onData);
@@ -94,6 +101,17 @@ export class ClcChannel {
         this.waiter = () => { clearTimeout(t); this.waiter = undefined; resolve(); };
       });
     }
+  }
+
+  /**
+   * Calls `f` once, as soon as the peer sends a byte or closes (at once if unread bytes or the
+   * close are already here); returns the cancel function. While we prepare our next message the
+   * peer is waiting, so anything it sends (its Decline) means it stopped waiting. One watcher.
+   */
+  onPeerActivity(f: () => void): () => void {
+    if (this.buf.length > 0 || this.ended) { queueMicrotask(f); return () => undefined; }
+    this.watcher = f;
+    return () => { if (this.watcher === f) this.watcher = undefined; };
   }
 
   /** Bytes received so far and not consumed by a CLC read. */

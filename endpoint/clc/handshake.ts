@@ -304,6 +304,9 @@ async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     if (r.mtuCode < 1 || r.mtuCode > 5) throw new ClcError(DECL.SYNCERR, `server MTU code ${r.mtuCode} out of range`);
     // -- link group: new on first contact; else the one whose link talks to the named QP
     let link: Link | undefined;
+    // The server waits for our Confirm for its CLC timeout from its Accept: what we do before
+    // the Confirm (the lock, a CONFIRM RKEY queued behind other LLC flows) is bounded by that.
+    const serverWaitsUntil = Date.now() + o.clcTimeoutMs;
     unlock = await lockWithin(ctx, 'client', `${r.peerId}|${r.gid}`, o.clcTimeoutMs);
     if (acc.firstContact) {
       lg = ctx.newLinkGroup('client', version, release, r.peerId, maxConns, maxLinks);
@@ -326,9 +329,7 @@ async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     const peerRmb: Rtoken = { rkey: r.rkey, addr: r.rmbVa };
     lg.addConn(held.token!, sink);
     lg.setConnPeer(held.token!, r.token, peerRmb, sizeFromCode(r.rmbeSizeCode), link);
-    if (!acc.firstContact && rmb.fresh) {
-      try { await lg.confirmRkey(rmb.buf); } catch (e) { throw new ClcError(DECL.ERR_RTOK, `CONFIRM RKEY: ${(e as Error).message}`); }
-    }
+    if (!acc.firstContact && rmb.fresh) await confirmRkeyWhilePeerWaits(lg, rmb.buf, ch, serverWaitsUntil, DECL.TIMEOUT_CL);
     await ch.send(withoutLength(acceptConfirm(ctx, 'confirm', version, acc.firstContact, link, held.token!, rmb.buf, mtu, {
       ...(r.eid !== undefined ? { eid: r.eid } : {}),
       fce: fce(ctx, release, maxConns, maxLinks), gidList: ctx.ports.map((p) => p.gid),
@@ -371,6 +372,11 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
   try {
     const m = await ch.read(o.clcTimeoutMs, 'Proposal');
     proposalSeen = true;
+    // The client waits for our Accept for its CLC timeout: everything before the Accept (this
+    // peer's lock, a handshake slot, a CONFIRM RKEY queued behind other LLC flows) is bounded by
+    // that. Past it the client has declined and sends its data over TCP; a handshake still
+    // waiting here would leave that data unread (the 2000-connect flood: 30 s and more).
+    const clientWaitsUntil = Date.now() + o.clcTimeoutMs;
     if (m.type === 'decline') return fallbackFromPeer(m);
     if (m.type !== 'proposal') throw new ClcError(DECL.SYNCERR, `expected CLC Proposal, got ${m.type}`);
     const p = m;
@@ -387,7 +393,7 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     // -- first or subsequent contact (decided under this peer's lock: a second Proposal from the
     //    same peer waits until this first contact has its link group, then joins it; at most one
     //    CLC timeout, then it is declined)
-    unlock = await lockWithin(ctx, 'server', `${p.peerId}|${peerGid}`, o.clcTimeoutMs);
+    unlock = await lockWithin(ctx, 'server', `${p.peerId}|${peerGid}`, Math.max(1, clientWaitsUntil - Date.now()));
     const slot = await ctx.handshakeSlot();
     if (!slot) throw new ClcError(DECL.MEM, `too many handshakes at once (limit ${o.maxHandshakes})`);
     releaseSlot = slot;
@@ -409,9 +415,7 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     // Registered before the Accept goes out: the client may send data right after its Confirm.
     const sink = new PendingSink();
     lg.addConn(held.token!, sink);
-    if (!first && rmb.fresh) {
-      try { await lg.confirmRkey(rmb.buf); } catch (e) { throw new ClcError(DECL.ERR_RTOK, `CONFIRM RKEY: ${(e as Error).message}`); }
-    }
+    if (!first && rmb.fresh) await confirmRkeyWhilePeerWaits(lg, rmb.buf, ch, clientWaitsUntil, DECL.TIMEOUT_AL);
     const grp = lg;
     await ch.send(withoutLength(acceptConfirm(ctx, 'accept', version, first, link, held.token!, rmb.buf, ctx.id.mtu, {
       ...(eid !== undefined ? { eid } : {}), fce: fce(ctx, grp.release, grp.maxConns, grp.maxLinks),
@@ -461,6 +465,33 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
   } finally {
     unlock();
     releaseSlot();
+  }
+}
+
+/**
+ * CONFIRM RKEY for a new RMB of an existing link group, given up (ClcError `code`) as soon as the
+ * peer stops waiting for our next CLC message: it sent something (its Decline) or its CLC
+ * timeout ran out (`until`). LLC flows of a group run one at a time, so under a burst the flow
+ * may wait long in the queue. An abandoned flow still runs later; if it completes, the RMB goes
+ * back to the pool confirmed (the next connection then needs no CONFIRM RKEY for it).
+ */
+async function confirmRkeyWhilePeerWaits(lg: LinkGroup, rmb: BufDesc, ch: ClcChannel, until: number, code: number): Promise<void> {
+  const flow = lg.confirmRkey(rmb);
+  flow.catch(() => undefined); // an abandoned flow's failure is nobody's business
+  let cancel: () => void = noop;
+  let t: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<never>((_, reject) => {
+    cancel = ch.onPeerActivity(() => reject(new ClcError(code, 'CONFIRM RKEY: the peer stopped waiting (it sent its Decline or closed)')));
+    t = setTimeout(() => reject(new ClcError(code, 'CONFIRM RKEY not done before the peer\'s CLC timeout (LLC flows of the link group busy)')), Math.max(0, until - Date.now()));
+  });
+  gaveUp.catch(() => undefined);
+  try {
+    await Promise.race([flow, gaveUp]);
+  } catch (e) {
+    throw e instanceof ClcError ? e : new ClcError(DECL.ERR_RTOK, `CONFIRM RKEY: ${(e as Error).message}`);
+  } finally {
+    cancel();
+    clearTimeout(t);
   }
 }
 
