@@ -140,10 +140,16 @@ export class SmcServer extends EventEmitter {
     this.tcp.on('error', (e) => this.fail(e));
   }
 
-  /** Listen (opens the endpoint first). Resolves with the bound address. */
+  /**
+   * Listen (opens the endpoint first). Resolves with the bound address. The backlog defaults to
+   * maxPendingConnections (the kernel caps it at net.core.somaxconn), not node:net's 511: the
+   * Proposal deadline runs from accept, and when the accept queue overflows the kernel drops the
+   * client's ACK and its Proposal; the Proposal then comes back only with a backed-off TCP
+   * retransmission, seconds later, and a live client would be closed as silent.
+   */
   async listen(port: number, host?: string, backlog?: number): Promise<AddressInfo> {
     this.stack = await endpoint(this.options);
-    this.tcp.listen({ port, ...(host ? { host } : {}), ...(backlog ? { backlog } : {}) });
+    this.tcp.listen({ port, ...(host ? { host } : {}), backlog: backlog ?? this.stack.opts.maxPendingConnections });
     await once(this.tcp, 'listening');
     this.emit('listening');
     return this.tcp.address() as AddressInfo;

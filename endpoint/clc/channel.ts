@@ -39,12 +39,19 @@ export class ClcChannel {
   private buf: Buffer = Buffer.alloc(0);
   private waiter: (() => void) | undefined;
   private ended: string | undefined;
+  private watcher: (() => void) | undefined;
   private readonly onData = (d: Buffer): void => {
     this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
-    this.waiter?.();
+    this.wake();
   };
-  private readonly onEnd = (): void => { this.ended = 'peer closed the TCP connection'; this.waiter?.(); };
-  private readonly onError = (e: Error): void => { this.ended = `TCP error: ${e.message}`; this.waiter?.(); };
+  private readonly onEnd = (): void => { this.ended = 'peer closed the TCP connection'; this.wake(); };
+  private readonly onError = (e: Error): void => { this.ended = `TCP error: ${e.message}`; this.wake(); };
+  private wake(): void {
+    this.waiter?.();
+    const w = this.watcher;
+    this.watcher = undefined;
+    w?.();
+  }
 
   constructor(readonly socket: Socket, private readonly trace?: Trace) {
     socket.on('data', this.onData);
@@ -108,13 +115,29 @@ export class ClcChannel {
     if (this.trace) this.trace({ layer: 'clc', dir: 'in', problem, detail, head: new Uint8Array(this.buf.subarray(0, 64)), ...this.ends() });
   }
 
+  /**
+   * Calls `f` once, as soon as the peer sends a byte or closes (at once if unread bytes or the
+   * close are already here); returns the cancel function. While we prepare our next message the
+   * peer is waiting, so anything it sends (its Decline) means it stopped waiting. One watcher.
+   */
+  onPeerActivity(f: () => void): () => void {
+    if (this.buf.length > 0 || this.ended) { queueMicrotask(f); return () => undefined; }
+    this.watcher = f;
+    return () => { if (this.watcher === f) this.watcher = undefined; };
+  }
+
   /** Bytes received so far and not consumed by a CLC read. */
   get buffered(): number { return this.buf.length; }
 
   /** Write one message (encoded by the shared codec). */
   send(m: ClcInput): Promise<void> {
     const bytes = encodeClc(m);
-    if (this.trace) this.trace({ layer: 'clc', dir: 'out', msg: { ...m, length: bytes.length } as ClcMessage, ...this.ends() });
+    return this.sendEncoded(bytes, m);
+  }
+
+  /** Write one message already encoded by the shared codec (`m`: its value, for the trace). */
+  sendEncoded(bytes: Uint8Array, m?: ClcInput): Promise<void> {
+    if (this.trace) this.trace({ layer: 'clc', dir: 'out', msg: m ? { ...m, length: bytes.length } as ClcMessage : decodeClc(bytes).value, ...this.ends() });
     return new Promise((resolve, reject) => {
       if (this.socket.destroyed || !this.socket.writable) { reject(new ClcError(DECL.INTERR, 'TCP connection closed before a CLC message could be sent')); return; }
       this.socket.write(bytes, (e) => (e ? reject(new ClcError(DECL.INTERR, `sending CLC: ${e.message}`)) : resolve()));

@@ -23,7 +23,7 @@ import type { Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import {
   CLC_ACCEPT, CLC_CONFIRM, CLC_PROPOSAL, PATH_B, PATH_N, PATH_R, PATH_D,
-  type ClcAcceptConfirm, type ClcProposal, type ClcMessage, type ClcFce,
+  encodeClc, type ClcAcceptConfirm, type ClcProposal, type ClcMessage, type ClcFce, type ClcInput,
 } from '../../dissectors/wire/clc.js';
 import { formatReason } from '../../dissectors/wire/reasons.js';
 import { parseIpv4, ipv4Str, put32, u32 } from '../../dissectors/wire/common.js';
@@ -129,9 +129,25 @@ const FEATURE_MASK_V21 = 1;
 const noop = (): void => {};
 const OS_LINUX = 2;
 
+/** How long an interface-prefix answer is reused. os.networkInterfaces() is a getifaddrs()
+ *  per call: once per handshake it was 20 % of a client's CPU in a burst of 2000 connects,
+ *  enough to send Proposals later than the server's Proposal deadline. Addresses change rarely. */
+const PREFIX_CACHE_MS = 1000;
+const prefixCache = new Map<string, { at: number; v: { prefix: string; len: number } | undefined }>();
+
 /** IPv4 prefix of the interface holding `addr` (for the v1 Proposal's IP area and its check):
  *  the interface with that address, else one whose subnet contains it (127.0.5.1 is on lo's /8). */
 export function ipv4Prefix(addr: string): { prefix: string; len: number } | undefined {
+  const now = Date.now();
+  const hit = prefixCache.get(addr);
+  if (hit && now - hit.at < PREFIX_CACHE_MS) return hit.v;
+  const v = lookupIpv4Prefix(addr);
+  if (prefixCache.size > 64) prefixCache.clear();
+  prefixCache.set(addr, { at: now, v });
+  return v;
+}
+
+function lookupIpv4Prefix(addr: string): { prefix: string; len: number } | undefined {
   let found: { len: number } | undefined;
   for (const list of Object.values(networkInterfaces())) {
     for (const a of list ?? []) {
@@ -211,6 +227,34 @@ function withStream(r: HandshakeResult, ch: ClcChannel): HandshakeResult {
   return { ...r, leftover, peerEnded: ended, strayClc: r.declinedBy === 'local' };
 }
 
+/** Encoded Proposals by stack and local prefix: the same bytes for every connection of a stack
+ *  from one address (encoding each anew was 9 % of a client's CPU in a connect burst). */
+const proposals = new WeakMap<HandshakeContext, Map<string, Uint8Array>>();
+
+function proposalBytes(ctx: HandshakeContext, pfx: { prefix: string; len: number }, v1: boolean, v2: boolean, version: 1 | 2): Uint8Array {
+  const key = `${pfx.prefix}/${pfx.len}`;
+  let byPrefix = proposals.get(ctx);
+  if (!byPrefix) { byPrefix = new Map(); proposals.set(ctx, byPrefix); }
+  const hit = byPrefix.get(key);
+  if (hit) return hit;
+  const o = ctx.opts;
+  const proposal: Omit<ClcProposal, 'length'> = {
+    type: 'proposal', eyecatcher: 'SMCR', trailer: 'SMCR', typeCode: CLC_PROPOSAL, version,
+    typev2: v2 ? PATH_R : PATH_N, typev1: v1 ? PATH_R : PATH_N,
+    // A v2-only Proposal carries no v1 identity (Linux leaves these zero).
+    peerId: v1 ? ctx.id.peerId : '0@00:00:00:00:00:00', gid: v1 ? ctx.id.gid : '::', mac: v1 ? ctx.id.mac : '00:00:00:00:00:00',
+    ...(v1 ? { prefix: { ipv4: pfx.prefix, ipv4Len: pfx.len, ipv6: [] } } : {}),
+    ...(v2 ? {
+      smcd: { ismGid: 0n, ismChid: 0, vendorOui: 0, vendorExp: 0n },
+      v2: { eids: o.ueids, release: o.release, seidFlag: false, roceV2Gid: ctx.id.gid, maxConns: o.maxConns, maxLinks: o.maxLinks, featureMask: o.release >= 1 ? FEATURE_MASK_V21 : 0 },
+    } : {}),
+  };
+  const bytes = encodeClc(proposal as ClcInput);
+  if (byPrefix.size > 64) byPrefix.clear();
+  byPrefix.set(key, bytes);
+  return bytes;
+}
+
 async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): Promise<HandshakeResult> {
   const t0 = Date.now();
   const steps: Established['steps'] = [];
@@ -225,19 +269,7 @@ async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
   try {
     if (!v1 && !v2) throw new ClcError(DECL.NOUEID, 'SMC-Rv2 needs a UEID and v1 is disabled');
     const local = plainIpv4(tcp.localAddress);
-    const pfx = ipv4Prefix(local) ?? { prefix: local, len: 32 };
-    const proposal: Omit<ClcProposal, 'length'> = {
-      type: 'proposal', eyecatcher: 'SMCR', trailer: 'SMCR', typeCode: CLC_PROPOSAL, version,
-      typev2: v2 ? PATH_R : PATH_N, typev1: v1 ? PATH_R : PATH_N,
-      // A v2-only Proposal carries no v1 identity (Linux leaves these zero).
-      peerId: v1 ? ctx.id.peerId : '0@00:00:00:00:00:00', gid: v1 ? ctx.id.gid : '::', mac: v1 ? ctx.id.mac : '00:00:00:00:00:00',
-      ...(v1 ? { prefix: { ipv4: pfx.prefix, ipv4Len: pfx.len, ipv6: [] } } : {}),
-      ...(v2 ? {
-        smcd: { ismGid: 0n, ismChid: 0, vendorOui: 0, vendorExp: 0n },
-        v2: { eids: o.ueids, release: o.release, seidFlag: false, roceV2Gid: ctx.id.gid, maxConns: o.maxConns, maxLinks: o.maxLinks, featureMask: o.release >= 1 ? FEATURE_MASK_V21 : 0 },
-      } : {}),
-    };
-    await ch.send(proposal);
+    await ch.sendEncoded(proposalBytes(ctx, ipv4Prefix(local) ?? { prefix: local, len: 32 }, v1, v2, version));
     const m = await ch.read(o.clcTimeoutMs, 'Accept');
     steps.push({ step: 'proposal→accept', ms: Date.now() - t0 });
     if (m.type === 'decline') return fallbackFromPeer(m);
@@ -272,6 +304,9 @@ async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     if (r.mtuCode < 1 || r.mtuCode > 5) throw new ClcError(DECL.SYNCERR, `server MTU code ${r.mtuCode} out of range`);
     // -- link group: new on first contact; else the one whose link talks to the named QP
     let link: Link | undefined;
+    // The server waits for our Confirm for its CLC timeout from its Accept: what we do before
+    // the Confirm (the lock, a CONFIRM RKEY queued behind other LLC flows) is bounded by that.
+    const serverWaitsUntil = Date.now() + o.clcTimeoutMs;
     unlock = await lockWithin(ctx, 'client', `${r.peerId}|${r.gid}`, o.clcTimeoutMs);
     if (acc.firstContact) {
       lg = ctx.newLinkGroup('client', version, release, r.peerId, maxConns, maxLinks);
@@ -295,9 +330,7 @@ async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     const peerRmb: Rtoken = { rkey: r.rkey, addr: r.rmbVa };
     lg.addConn(held.token!, sink);
     lg.setConnPeer(held.token!, r.token, peerRmb, sizeFromCode(r.rmbeSizeCode), link);
-    if (!acc.firstContact && rmb.fresh) {
-      try { await lg.confirmRkey(rmb.buf); } catch (e) { throw new ClcError(DECL.ERR_RTOK, `CONFIRM RKEY: ${(e as Error).message}`); }
-    }
+    if (!acc.firstContact && rmb.fresh) await confirmRkeyWhilePeerWaits(lg, rmb.buf, ch, serverWaitsUntil, DECL.TIMEOUT_CL);
     await ch.send(withoutLength(acceptConfirm(ctx, 'confirm', version, acc.firstContact, link, held.token!, rmb.buf, mtu, {
       ...(r.eid !== undefined ? { eid: r.eid } : {}),
       fce: fce(ctx, release, maxConns, maxLinks), gidList: ctx.ports.map((p) => p.gid),
@@ -340,6 +373,11 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
   try {
     const m = await ch.read(o.clcTimeoutMs, 'Proposal');
     proposalSeen = true;
+    // The client waits for our Accept for its CLC timeout: everything before the Accept (this
+    // peer's lock, a handshake slot, a CONFIRM RKEY queued behind other LLC flows) is bounded by
+    // that. Past it the client has declined and sends its data over TCP; a handshake still
+    // waiting here would leave that data unread (the 2000-connect flood: 30 s and more).
+    const clientWaitsUntil = Date.now() + o.clcTimeoutMs;
     if (m.type === 'decline') return fallbackFromPeer(m);
     if (m.type !== 'proposal') throw new ClcError(DECL.SYNCERR, `expected CLC Proposal, got ${m.type}`);
     const p = m;
@@ -356,7 +394,7 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     // -- first or subsequent contact (decided under this peer's lock: a second Proposal from the
     //    same peer waits until this first contact has its link group, then joins it; at most one
     //    CLC timeout, then it is declined)
-    unlock = await lockWithin(ctx, 'server', `${p.peerId}|${peerGid}`, o.clcTimeoutMs);
+    unlock = await lockWithin(ctx, 'server', `${p.peerId}|${peerGid}`, Math.max(1, clientWaitsUntil - Date.now()));
     const slot = await ctx.handshakeSlot();
     if (!slot) throw new ClcError(DECL.MEM, `too many handshakes at once (limit ${o.maxHandshakes})`);
     releaseSlot = slot;
@@ -378,9 +416,7 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
     // Registered before the Accept goes out: the client may send data right after its Confirm.
     const sink = new PendingSink();
     lg.addConn(held.token!, sink);
-    if (!first && rmb.fresh) {
-      try { await lg.confirmRkey(rmb.buf); } catch (e) { throw new ClcError(DECL.ERR_RTOK, `CONFIRM RKEY: ${(e as Error).message}`); }
-    }
+    if (!first && rmb.fresh) await confirmRkeyWhilePeerWaits(lg, rmb.buf, ch, clientWaitsUntil, DECL.TIMEOUT_AL);
     const grp = lg;
     await ch.send(withoutLength(acceptConfirm(ctx, 'accept', version, first, link, held.token!, rmb.buf, ctx.id.mtu, {
       ...(eid !== undefined ? { eid } : {}), fce: fce(ctx, grp.release, grp.maxConns, grp.maxLinks),
@@ -430,6 +466,33 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
   } finally {
     unlock();
     releaseSlot();
+  }
+}
+
+/**
+ * CONFIRM RKEY for a new RMB of an existing link group, given up (ClcError `code`) as soon as the
+ * peer stops waiting for our next CLC message: it sent something (its Decline) or its CLC
+ * timeout ran out (`until`). LLC flows of a group run one at a time, so under a burst the flow
+ * may wait long in the queue. An abandoned flow still runs later; if it completes, the RMB goes
+ * back to the pool confirmed (the next connection then needs no CONFIRM RKEY for it).
+ */
+async function confirmRkeyWhilePeerWaits(lg: LinkGroup, rmb: BufDesc, ch: ClcChannel, until: number, code: number): Promise<void> {
+  const flow = lg.confirmRkey(rmb);
+  flow.catch(() => undefined); // an abandoned flow's failure is nobody's business
+  let cancel: () => void = noop;
+  let t: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<never>((_, reject) => {
+    cancel = ch.onPeerActivity(() => reject(new ClcError(code, 'CONFIRM RKEY: the peer stopped waiting (it sent its Decline or closed)')));
+    t = setTimeout(() => reject(new ClcError(code, 'CONFIRM RKEY not done before the peer\'s CLC timeout (LLC flows of the link group busy)')), Math.max(0, until - Date.now()));
+  });
+  gaveUp.catch(() => undefined);
+  try {
+    await Promise.race([flow, gaveUp]);
+  } catch (e) {
+    throw e instanceof ClcError ? e : new ClcError(DECL.ERR_RTOK, `CONFIRM RKEY: ${(e as Error).message}`);
+  } finally {
+    cancel();
+    clearTimeout(t);
   }
 }
 

@@ -48,4 +48,7 @@ export class StrayClcFilter {
   }
 
   get checking(): boolean { return !this.passing; }
+
+  /** Bytes held back now (the start of what may be a CLC message). */
+  get holding(): number { return this.held.length; }
 }

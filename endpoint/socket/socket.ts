@@ -156,7 +156,13 @@ export class SmcSocket extends Duplex {
     const onData = (b: Buffer): void => {
       if (!filter?.checking) { deliver(b); return; }
       deliver(filter.feed(b));
-      if (!filter.checking) checked();
+      if (!filter.checking) { checked(); return; }
+      // Bytes that could begin a CLC message are held at most strayWaitMs, then they are data.
+      // The clock starts when bytes are held, not at the fallback: a stray message the peer
+      // sent late (its Accept after our Accept timeout, under load seconds later) is still at
+      // the very start of the stream and must still be taken off — no data can come before it.
+      if (filter.holding === 0) { clearTimeout(timer); timer = undefined; return; }
+      timer ??= setTimeout(() => { if (filter.checking) { deliver(filter.flush()); checked(); } }, init.strayWaitMs ?? 2000).unref();
     };
     let ended = false;
     const onEnd = (): void => {
@@ -165,11 +171,6 @@ export class SmcSocket extends Duplex {
       if (filter?.checking) { deliver(filter.flush()); checked(); }
       this.push(null);
     };
-    if (filter) {
-      // Bytes that could begin a CLC message are held at most this long, then they are data.
-      timer = setTimeout(() => { if (filter.checking) { deliver(filter.flush()); checked(); } }, init.strayWaitMs ?? 2000);
-      timer.unref();
-    }
     tcp.on('data', onData);
     tcp.on('end', onEnd);
     tcp.on('error', (e) => this.destroy(e));

@@ -70,9 +70,13 @@ export class EchoCheck {
   sentBytes = 0;
   gotBytes = 0;
   error: string | undefined;
+  /** Called on every echo chunk and on error (roundTrip waits on it; no polling: 2000 pollers
+   *  every 5 ms were most of the client's CPU in the flood and delayed its Proposals). */
+  private wake: (() => void) | undefined;
   private constructor(readonly sock: SmcSocket) {
-    sock.on('data', (d: Buffer) => { this.got.update(d); this.gotBytes += d.length; });
-    sock.on('error', (e) => { this.error ??= e.message; });
+    sock.on('data', (d: Buffer) => { this.got.update(d); this.gotBytes += d.length; this.wake?.(); });
+    sock.on('error', (e) => { this.error ??= e.message; this.wake?.(); });
+    sock.on('close', () => this.wake?.());
   }
 
   static async open(srv: string, port: number, from: string, extra: Record<string, unknown> = {}): Promise<EchoCheck> {
@@ -86,8 +90,12 @@ export class EchoCheck {
     this.sent.update(b);
     this.sentBytes += n;
     this.sock.write(b);
-    const until = Date.now() + ms;
-    while (this.gotBytes < this.sentBytes && Date.now() < until && !this.error) await new Promise((r) => setTimeout(r, 5));
+    await new Promise<void>((resolve) => {
+      const done = (): void => { clearTimeout(t); this.wake = undefined; resolve(); };
+      const t = setTimeout(done, ms);
+      this.wake = () => { if (this.gotBytes >= this.sentBytes || this.error || this.sock.destroyed) done(); };
+      this.wake();
+    });
     return this.gotBytes === this.sentBytes;
   }
 

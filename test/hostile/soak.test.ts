@@ -1,9 +1,9 @@
-// The CI version of the soak (soak.ts): 64 SMC-R connections for 60 s through 1 % loss
-// (duplication and reordering: see FAULTS in soak.ts); every echoed byte compared, server RSS flat.
+// The CI version of the soak (soak.ts): 64 SMC-R connections for 60 s through 1 % loss, duplication
+// and reordering on both ends; every echoed byte compared, server RSS flat.
 import test from 'ava';
 import { soak } from './soak.js';
 
-test('soak: 64 connections, 60 s, 1 % loss: every byte verified, RSS flat', async (t) => {
+test('soak: 64 connections, 60 s, 1 % loss, duplication and reordering: every byte verified, RSS flat', async (t) => {
   t.timeout(180_000);
   const r = await soak(60, 64, '127.0.98');
   t.log(`${r.connections} connections (${r.smcr} SMC-R), ${r.bytesVerified} bytes verified, RSS ${r.rssStartKb} → ${r.rssEndKb} kB (samples ${r.rssSamplesKb.join(' ')})`);

@@ -1,6 +1,6 @@
 // Soak: N parallel SMC-R connections to the example echo server (a separate process) for T
-// seconds over uroce with 1 % loss injected on both ends (the uroce fault hooks; SOAK_FAULTS
-// overrides, see FAULTS for why not duplication and reordering). Every byte that comes back is compared with the byte sent; the
+// seconds over uroce with 1 % loss, duplication and reordering injected on both ends (the uroce
+// fault hooks; SOAK_FAULTS overrides). Every byte that comes back is compared with the byte sent; the
 // server's RSS is sampled after a warm-up and at the end.
 //   node dist/test/hostile/soak.js [seconds=600] [connections=64]
 import { randomBytes } from 'node:crypto';
@@ -14,13 +14,11 @@ export interface SoakResult {
   rssStartKb: number; rssEndKb: number; rssSamplesKb: number[];
 }
 
-// 1 % loss. Duplication and reordering are left out of the default: with 1 % duplication (and
-// more so with 1 % reordering on top) a uroce link of this soak fails with "transport retry
-// counter exceeded" after 10-40 s (600 s run: all 64 connections aborted; no byte was wrong),
-// although the event loop lagged at most 230 ms; each of them alone passes a 20 s run. That is
-// a uroce requester/responder bug still to find. Reproduce with
-// SOAK_FAULTS='{"seed":7,"loss":0.01,"duplicate":0.01}' node dist/test/hostile/soak.js 60 64
-const FAULTS = process.env.SOAK_FAULTS ? JSON.parse(process.env.SOAK_FAULTS) as { seed: number } : { seed: 7, loss: 0.01 };
+// 1 % loss, duplication and reordering on both ends (the issue's soak). 60 s runs are clean; 10-min
+// runs on a 2-core machine at load average 17-20 lost their link after 410-478 s when a process
+// was not scheduled for longer than the QP retry budget (~1.07 s; the lag monitor saw the server
+// stall 1.7 s then): starvation, not a protocol bug (docs/endpoint.md). SOAK_FAULTS overrides.
+const FAULTS = process.env.SOAK_FAULTS ? JSON.parse(process.env.SOAK_FAULTS) as { seed: number } : { seed: 7, loss: 0.01, duplicate: 0.01, reorder: 0.01 };
 /** Bytes a connection keeps in flight (sent, not yet echoed). */
 const WINDOW = Number(process.env.SOAK_WINDOW ?? 64 * 1024);
 

@@ -593,6 +593,10 @@ export class UroceQp implements Qp, EngineQp {
       this.pump();
       return;
     }
+    // A NAK names the PSN the responder expects, never one already acknowledged: below the
+    // oldest unacknowledged PSN it is a stale copy (duplicated or reordered on the way), and
+    // going back to it would skip the queue entries not sent yet (rxe drops it the same way).
+    if (psnDiff(psn, this.unacked) < 0) { this.stats.drops++; return; }
     this.ackUpTo((psn - 1) & PSN_MASK);
     if (a.kind === 'RNR NAK') {
       this.stats.rnrNaksReceived++;
