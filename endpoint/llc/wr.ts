@@ -55,6 +55,8 @@ export interface PendingWrite { mr: Mr; off: number; len: number; remoteAddr: bi
 /** RDMA WRITEs one message may carry (a CDC's data split at the ring's wrap: 2). */
 export const MAX_WRITES_PER_MSG = 4;
 
+const NO_WRITES: readonly PendingWrite[] = [];
+
 const WRID_SEND = 1n << 40n;
 const WRID_WRITE = 2n << 40n;
 const WRID_RECV = 3n << 40n;
@@ -129,10 +131,8 @@ export class WrLink extends EventEmitter {
    * the peer's RNIC acknowledged it; rejects with LinkDownError when the link fails first.
    * Waits for a free slot when all are in flight (the caller's backpressure).
    */
-  async send(msg: Uint8Array): Promise<void> {
-    if (msg.length > this.bufSize) throw new RangeError(`message of ${msg.length} bytes exceeds the link's ${this.bufSize}-byte buffers`);
-    const slot = await this.takeSlot();
-    return this.sendInSlot(slot, msg);
+  send(msg: Uint8Array): Promise<void> {
+    return this.sendWithWrites(NO_WRITES, msg);
   }
 
   /**
@@ -141,14 +141,19 @@ export class WrLink extends EventEmitter {
    * posting cannot overrun it however many connections share the link (Linux reserves the CDC
    * slot before posting a connection's writes for the same reason).
    */
-  async sendWithWrites(writes: readonly PendingWrite[], msg: Uint8Array): Promise<void> {
-    if (msg.length > this.bufSize) throw new RangeError(`message of ${msg.length} bytes exceeds the link's ${this.bufSize}-byte buffers`);
-    if (writes.length > MAX_WRITES_PER_MSG) throw new RangeError(`${writes.length} RDMA WRITEs for one message (at most ${MAX_WRITES_PER_MSG})`);
-    const slot = await this.takeSlot();
-    return this.sendInSlot(slot, msg, writes);
+  sendWithWrites(writes: readonly PendingWrite[], msg: Uint8Array): Promise<void> {
+    if (msg.length > this.bufSize) return Promise.reject(new RangeError(`message of ${msg.length} bytes exceeds the link's ${this.bufSize}-byte buffers`));
+    if (writes.length > MAX_WRITES_PER_MSG) return Promise.reject(new RangeError(`${writes.length} RDMA WRITEs for one message (at most ${MAX_WRITES_PER_MSG})`));
+    // A free slot is taken at once: the writes and the message are posted in this call, in the
+    // caller's turn, not one promise hop later (that hop was a microtask and two promises per CDC).
+    if (this.downReason === undefined) {
+      const slot = this.freeSlots.pop();
+      if (slot !== undefined) return this.sendInSlot(slot, msg, writes);
+    }
+    return this.takeSlot().then((slot) => this.sendInSlot(slot, msg, writes));
   }
 
-  private sendInSlot(slot: number, msg: Uint8Array, writes: readonly PendingWrite[] = []): Promise<void> {
+  private sendInSlot(slot: number, msg: Uint8Array, writes: readonly PendingWrite[]): Promise<void> {
     const off = slot * this.bufSize;
     this.sendMr.buffer.set(msg, off);
     const wrId = WRID_SEND | this.nextSendId++;
