@@ -167,6 +167,8 @@ const MAX_DATA_CDC_IN_FLIGHT = 4;
 /** Smallest amount of data one CDC announces when more is waiting (a quarter ring otherwise). */
 const MIN_DATA_CHUNK = 16 * 1024;
 
+/** Data CDCs in flight that do not yet cork small writes (Linux: 0; see scheduleFlush). */
+const CORK_IN_FLIGHT = 1;
 
 /**
  * One SMC-R connection. Events:
@@ -351,7 +353,9 @@ export class CdcConnection extends EventEmitter {
     if (this.urgPos >= this.cons) avail = this.urgPos - this.cons;
     const n = Math.min(avail, Math.max(0, Math.floor(max)));
     if (n <= 0) { this.checkEnd(); return null; }
-    const out = new Uint8Array(n);
+    // A Buffer, filled at once: the socket pushes it into a Readable, which would otherwise wrap
+    // a plain Uint8Array in a Buffer per chunk; small reads come from Node's buffer pool.
+    const out = Buffer.allocUnsafe(n);
     const off = this.cons % this.rmbeSize;
     const first = Math.min(n, this.rmbeSize - off);
     out.set(this.rmbe.subarray(off, off + first), 0);
@@ -496,9 +500,14 @@ export class CdcConnection extends EventEmitter {
     this.flushQueued = true;
     queueMicrotask(() => {
       this.flushQueued = false;
-      // Autocork (Linux smc_should_autocork): while a CDC is in flight and not much is
-      // waiting, its completion triggers the next batch; saves CDCs without a timer.
-      if (this.cdcInFlight > 0 && this.prep - this.sent <= this.corkSize) return;
+      // Autocork (Linux smc_should_autocork): while CDCs are in flight and not much is
+      // waiting, a completion triggers the next batch; saves CDCs without a timer. Unlike
+      // Linux, one CDC in flight does not cork: a completion here is the peer's ACK, which
+      // over uroce needs the peer process scheduled, and request/response traffic always has
+      // its previous answer's CDC in flight — corking on it held every answer for that ACK
+      // (Nagle against a delayed ACK). Small writes in a stream still coalesce from the
+      // second CDC in flight on (and MAX_DATA_CDC_IN_FLIGHT bounds them anyway).
+      if (this.cdcInFlight > CORK_IN_FLIGHT && this.prep - this.sent <= this.corkSize) return;
       this.flush();
     });
   }
@@ -603,7 +612,7 @@ export class CdcConnection extends EventEmitter {
       this.fin = sentAt;
       this.emit('writable');
     }
-    if (this.prep > this.sent && (this.cdcInFlight === 0 || this.prep - this.sent > this.corkSize)) this.flush();
+    if (this.prep > this.sent && (this.cdcInFlight <= CORK_IN_FLIGHT || this.prep - this.sent > this.corkSize)) this.flush();
     this.wake();
   }
 

@@ -55,9 +55,15 @@ export interface PendingWrite { mr: Mr; off: number; len: number; remoteAddr: bi
 /** RDMA WRITEs one message may carry (a CDC's data split at the ring's wrap: 2). */
 export const MAX_WRITES_PER_MSG = 4;
 
-const WRID_SEND = 1n << 40n;
-const WRID_WRITE = 2n << 40n;
-const WRID_RECV = 3n << 40n;
+const NO_WRITES: readonly PendingWrite[] = [];
+
+// Work request ids: kind × 2^40 + index, plain numbers (safe integers; both providers take
+// them): bigint ids cost an allocation per arithmetic step and a slower Map key, several
+// times per message on the hot path.
+const WRID_KIND = 2 ** 40;
+const WRID_SEND = 1 * WRID_KIND;
+const WRID_WRITE = 2 * WRID_KIND;
+const WRID_RECV = 3 * WRID_KIND;
 
 /**
  * One link's QP with message slots. Events: 'message' (bytes: Uint8Array — a view valid only
@@ -72,10 +78,11 @@ export class WrLink extends EventEmitter {
   private readonly sendMr: Mr;
   private readonly recvMr: Mr;
   private readonly freeSlots: number[] = [];
-  private readonly slotWaiters: Array<(slot: number | undefined) => void> = [];
-  private readonly pending = new Map<bigint, Pending>();
+  /** Sends waiting for a slot, posted in order by releaseSlot. */
+  private readonly sendQueue: Array<{ msg: Uint8Array; writes: readonly PendingWrite[]; resolve: () => void; reject: (e: Error) => void }> = [];
+  private readonly pending = new Map<number, Pending>();
   private readonly recvCount: number;
-  private nextSendId = 0n;
+  private nextSendId = 0;
   private downReason: string | undefined;
   private readonly onCompletion = (): void => this.drain();
   stats = { sent: 0, received: 0, writes: 0, writeBytes: 0 };
@@ -129,10 +136,8 @@ export class WrLink extends EventEmitter {
    * the peer's RNIC acknowledged it; rejects with LinkDownError when the link fails first.
    * Waits for a free slot when all are in flight (the caller's backpressure).
    */
-  async send(msg: Uint8Array): Promise<void> {
-    if (msg.length > this.bufSize) throw new RangeError(`message of ${msg.length} bytes exceeds the link's ${this.bufSize}-byte buffers`);
-    const slot = await this.takeSlot();
-    return this.sendInSlot(slot, msg);
+  send(msg: Uint8Array): Promise<void> {
+    return this.sendWithWrites(NO_WRITES, msg);
   }
 
   /**
@@ -141,17 +146,27 @@ export class WrLink extends EventEmitter {
    * posting cannot overrun it however many connections share the link (Linux reserves the CDC
    * slot before posting a connection's writes for the same reason).
    */
-  async sendWithWrites(writes: readonly PendingWrite[], msg: Uint8Array): Promise<void> {
-    if (msg.length > this.bufSize) throw new RangeError(`message of ${msg.length} bytes exceeds the link's ${this.bufSize}-byte buffers`);
-    if (writes.length > MAX_WRITES_PER_MSG) throw new RangeError(`${writes.length} RDMA WRITEs for one message (at most ${MAX_WRITES_PER_MSG})`);
-    const slot = await this.takeSlot();
-    return this.sendInSlot(slot, msg, writes);
+  sendWithWrites(writes: readonly PendingWrite[], msg: Uint8Array): Promise<void> {
+    if (msg.length > this.bufSize) return Promise.reject(new RangeError(`message of ${msg.length} bytes exceeds the link's ${this.bufSize}-byte buffers`));
+    if (writes.length > MAX_WRITES_PER_MSG) return Promise.reject(new RangeError(`${writes.length} RDMA WRITEs for one message (at most ${MAX_WRITES_PER_MSG})`));
+    if (this.downReason !== undefined) return Promise.reject(new LinkDownError(this.downReason));
+    // Posted in the caller's turn when a slot is free and nobody waits (no promise hop: that was
+    // a microtask and two promises per CDC). Otherwise queued, and posted in FIFO order by the
+    // completion that frees a slot (releaseSlot): a connection's CDCs, and the writes before
+    // them, must reach the QP in the order they were sent — a later CDC overtaking an earlier
+    // one would announce bytes whose RDMA WRITE is not posted yet.
+    if (this.sendQueue.length === 0) {
+      const slot = this.freeSlots.pop();
+      if (slot !== undefined) return this.sendInSlot(slot, msg, writes);
+    }
+    return new Promise<void>((resolve, reject) => { this.sendQueue.push({ msg: msg.slice(), writes, resolve, reject }); });
   }
 
-  private sendInSlot(slot: number, msg: Uint8Array, writes: readonly PendingWrite[] = []): Promise<void> {
+  private sendInSlot(slot: number, msg: Uint8Array, writes: readonly PendingWrite[]): Promise<void> {
     const off = slot * this.bufSize;
     this.sendMr.buffer.set(msg, off);
-    const wrId = WRID_SEND | this.nextSendId++;
+    const wrId = WRID_SEND + this.nextSendId;
+    this.nextSendId = (this.nextSendId + 1) % WRID_KIND;
     return new Promise<void>((resolve, reject) => {
       this.pending.set(wrId, { resolve, reject, slot });
       try {
@@ -178,7 +193,7 @@ export class WrLink extends EventEmitter {
     const err = new LinkDownError(reason);
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
-    for (const w of this.slotWaiters.splice(0)) w(undefined);
+    for (const q of this.sendQueue.splice(0)) q.reject(err);
     this.emit('down', reason);
   }
 
@@ -196,23 +211,14 @@ export class WrLink extends EventEmitter {
 
   // ---- internals ----
 
-  private takeSlot(): Promise<number> {
-    if (this.downReason !== undefined) return Promise.reject(new LinkDownError(this.downReason));
-    const s = this.freeSlots.pop();
-    if (s !== undefined) return Promise.resolve(s);
-    return new Promise<number>((resolve, reject) => {
-      this.slotWaiters.push((slot) => (slot === undefined ? reject(new LinkDownError(this.downReason ?? 'link down')) : resolve(slot)));
-    });
-  }
-
   private releaseSlot(slot: number): void {
-    const w = this.slotWaiters.shift();
-    if (w) w(slot);
-    else this.freeSlots.push(slot);
+    const q = this.downReason === undefined ? this.sendQueue.shift() : undefined;
+    if (!q) { this.freeSlots.push(slot); return; }
+    this.sendInSlot(slot, q.msg, q.writes).then(q.resolve, q.reject);
   }
 
   private postRecv(i: number): void {
-    this.qp.postRecv({ wrId: WRID_RECV | BigInt(i), sgList: [this.recvMr.sge(i * this.bufSize, this.bufSize)] });
+    this.qp.postRecv({ wrId: WRID_RECV + i, sgList: [this.recvMr.sge(i * this.bufSize, this.bufSize)] });
   }
 
   private drain(): void {
@@ -226,8 +232,8 @@ export class WrLink extends EventEmitter {
   }
 
   private handle(wc: WorkCompletion): void {
-    const id = BigInt(wc.wrId);
-    const kind = id & ~0xffffffffffn;
+    const id = Number(wc.wrId);
+    const kind = id - (id % WRID_KIND);
     if (wc.status !== WcStatus.SUCCESS) {
       const p = this.pending.get(id);
       if (p) { this.pending.delete(id); this.releaseSlot(p.slot); }
@@ -239,7 +245,7 @@ export class WrLink extends EventEmitter {
     }
     if (kind === WRID_RECV) {
       if (wc.opcode !== WcOpcode.RECV) return;
-      const i = Number(id & 0xffffffffffn);
+      const i = id % WRID_KIND;
       const off = i * this.bufSize;
       const view = this.recvMr.buffer.subarray(off, off + wc.byteLen);
       this.stats.received++;
