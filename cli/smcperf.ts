@@ -14,7 +14,6 @@
 // --raw: no header; stream writes into any sink, rr needs any echo server, reverse reads any
 // source — e.g. a kernel SMC-R peer running socat under smc_run.
 
-import { printable } from './verdict.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
@@ -26,10 +25,11 @@ import type { DeviceSpec } from '../endpoint/verbs/index.js';
 import { CliError, die } from './output.js';
 import { lineChartSvg, sparkline, type Series } from './plot.js';
 import { cpuSince, latencyHistogram, writePerfReport, type CpuMs } from './perf-report.js';
-import {
-  cliProgram, collect, connectError, describeDevice, deviceArg, fmtBytes, fmtSize, intArg, numArg, parseSize, resolveHost, say, shutdownEndpoints,
-  listenSide, openEndpoint, stateOptions, sizeArg, sleep, smcOptions, sourceAddressFor, stats, timedConnect, verdictLine, verdictOf, versionsArg, type Verdict,
-} from './smcping.js';
+import { collect, deviceArg, fmtBytes, fmtSize, intArg, numArg, parseSize, resolveHost, sizeArg, sourceAddressFor, versionsArg } from './lib/args.js';
+import { connectError, describeDevice, listenSide, openEndpoint, shutdownEndpoints, smcOptions, stateOptions, timedConnect } from './lib/endpoint.js';
+import { cliProgram, say, sleep } from './lib/program.js';
+import { stats } from './lib/stats.js';
+import { printable, verdictLine, verdictOf, type Verdict } from './lib/verdict.js';
 
 const PORT = 19765;
 const MAGIC = 'SMCPERF1';

@@ -1,7 +1,7 @@
 // smcping's verdict rules (cli/verdict.ts) on synthetic trace events: which CLC answers mean
 // "no SMC on the peer", which mean an SMC peer, and which say nothing about the peer.
 import test from 'ava';
-import { echoLine, peerSmcOf, printable, TraceFormatter } from '../../cli/verdict.js';
+import { echoLine, peerSmcOf, printable, TraceFormatter } from '../../cli/lib/verdict.js';
 import type { TraceEvent } from '../../endpoint/trace.js';
 import type { ClcMessage } from '../../dissectors/wire/clc.js';
 

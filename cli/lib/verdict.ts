@@ -3,9 +3,10 @@
 // did the data come back intact. And the -v trace lines (each CLC message and LLC exchange
 // with its timing), from the endpoint's protocol trace (endpoint/trace.ts).
 
-import { summarizeClc } from '../dissectors/wire/clc.js';
-import { summarizeLlc } from '../dissectors/wire/llc.js';
-import type { TraceEvent } from '../endpoint/trace.js';
+import { summarizeClc } from '../../dissectors/wire/clc.js';
+import { summarizeLlc } from '../../dissectors/wire/llc.js';
+import type { TraceEvent } from '../../endpoint/trace.js';
+import { handshakeOf, type SmcSocket } from '../../endpoint/index.js';
 
 /** Whether the peer speaks SMC, from what came back on the TCP connection during CLC. */
 export type PeerSmc =
@@ -116,4 +117,35 @@ export class TraceFormatter {
     }
     return `${at}  ${dir} ${e.linkGroup}/L${e.link} ${text}${after}`;
   }
+}
+
+/** The verdict fields of a connected socket (for text and JSON). */
+export function verdictOf(sock: SmcSocket): Verdict {
+  const hs = handshakeOf(sock);
+  if (sock.mode === 'smcr' && sock.smcr) {
+    return {
+      mode: 'smcr', version: sock.smcr.version, release: sock.smcr.release, linkGroup: String(sock.smcr.linkGroup),
+      linkGroupState: sock.smcr.firstContact ? 'new' : 'reused', link: sock.smcr.link,
+      ...(hs?.token !== undefined ? { token: hs.token } : {}), ...(hs?.peerToken !== undefined ? { peerToken: hs.peerToken } : {}),
+      ...(hs?.eid ? { ueid: hs.eid } : {}), ...(hs?.peerHost ? { peerHost: hs.peerHost } : {}),
+    };
+  }
+  const f = sock.fallback!;
+  return {
+    mode: 'tcp', code: `0x${f.code.toString(16).padStart(8, '0')}`, name: f.name, meaning: f.meaning,
+    declinedBy: hs?.declinedBy ?? 'local', ...(hs?.reason ? { reason: hs.reason } : {}),
+  };
+}
+
+export type Verdict =
+  | { mode: 'smcr'; version: number; release: number; linkGroup: string; linkGroupState: 'new' | 'reused'; link: number; token?: number; peerToken?: number; ueid?: string; peerHost?: string }
+  | { mode: 'tcp'; code: string; name: string; meaning: string; declinedBy: 'peer' | 'local'; reason?: string };
+
+export function verdictLine(v: Verdict): string {
+  if (v.mode === 'smcr') {
+    return `SMC-R v${v.version}${v.version >= 2 ? `.${v.release}` : ''}, link group ${v.linkGroup} ${v.linkGroupState === 'new' ? 'new (first contact)' : 'reused (subsequent contact)'}, link ${v.link}`
+      + `${v.ueid ? `, UEID ${v.ueid}` : ''}${v.peerHost ? `, peer host ${v.peerHost}` : ''}`;
+  }
+  const why = v.reason && !v.reason.includes(v.name) ? `: ${v.reason}` : '';
+  return `TCP fallback: ${v.name} ${v.code} (${v.meaning}), declined by ${v.declinedBy === 'peer' ? 'the peer' : 'us (local)'}${why}`;
 }
