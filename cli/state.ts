@@ -5,7 +5,8 @@
 import Table from 'cli-table3';
 import type { ChalkInstance } from 'chalk';
 import { readFileSync } from 'node:fs';
-import { parseEndpointState, type EndpointState, type EpConn, type EpCursor, type StateAnomaly } from './statejoin.js';
+import type { StateAnomaly } from './statejoin.js';
+import { parseEndpointState, type EndpointState, type EpConn, type EpCursor } from './stateread.js';
 import { queryControl } from '../endpoint/control.js';
 import { fmtSize, jsonReplacer } from '../dissectors/wire/common.js';
 import { CliError } from './output.js';
