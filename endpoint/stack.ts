@@ -220,8 +220,7 @@ export class SmcStack implements HandshakeContext {
   }
 
   newLinkGroup(role: Role, version: 1 | 2, release: number, peerId: string, maxConns: number, maxLinks: number): LinkGroup {
-    // SMC-Rv1 link groups stay on one link here (v1 ADD LINK CONT rkey exchange is not implemented).
-    const lg = new LinkGroup(role, version, release, peerId, version === 2 ? this.ports : [this.id], maxConns, version === 2 ? maxLinks : 1, {
+    const lg = new LinkGroup(role, version, release, peerId, this.ports, maxConns, maxLinks, {
       llcTimeoutMs: this.opts.llcTimeoutMs, testLinkMs: this.opts.testLinkMs, idleMs: this.opts.idleLinkGroupMs,
     }, this.opts.log);
     lg.trace = this.opts.trace;

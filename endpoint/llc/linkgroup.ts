@@ -25,7 +25,7 @@ import { EventEmitter } from 'node:events';
 import {
   decodeLlc, encodeLlc, llcTypeByte, LlcCode, LLC_MSG_SIZE, summarizeLlc, deleteLinkReason,
   type LlcMessage, type LlcConfirmLink, type LlcAddLink, type LlcDeleteLink, type LlcConfirmRkey,
-  type LlcTestLink, type LlcDeleteRkey, type LlcKind, type LlcRequestAddLink,
+  type LlcTestLink, type LlcDeleteRkey, type LlcKind, type LlcRequestAddLink, type LlcAddLinkCont,
 } from '../../dissectors/wire/llc.js';
 import { CDC_TYPE } from '../../dissectors/wire/cdc.js';
 import { u32 } from '../../dissectors/wire/common.js';
@@ -200,7 +200,6 @@ export class LinkGroup extends EventEmitter {
    *  check of SMC-Rv2.1), or undefined when it can. */
   private addLinkRefusal(newType: GroupType): string | undefined {
     const t = this.type;
-    if (this.version !== 2) return 'SMC-Rv1 link group (one link here)';
     if (t === 'NONE') return 'no active link';
     if (t === 'SINGLE' && this.maxLinks <= 1) return 'max links 1';
     if (t === 'SYMMETRIC') return 'the group is symmetric already';
@@ -249,7 +248,9 @@ export class LinkGroup extends EventEmitter {
     return {
       ...this.hdr(LlcCode.CONFIRM_LINK, response), kind: 'confirm_link', noRmbeEyecatcher: true,
       mac: link.port.mac, gid: link.port.gid, qpn: link.qpn, linkId: link.id, linkUid: this.linkUid(link),
-      maxLinks: this.maxLinks, maxConns: this.maxConns,
+      // Linux smc_llc_send_confirm_link: the group's limits only in v2.1; before, max links is
+      // SMC_LINKS_ADD_LNK_MAX (2) and max conns is left 0
+      ...(this.version === 2 && this.release >= 1 ? { maxLinks: this.maxLinks, maxConns: this.maxConns } : { maxLinks: 2, maxConns: 0 }),
     };
   }
 
@@ -545,8 +546,16 @@ export class LinkGroup extends EventEmitter {
         const dl = m as LlcDeleteLink;
         this.log(`${this.name}/L${link.id} peer deletes ${dl.all ? 'the link group' : `link ${dl.linkId}`}: ${deleteLinkReason(dl.reason)}`);
         const rsp: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, true), kind: 'delete_link', all: dl.all, orderly: dl.orderly, linkId: dl.linkId, reason: dl.reason };
-        await this.sendLlc(link, rsp).catch((e: Error) => this.sendFailed(link, 'DELETE LINK response', e));
         const target = dl.all ? undefined : this.links.get(dl.linkId);
+        // One link of several, deleted over another one: gone before we answer (Linux
+        // smc_llc_process_cli_delete_link answers at the end of its flow), so a request that
+        // follows the DELETE LINK (the server's ADD LINK for a replacement) sees the group without it.
+        if (target && target !== link && this.links.size > 1) {
+          this.dropLink(target, 'deleted by peer');
+          await this.sendLlc(link, rsp).catch((e: Error) => this.sendFailed(link, 'DELETE LINK response', e));
+          return;
+        }
+        await this.sendLlc(link, rsp).catch((e: Error) => this.sendFailed(link, 'DELETE LINK response', e));
         if (!dl.all && !target) return; // a link we do not have (Linux ignores it too)
         if (dl.all || this.links.size <= 1) this.terminate(`peer deleted the link group (${deleteLinkReason(dl.reason)})`, false);
         else this.dropLink(target!, 'deleted by peer');
@@ -554,6 +563,8 @@ export class LinkGroup extends EventEmitter {
       }
       case 'confirm_link':
         return; // only expected during first contact (handled by a waiter); a stray one is ignored
+      case 'add_link_cont':
+        return; // only inside an ADD LINK flow (handled by a waiter); Linux drops a stray one too
       default:
         this.log(`${this.name}/L${link.id} unknown LLC type 0x${m.type.toString(16)} ignored`);
     }
@@ -574,12 +585,66 @@ export class LinkGroup extends EventEmitter {
     }
   }
 
+  /** ADD LINK for `link`: v2 carries our RMBs' rkeys on the new link (and the target GID); v1 is
+   *  44 bytes, its rkeys follow in ADD LINK CONTINUATION messages (rkeyExchange). */
   private addLinkMsg(response: boolean, link: Link, targetGid: string, rkeys: LlcRkeyEntry[]): LlcAddLink {
-    return {
-      ...this.hdr(LlcCode.ADD_LINK, response), length: 72 + 16 * rkeys.length, kind: 'add_link', rejected: false, rejectReason: 0,
+    const m: LlcAddLink = {
+      ...this.hdr(LlcCode.ADD_LINK, response), kind: 'add_link', rejected: false, rejectReason: 0,
       mac: link.port.mac, gid: link.port.gid, qpn: link.qpn, linkId: link.id, mtu: link.port.mtu, psn: link.wr.psn,
-      v2: { direct: true, targetGid, numRkeys: rkeys.length, numRkeysOrder: 'le', rkeys },
     };
+    if (this.version === 2) {
+      m.length = 72 + 16 * rkeys.length;
+      m.v2 = { direct: true, targetGid, numRkeys: rkeys.length, numRkeysOrder: 'le', rkeys };
+    }
+    return m;
+  }
+
+  /** One ADD LINK CONTINUATION (SMC-Rv1, Linux smc_llc_add_link_cont): the next two (at most) of
+   *  our RMBs' rkeys on the new link, and how many are left to send counting these. The
+   *  client's are responses, the server's requests. */
+  private addLinkContMsg(newLink: Link, mine: readonly LlcRkeyEntry[], from: number): LlcAddLinkCont {
+    const none: LlcRkeyEntry = { rkey: 0, rkeyNew: 0, vaddrNew: 0n };
+    return {
+      ...this.hdr(LlcCode.ADD_LINK_CONT, this.role === 'client'), kind: 'add_link_cont', linkId: newLink.id,
+      numRkeys: Math.max(0, mine.length - from), rkeys: [mine[from] ?? none, mine[from + 1] ?? none],
+    };
+  }
+
+  /**
+   * SMC-Rv1 rkey exchange after ADD LINK (Linux smc_llc_srv_rkey_exchange / smc_llc_cli_rkey_exchange):
+   * ADD LINK CONTINUATION messages on the old link, two rkeys each, the server's answered by the
+   * client's, until both sides have sent all of theirs (a side with fewer sends empty ones).
+   * `first` is the client's waiter for the server's first message, registered before the ADD LINK
+   * response went out.
+   */
+  private async rkeyExchange(via: Link, l2: Link, first?: Promise<LlcMessage>): Promise<void> {
+    const mine = this.rkeyList(via.port, l2.port);
+    const isCont = (m: LlcMessage): boolean => m.kind === 'add_link_cont' && (m as LlcAddLinkCont).linkId === l2.id;
+    let sent = 0, theirsLeft = 0;
+    const learn = (r: LlcAddLinkCont): void => {
+      const n = Math.min(r.numRkeys, 2);
+      this.learnRkeys(via.id, l2.id, r.rkeys.slice(0, n));
+      theirsLeft = r.numRkeys - n;
+    };
+    if (this.role === 'server') {
+      do {
+        const rsp = this.expect((m) => isCont(m) && m.response, 'ADD LINK CONTINUATION response');
+        await this.sendLlc(via, this.addLinkContMsg(l2, mine, sent));
+        sent = Math.min(mine.length, sent + 2);
+        learn((await rsp) as LlcAddLinkCont);
+      } while (sent < mine.length || theirsLeft > 0);
+      return;
+    }
+    let next = first ?? this.expect((m) => isCont(m) && !m.response, 'ADD LINK CONTINUATION');
+    for (;;) {
+      learn((await next) as LlcAddLinkCont);
+      const after = Math.min(mine.length, sent + 2);
+      const more = after < mine.length || theirsLeft > 0;
+      if (more) next = this.expect((m) => isCont(m) && !m.response, 'ADD LINK CONTINUATION');
+      await this.sendLlc(via, this.addLinkContMsg(l2, mine, sent));
+      sent = after;
+      if (!more) return;
+    }
   }
 
   /**
@@ -611,7 +676,8 @@ export class LinkGroup extends EventEmitter {
       const r = (await rsp) as LlcAddLink;
       if (r.rejected) { this.dropLink(l2, 'ADD LINK rejected by the peer'); return 'failed'; }
       this.connectLink(l2, { gid: r.gid, mac: r.mac, qpn: r.qpn, psn: r.psn, mtu: r.mtu as Mtu }, true);
-      this.learnRkeys(l1.id, l2.id, r.v2?.rkeys ?? []);
+      if (this.version === 2) this.learnRkeys(l1.id, l2.id, r.v2?.rkeys ?? []);
+      else await this.rkeyExchange(l1, l2);
       const crsp = this.expect((m, l) => l === l2 && m.kind === 'confirm_link' && m.response, 'CONFIRM LINK response on the new link');
       await this.sendLlc(l2, this.confirmLinkMsg(l2, false));
       await crsp;
@@ -663,7 +729,7 @@ export class LinkGroup extends EventEmitter {
 
   /** Client: answer the server's ADD LINK (Linux smc_llc_cli_add_link) with a new QP; false = reject. */
   private async acceptAddLink(via: Link, a: LlcAddLink): Promise<boolean> {
-    if (this.version !== 2 || this.role !== 'client' || !a.v2 || !a.mtu || this.links.has(a.linkId) || !via.peer) return false;
+    if (this.role !== 'client' || (this.version === 2 && !a.v2) || !a.mtu || this.links.has(a.linkId) || !via.peer) return false;
     let port = this.altPort(via);
     let newType: GroupType = 'SYMMETRIC';
     if (a.gid === via.peer.gid) {
@@ -677,9 +743,12 @@ export class LinkGroup extends EventEmitter {
     const l2 = this.createLink(port, a.linkId);
     try {
       this.connectLink(l2, { gid: a.gid, mac: a.mac, qpn: a.qpn, psn: a.psn, mtu: a.mtu as Mtu }, false);
-      this.learnRkeys(via.id, l2.id, a.v2.rkeys);
+      if (a.v2) this.learnRkeys(via.id, l2.id, a.v2.rkeys);
+      // waiters first: the server's answers may arrive before our send completes
+      const cont = this.version === 1 ? this.expect((m) => m.kind === 'add_link_cont' && !m.response && (m as LlcAddLinkCont).linkId === l2.id, 'ADD LINK CONTINUATION') : undefined;
       const conf = this.expect((m, l) => l === l2 && m.kind === 'confirm_link' && !m.response, 'CONFIRM LINK request on the new link');
       await this.sendLlc(via, this.addLinkMsg(true, l2, a.gid, this.rkeyList(via.port, port)));
+      if (cont) await this.rkeyExchange(via, l2, cont);
       await conf;
       l2.wr.rts();
       l2.state = 'ACTIVE';
