@@ -409,7 +409,7 @@ async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
       newGroup = true;
       link = lg.createLink();
     } else {
-      link = [...lg.links.values()].find((l) => l.state === 'ACTIVE')!;
+      link = lg.linkForNewConn()!;
     }
     const rmb = lg.getRmb(o.rmbSize);
     held = { rmb: rmb.buf, sndbuf: lg.getSndbuf(o.sndbufSize), token: lg.allocToken() };

@@ -110,6 +110,8 @@ export class Link {
   state: LinkState = 'ACTIVATING';
   peer: { gid: string; mac: string; qpn: number; psn: number; mtu: Mtu } | undefined;
   lastRx = Date.now();
+  /** Added as the asymmetric link of the group (Linux link_is_asym): new connections avoid it. */
+  asym = false;
   constructor(readonly id: number, readonly wr: WrLink, readonly port: LocalPort) {}
   get qpn(): number { return this.wr.qpn; }
 }
@@ -179,6 +181,17 @@ export class LinkGroup extends EventEmitter {
   activeLink(): Link | undefined {
     for (const l of this.links.values()) if (l.state === 'ACTIVE') return l;
     return undefined;
+  }
+
+  /**
+   * The link a new connection goes on (Linux smcr_lgr_conn_assign_link, server side; the client
+   * takes the link the Accept names): of the ACTIVE links that are not asymmetric, in id order,
+   * the second when the group holds an odd number of connections, else the first. Connections
+   * alternate over the two links of a symmetric group.
+   */
+  linkForNewConn(): Link | undefined {
+    const ls = [...this.links.values()].filter((l) => l.state === 'ACTIVE' && !l.asym).sort((a, b) => a.id - b.id);
+    return (this.conns.size % 2 === 1 ? ls[1] : undefined) ?? ls[0] ?? this.activeLink();
   }
 
   /** Links that take a slot (Linux smc_link_usable): being set up or ACTIVE. */
@@ -682,6 +695,7 @@ export class LinkGroup extends EventEmitter {
       await this.sendLlc(l2, this.confirmLinkMsg(l2, false));
       await crsp;
       l2.state = 'ACTIVE';
+      l2.asym = asymmetric(this.type); // the link that made the group asymmetric is the asymmetric one
       this.log(`${this.name}/L${l2.id} added (QP 0x${l2.qpn.toString(16)} → 0x${r.qpn.toString(16)} ${r.gid}); group ${this.type}`);
     } catch (e) {
       if (this.links.get(l2.id) === l2) this.dropLink(l2, `add link failed: ${(e as Error).message}`);
@@ -752,6 +766,7 @@ export class LinkGroup extends EventEmitter {
       await conf;
       l2.wr.rts();
       l2.state = 'ACTIVE';
+      l2.asym = asymmetric(this.type); // the link that made the group asymmetric is the asymmetric one
       await this.sendLlc(l2, this.confirmLinkMsg(l2, true));
       this.log(`${this.name}/L${l2.id} added (QP 0x${l2.qpn.toString(16)} → 0x${a.qpn.toString(16)} ${a.gid}); group ${this.type}`);
       return true;

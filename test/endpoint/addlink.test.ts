@@ -69,6 +69,8 @@ test.serial('server adds a second link over the other devices; both sides see tw
     const [rc2, rs2] = await Promise.all([a.handshake('client', c2), b.handshake('server', s2)]);
     if (rc2.mode !== 'smcr' || rs2.mode !== 'smcr') { t.fail('no SMC-R (2)'); return; }
     t.false(rc2.firstContact);
+    // Linux smcr_lgr_conn_assign_link: the group holds one connection (odd), so the second goes on link 2
+    t.deepEqual([rs.link.id, rs2.link.id, rc2.link.id], [1, 2, 2], 'connections alternate over the two links; the client takes the link the Accept names');
     const Y = [a.attach(rc2), b.attach(rs2)] as const;
     t.is(await send(Y[1], Y[0], data), createHash('sha256').update(data).digest('hex'));
     for (const conn of [...X, ...Y]) void conn.close();
