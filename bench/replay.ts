@@ -127,7 +127,7 @@ function measure(cmd: string, args: string[]): { s: number; rssMb?: number } {
   return Number.isFinite(kb) ? { s, rssMb: kb / 1024 } : { s };
 }
 
-async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: number; fastFps: number; trackFps: number; trackCost: number }> {
+async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: number; trackFps: number; trackCost: number }> {
   const frames = await countFrames(path);
   let t = process.hrtime.bigint();
   for (let i = 0; i < 3; i++) { const r = await openCapture(path); while (r.next()); r.close(); }
@@ -140,15 +140,6 @@ async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: 
     r.close();
   }
   const decodeS = Number(process.hrtime.bigint() - t) / 1e9 / 3;
-  // the same with the fast path smcdump uses for one-line/-q/--summary (reused frame objects)
-  t = process.hrtime.bigint();
-  for (let i = 0; i < 3; i++) {
-    const r = await openCapture(path);
-    const d = new FrameDecoder({ reuse: true });
-    for (let f = r.next(); f; f = r.next()) d.decode(f);
-    r.close();
-  }
-  const fastS = Number(process.hrtime.bigint() - t) / 1e9 / 3;
   t = process.hrtime.bigint();
   for (let i = 0; i < 3; i++) {
     const r = await openCapture(path);
@@ -159,7 +150,7 @@ async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: 
     r.close();
   }
   const trackS = Number(process.hrtime.bigint() - t) / 1e9 / 3;
-  return { readerFps: frames / readerS, decodeFps: frames / decodeS, fastFps: frames / fastS, trackFps: frames / trackS, trackCost: trackS / decodeS };
+  return { readerFps: frames / readerS, decodeFps: frames / decodeS, trackFps: frames / trackS, trackCost: trackS / decodeS };
 }
 
 function fmt(n: number): string { return n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : n.toFixed(0); }
@@ -200,7 +191,7 @@ async function main(): Promise<void> {
     if (tools.tcpdump) { const td = measure('tcpdump', ['-n', '-r', file]); row('tcpdump -n -r', td, `   smcdump/tcpdump time ${(one.s / td.s).toFixed(2)}`); }
     else console.log('  tcpdump                not installed (apt-get install tcpdump)');
     const ip = await inProcess(file);
-    console.log(`  in-process: reader ${fmt(ip.readerFps)} frames/s, decode (all layers, no output) ${fmt(ip.decodeFps)} frames/s (with the fast path ${fmt(ip.fastFps)}, ${(ip.fastFps / ip.decodeFps).toFixed(2)}x), decode + tracking ${fmt(ip.trackFps)} frames/s (tracking costs ${ip.trackCost.toFixed(2)}x decode)`);
+    console.log(`  in-process: reader ${fmt(ip.readerFps)} frames/s, decode (all layers, no output) ${fmt(ip.decodeFps)} frames/s, decode + tracking ${fmt(ip.trackFps)} frames/s (tracking costs ${ip.trackCost.toFixed(2)}x decode)`);
   }
 }
 

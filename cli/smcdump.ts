@@ -180,7 +180,7 @@ class Dump {
   /** Relative TCP sequence numbers (tcpdump's default), off with -S. */
   private readonly seq: TcpRelative | undefined;
   private readonly counts = new Array<number>(COUNTED.length).fill(0);
-  private decoder: FrameDecoder;
+  private readonly decoder: FrameDecoder;
   private readonly only: number;
   private readonly chalk;
   readonly out = new Out();
@@ -194,11 +194,7 @@ class Dump {
   /** --endpoint / --state with a capture: the endpoint's names on frames, disagreements at the end. */
   private joined: StateJoin | undefined;
   get join(): StateJoin | undefined { return this.joined; }
-  set join(j: StateJoin | undefined) {
-    this.joined = j;
-    // the state join keeps what it is fed: no reused frames (set before the first frame)
-    if (j && this.frames === 0) this.decoder = new FrameDecoder({ rocePorts: this.o.rocePort, tree: this.o.tree === true, icrc: this.o.icrc });
-  }
+  set join(j: StateJoin | undefined) { this.joined = j; }
   /** Called after each frame (live: refresh the endpoint state when it named something unknown). */
   afterFrame: (() => void) | undefined;
   /** The disagreements found by finish(). */
@@ -212,13 +208,7 @@ class Dump {
   private readonly lineOpts: LineOptions;
 
   constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined, liveFilter = false) {
-    // Frames used and dropped at once (one-line, -q, --summary, --follow): the decoder may hand
-    // out one reused frame for clean RDMA WRITE/ACK packets (dissectors/fastpath.ts). JSON, -V,
-    // the ladder and the HTML report keep frames or their parts, so they get fresh objects.
-    // Opt-in (SMCDUMP_FASTPATH=1): measured, it saves no CPU time yet (-q 1.01x, one-line
-    // 0.94x on the bench's 300k-frame capture); see docs/smcdump.md.
-    const reuse = !o.json && !o.tree && !o.ladder && !o.ladderSvg && !o.report && process.env.SMCDUMP_FASTPATH === '1';
-    this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc, reuse });
+    this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
     this.chalk = makeChalk(o.color && !o.json);
     const legacy: Record<Opts['time'], TimeMode> = { abs: 'hms', epoch: 'epoch', rel: 'rel', none: 'none' };
     this.time = new TimeColumn(o.t > 0 ? timeModeForTCount(o.t) : legacy[o.time], o.utc === true);
