@@ -20,7 +20,7 @@ import { TcpRelative } from '../dissectors/render/tcpseq.js';
 import { packageRoot } from '../native/paths.js';
 import { renderTree } from '../dissectors/render/verbose.js';
 import { renderJson } from '../dissectors/render/json.js';
-import { renderSummary, summaryJson } from '../dissectors/render/summary.js';
+import { writeSummary, writeSummaryJson } from '../dissectors/render/summary.js';
 import { frameSelected, parseSelection, type Selection } from '../dissectors/render/select.js';
 import { Ladder } from '../dissectors/render/ladder.js';
 import { Tracker } from '../dissectors/tracker/tracker.js';
@@ -316,15 +316,23 @@ class Dump {
     }
     if (o.summary) {
       if (o.json) {
-        const j = summaryJson(t, this.select) as Record<string, unknown>;
-        if (this.join) { j.endpointState = this.join.current; j.stateDisagreements = disagreementsJson(this.disagreements); }
-        this.out.line(JSON.stringify(j, jsonReplacer));
+        const extra = this.join ? { endpointState: this.join.current, stateDisagreements: disagreementsJson(this.disagreements) } : {};
+        // one JSON document written in pieces of about 1 MiB (a 100 000-connection summary
+        // is hundreds of MB of text: never one string)
+        let parts: string[] = [], size = 0;
+        const spill = (last: boolean): void => {
+          this.out.flush();
+          try { writeAll(1, Buffer.from(parts.join('') + (last ? '\n' : ''))); } catch (e) { if ((e as NodeJS.ErrnoException).code === 'EPIPE') process.exit(0); throw e; }
+          parts = []; size = 0;
+        };
+        writeSummaryJson(t, this.select, extra, jsonReplacer, (s) => { parts.push(s); size += s.length; if (size >= 1 << 20) spill(false); });
+        spill(true);
       } else {
         // A terminal gets tables that fit its width and the top rows; a pipe gets every row,
         // fitted to $COLUMNS or 80 columns; --wide gets everything.
         const tty = process.stdout.isTTY === true;
         const width = o.wide ? Infinity : tty ? process.stdout.columns || 80 : Number(process.env.COLUMNS) || 80;
-        this.out.line(renderSummary(t, this.chalk, { width, maxRows: tty && !o.wide ? 40 : Infinity, ...(this.select ? { select: this.select } : {}) }));
+        writeSummary(t, this.chalk, { width, maxRows: tty && !o.wide ? 40 : Infinity, ...(this.select ? { select: this.select } : {}) }, (l) => { this.out.line(l); });
         if (this.join) this.out.line('\n' + renderState(this.join.current, this.chalk));
       }
     }
