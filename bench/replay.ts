@@ -195,11 +195,14 @@ async function main(): Promise<void> {
     if (tools.tcpdump) cmds['tcpdump -n -r'] = ['tcpdump', ['-n', '-r', file]];
     const m = measureAll(cmds);
     const ts = m['tshark -r (SMC)'];
+    // GNU time counts CPU in 10 ms steps: a figure that small is no rate
+    const rate = (cpu: number): string => (cpu >= 0.05 ? fmt(frames / cpu) : '<10 ms');
+    const ratio = (a: number, b: number): string => (a >= 0.05 && b >= 0.05 ? `${(a / b).toFixed(2)}x` : 'n/a (<50 ms)');
     for (const [name, v] of Object.entries(m)) {
-      const vsT = ts && name !== 'tshark -r (SMC)' ? `   ${(ts.cpu / v.cpu).toFixed(2)}x tshark` : '';
-      const vsD = name === 'smcdump -r' && m['tcpdump -n -r'] ? `   ${(m['tcpdump -n -r']!.cpu / v.cpu).toFixed(2)}x tcpdump` : '';
+      const vsT = ts && name !== 'tshark -r (SMC)' ? `   ${ratio(ts.cpu, v.cpu)} tshark` : '';
+      const vsD = name === 'smcdump -r' && m['tcpdump -n -r'] ? `   ${ratio(m['tcpdump -n -r']!.cpu, v.cpu)} tcpdump` : '';
       const rssCap = name === 'smcdump -V' ? `   RSS/capture ${(v.rssMb / mb).toFixed(1)}x` : '';
-      console.log(`  ${name.padEnd(26)} ${v.cpu.toFixed(3).padStart(8)} s CPU ${fmt(frames / v.cpu).padStart(7)} frames/s ${v.rssMb.toFixed(0).padStart(6)} MB peak RSS${vsT}${vsD}${rssCap}`);
+      console.log(`  ${name.padEnd(26)} ${v.cpu.toFixed(3).padStart(8)} s CPU ${rate(v.cpu).padStart(7)} frames/s ${v.rssMb.toFixed(0).padStart(6)} MB peak RSS${vsT}${vsD}${rssCap}`);
     }
     if (!tools.tshark) console.log('  tshark                     not installed (apt-get install tshark)');
     if (!tools.tcpdump) console.log('  tcpdump                    not installed (apt-get install tcpdump)');
