@@ -90,7 +90,6 @@ export class Tracker {
   private readonly rmbs = new Map<number, RmbAlias>();
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
   private readonly awaitingConfirmLink: { conn: TcpConn; lg: LinkGroup; frame: number; tsNs: bigint }[] = [];
-  private readonly lgFirstConn = new Map<LinkGroup, TcpConn>();
   private orphanIndex = 0;
   private linkSerial = 0;
   /** Link group ids: never reused, also after a phantom group was folded into a real one. */
@@ -255,7 +254,7 @@ export class Tracker {
       lg.conns = lg.conns.filter((x) => x !== c.smc);
       c.smc = undefined;
       // A first-contact group whose first link never came up dies with this decline.
-      if (this.lgFirstConn.get(lg) === c && !lg.links.some((l) => l.state === 'active')) {
+      if (lg.firstTcp === c && !lg.links.some((l) => l.state === 'active')) {
         for (const l of lg.links) if (l.state === 'confirming') l.state = 'failed';
         lg.state = 'failed';
         this.llc.forget(lg);
@@ -287,7 +286,6 @@ export class Tracker {
       link.nextPsn = [client.psn, server.psn];
       lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-added', link: link.name, by: 'server', text: `first link proposed in the CLC handshake (connection ${c.index})` });
       this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
-      this.lgFirstConn.set(lg, c);
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
       const e = this.qps.get(server.gid, server.qpn) ?? this.qps.get(client.gid, client.qpn);
@@ -736,7 +734,7 @@ export class Tracker {
             ev('link-confirmed', `${link.name} up (CONFIRM LINK answered by the ${by})`);
             noteType(lg, d.n, d.tsNs);
           }
-          const first = this.lgFirstConn.get(lg);
+          const first = lg.firstTcp;
           if (first && !first.steps.some((x) => x.name === 'CONFIRM LINK')) first.steps.push({ name: 'CONFIRM LINK', frame: d.n, tsNs: d.tsNs });
         } else {
           // The server started link bring-up; a missing response is now an LLC timeout.
