@@ -1,11 +1,18 @@
-// `npm run bench`: replay throughput of smcdump against tshark and tcpdump on the same captures,
-// in one run, reported as ratios (absolute times on shared machines are noisy; ratios are not).
+// `npm run bench`: replay throughput and peak memory of smcdump against tshark and tcpdump on
+// the same captures, in one run, reported as ratios (absolute times on shared machines are
+// noisy; ratios of CPU time taken in interleaved runs are not).
 //
-// Inputs: the real 2 MiB bulk capture, and a large synthetic capture built by repeating the
-// real frames of every bundled kernel capture (timestamps shifted so time keeps moving).
+// Inputs: the real 2 MiB bulk capture, a large synthetic capture built by repeating the real
+// frames of every bundled kernel capture (timestamps shifted so time keeps moving), and a
+// many-connections capture (b-second-contact with new hosts per copy: every copy is a new link
+// group, four connections, new QPs), at N and 2N copies to show --summary grows linearly.
+//
+// Every figure comes from GNU time around each run: CPU seconds (user + system; frames/s are
+// frames per CPU second) and peak RSS. Commands run in turn (A B C … A B C …) so a drift in the
+// machine's speed hits all of them alike; the median run is quoted.
 
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, openSync, closeSync, statSync, existsSync } from 'node:fs';
+import { mkdirSync, statSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openCapture } from '../capture/reader.js';
@@ -27,22 +34,28 @@ function have(cmd: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 }
 
-/** Median wall time (s) of `cmd args` with stdout and stderr to /dev/null. */
-function timeCmd(cmd: string, args: string[]): number {
-  const times: number[] = [];
-  const devnull = openSync('/dev/null', 'w');
-  try {
-    spawnSync(cmd, args, { stdio: ['ignore', devnull, devnull] }); // warm-up (page cache, JIT caches)
-    for (let i = 0; i < runs; i++) {
-      const t = process.hrtime.bigint();
-      const r = spawnSync(cmd, args, { stdio: ['ignore', devnull, devnull] });
-      const dt = Number(process.hrtime.bigint() - t) / 1e9;
-      if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}`);
-      times.push(dt);
-    }
-  } finally { closeSync(devnull); }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
+interface Measured { cpu: number; rssMb: number }
+
+/** One run of `cmd args` under GNU time, output to /dev/null: CPU seconds and peak RSS. */
+function runOnce(cmd: string, args: string[]): Measured {
+  const r = spawnSync('/usr/bin/time', ['-f', '@@ %U %S %M', cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 26 });
+  const m = /@@ ([\d.]+) ([\d.]+) (\d+)\s*$/.exec(r.stderr ?? '');
+  if (r.status !== 0 || !m) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}: ${(r.stderr ?? '').slice(-300)}`);
+  return { cpu: Number(m[1]) + Number(m[2]), rssMb: Number(m[3]) / 1024 };
+}
+
+/** Each command `runs` times, interleaved, after one warm-up each: median CPU, max peak RSS. */
+function measureAll(cmds: Record<string, [string, string[]]>): Record<string, Measured> {
+  const names = Object.keys(cmds);
+  const got: Record<string, Measured[]> = {};
+  for (const n of names) { runOnce(...cmds[n]!); got[n] = []; }
+  for (let i = 0; i < runs; i++) for (const n of names) got[n]!.push(runOnce(...cmds[n]!));
+  const out: Record<string, Measured> = {};
+  for (const n of names) {
+    const cpu = got[n]!.map((x) => x.cpu).sort((a, b) => a - b);
+    out[n] = { cpu: cpu[Math.floor(cpu.length / 2)]!, rssMb: Math.max(...got[n]!.map((x) => x.rssMb)) };
+  }
+  return out;
 }
 
 async function countFrames(path: string): Promise<number> {
@@ -118,16 +131,7 @@ function ipv4Checksum(h: Uint8Array): number {
   return ~s & 0xffff;
 }
 
-/** Wall time (median) and peak RSS (max) of a command, through GNU time when installed. */
-function measure(cmd: string, args: string[]): { s: number; rssMb?: number } {
-  const s = timeCmd(cmd, args);
-  if (!existsSync('/usr/bin/time')) return { s };
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 });
-  const kb = Number(/(\d+)\s*$/.exec(r.stderr ?? '')?.[1]);
-  return Number.isFinite(kb) ? { s, rssMb: kb / 1024 } : { s };
-}
-
-async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: number; fastFps: number; trackFps: number; trackCost: number }> {
+async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: number; trackFps: number; trackCost: number }> {
   const frames = await countFrames(path);
   let t = process.hrtime.bigint();
   for (let i = 0; i < 3; i++) { const r = await openCapture(path); while (r.next()); r.close(); }
@@ -140,15 +144,6 @@ async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: 
     r.close();
   }
   const decodeS = Number(process.hrtime.bigint() - t) / 1e9 / 3;
-  // the same with the fast path smcdump uses for one-line/-q/--summary (reused frame objects)
-  t = process.hrtime.bigint();
-  for (let i = 0; i < 3; i++) {
-    const r = await openCapture(path);
-    const d = new FrameDecoder({ reuse: true });
-    for (let f = r.next(); f; f = r.next()) d.decode(f);
-    r.close();
-  }
-  const fastS = Number(process.hrtime.bigint() - t) / 1e9 / 3;
   t = process.hrtime.bigint();
   for (let i = 0; i < 3; i++) {
     const r = await openCapture(path);
@@ -159,49 +154,65 @@ async function inProcess(path: string): Promise<{ readerFps: number; decodeFps: 
     r.close();
   }
   const trackS = Number(process.hrtime.bigint() - t) / 1e9 / 3;
-  return { readerFps: frames / readerS, decodeFps: frames / decodeS, fastFps: frames / fastS, trackFps: frames / trackS, trackCost: trackS / decodeS };
+  return { readerFps: frames / readerS, decodeFps: frames / decodeS, trackFps: frames / trackS, trackCost: trackS / decodeS };
 }
 
 function fmt(n: number): string { return n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : n.toFixed(0); }
 
 async function main(): Promise<void> {
+  if (!existsSync('/usr/bin/time')) throw new Error('GNU time (/usr/bin/time) is needed: apt-get install time');
   mkdirSync(outDir, { recursive: true });
   const synth = join(outDir, 'synthetic.pcap');
   if (!existsSync(synth) || statSync(synth).mtimeMs < statSync(join(pcaps, 'd-bulk-2MiB.pcap')).mtimeMs || await countFrames(synth) !== syntheticFrames) {
     process.stderr.write(`building ${synth} (${syntheticFrames} frames from the real captures)…\n`);
     await buildSynthetic(synth, syntheticFrames);
   }
-  const many = join(outDir, 'many.pcap');
   const manyCopies = Number(process.env.BENCH_MANY ?? 2000);
-  if (!existsSync(many) || await countFrames(many) !== manyCopies * 171) {
-    process.stderr.write(`building ${many} (b-second-contact × ${manyCopies}, new hosts per copy)…\n`);
-    await buildMany(many, manyCopies);
+  const manyFiles: [string, number][] = [[join(outDir, 'many.pcap'), manyCopies], [join(outDir, 'many2x.pcap'), 2 * manyCopies]];
+  for (const [file, copies] of manyFiles) {
+    if (!existsSync(file) || await countFrames(file) !== copies * 171) {
+      process.stderr.write(`building ${file} (b-second-contact × ${copies}, new hosts per copy)…\n`);
+      await buildMany(file, copies);
+    }
   }
   const tools = { tshark: have('tshark'), tcpdump: have('tcpdump') };
-  console.log(`smcdump replay benchmark: median of ${runs} runs each (peak RSS from GNU time), output to /dev/null`);
-  for (const [file, extra] of [[join(pcaps, 'd-bulk-2MiB.pcap'), []], [synth, []], [many, ['--no-icrc']]] as [string, string[]][]) {
+  console.log(`smcdump replay benchmark: median CPU time (user + system) of ${runs} interleaved runs each, max peak RSS, output to /dev/null`);
+  const summaryCpu: number[] = [];
+  for (const [file, extra] of [[join(pcaps, 'd-bulk-2MiB.pcap'), []], [synth, []], [manyFiles[0]![0], ['--no-icrc']], [manyFiles[1]![0], ['--no-icrc']]] as [string, string[]][]) {
     const frames = await countFrames(file);
     const mb = statSync(file).size / 1e6;
-    console.log(`\n${file.replace(root + '/', '')}: ${frames} frames, ${mb.toFixed(1)} MB${extra.length ? ` (smcdump ${extra.join(' ')}: ICRCs are stale in this rewritten copy)` : ''}`);
-    const row = (name: string, m: { s: number; rssMb?: number }, tail = ''): void => {
-      console.log(`  ${name.padEnd(22)} ${m.s.toFixed(3).padStart(8)} s  ${fmt(frames / m.s).padStart(7)} frames/s  ${m.rssMb !== undefined ? `${m.rssMb.toFixed(0).padStart(5)} MB RSS` : ''}${tail}`);
+    const isMany = extra.length > 0;
+    console.log(`\n${file.replace(root + '/', '')}: ${frames} frames, ${mb.toFixed(1)} MB${isMany ? ` (smcdump ${extra.join(' ')}: ICRCs are stale in this rewritten copy)` : ''}`);
+    const node = process.execPath;
+    const cmds: Record<string, [string, string[]]> = {
+      'smcdump -r': [node, [smcdump, '-r', file, ...extra]],
+      'smcdump -r -q': [node, [smcdump, '-r', file, '-q', ...extra]],
+      'smcdump --summary': [node, [smcdump, '-r', file, '--summary', ...extra]],
+      'smcdump --summary --json': [node, [smcdump, '-r', file, '--summary', '--json', ...extra]],
     };
-    const ts = tools.tshark ? measure('tshark', ['-r', file, ...TSHARK_SMC]) : undefined;
-    const vs = (m: { s: number }): string => (ts ? `   ${(ts.s / m.s).toFixed(2)}x tshark` : '');
-    const one = measure(process.execPath, [smcdump, '-r', file, ...extra]);
-    row('smcdump -r', one, vs(one));
-    const q = measure(process.execPath, [smcdump, '-r', file, '-q', ...extra]);
-    row('smcdump -r -q', q, vs(q));
-    const sum = measure(process.execPath, [smcdump, '-r', file, '--summary', ...extra]);
-    row('smcdump --summary', sum, vs(sum));
-    if (frames <= 400_000) { const v = measure(process.execPath, [smcdump, '-r', file, '-V', ...extra]); row('smcdump -V', v, `${vs(v)}   RSS/capture ${v.rssMb !== undefined ? (v.rssMb / mb).toFixed(1) : '?'}x`); }
-    if (ts) row('tshark -r (SMC)', ts);
-    else console.log('  tshark                 not installed (apt-get install tshark)');
-    if (tools.tcpdump) { const td = measure('tcpdump', ['-n', '-r', file]); row('tcpdump -n -r', td, `   smcdump/tcpdump time ${(one.s / td.s).toFixed(2)}`); }
-    else console.log('  tcpdump                not installed (apt-get install tcpdump)');
-    const ip = await inProcess(file);
-    console.log(`  in-process: reader ${fmt(ip.readerFps)} frames/s, decode (all layers, no output) ${fmt(ip.decodeFps)} frames/s (with the fast path ${fmt(ip.fastFps)}, ${(ip.fastFps / ip.decodeFps).toFixed(2)}x), decode + tracking ${fmt(ip.trackFps)} frames/s (tracking costs ${ip.trackCost.toFixed(2)}x decode)`);
+    if (frames <= 400_000) cmds['smcdump -V'] = [node, [smcdump, '-r', file, '-V', ...extra]];
+    if (tools.tshark) cmds['tshark -r (SMC)'] = ['tshark', ['-r', file, ...TSHARK_SMC]];
+    if (tools.tcpdump) cmds['tcpdump -n -r'] = ['tcpdump', ['-n', '-r', file]];
+    const m = measureAll(cmds);
+    const ts = m['tshark -r (SMC)'];
+    // GNU time counts CPU in 10 ms steps: a figure that small is no rate
+    const rate = (cpu: number): string => (cpu >= 0.05 ? fmt(frames / cpu) : '<10 ms');
+    const ratio = (a: number, b: number): string => (a >= 0.05 && b >= 0.05 ? `${(a / b).toFixed(2)}x` : 'n/a (<50 ms)');
+    for (const [name, v] of Object.entries(m)) {
+      const vsT = ts && name !== 'tshark -r (SMC)' ? `   ${ratio(ts.cpu, v.cpu)} tshark` : '';
+      const vsD = name === 'smcdump -r' && m['tcpdump -n -r'] ? `   ${ratio(m['tcpdump -n -r']!.cpu, v.cpu)} tcpdump` : '';
+      const rssCap = name === 'smcdump -V' ? `   RSS/capture ${(v.rssMb / mb).toFixed(1)}x` : '';
+      console.log(`  ${name.padEnd(26)} ${v.cpu.toFixed(3).padStart(8)} s CPU ${rate(v.cpu).padStart(7)} frames/s ${v.rssMb.toFixed(0).padStart(6)} MB peak RSS${vsT}${vsD}${rssCap}`);
+    }
+    if (!tools.tshark) console.log('  tshark                     not installed (apt-get install tshark)');
+    if (!tools.tcpdump) console.log('  tcpdump                    not installed (apt-get install tcpdump)');
+    if (isMany) summaryCpu.push(m['smcdump --summary']!.cpu);
+    else {
+      const ip = await inProcess(file);
+      console.log(`  in-process: reader ${fmt(ip.readerFps)} frames/s, decode (all layers, no output) ${fmt(ip.decodeFps)} frames/s, decode + tracking ${fmt(ip.trackFps)} frames/s (tracking costs ${ip.trackCost.toFixed(2)}x decode)`);
+    }
   }
+  if (summaryCpu.length === 2) console.log(`\n--summary on twice the connections (${2 * manyCopies} vs ${manyCopies} copies): ${(summaryCpu[1]! / summaryCpu[0]!).toFixed(2)}x the CPU time (linear: 2x)`);
 }
 
 main().catch((e: unknown) => { process.stderr.write(`bench: ${(e as Error).message}\n`); process.exit(1); });

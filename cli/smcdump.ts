@@ -20,7 +20,7 @@ import { TcpRelative } from '../dissectors/render/tcpseq.js';
 import { packageRoot } from '../native/paths.js';
 import { renderTree } from '../dissectors/render/verbose.js';
 import { renderJson } from '../dissectors/render/json.js';
-import { renderSummary, summaryJson } from '../dissectors/render/summary.js';
+import { writeSummary, writeSummaryJson } from '../dissectors/render/summary.js';
 import { frameSelected, parseSelection, type Selection } from '../dissectors/render/select.js';
 import { Ladder } from '../dissectors/render/ladder.js';
 import { Tracker } from '../dissectors/tracker/tracker.js';
@@ -181,7 +181,7 @@ class Dump {
   /** Relative TCP sequence numbers (tcpdump's default), off with -S. */
   private readonly seq: TcpRelative | undefined;
   private readonly counts = new Array<number>(COUNTED.length).fill(0);
-  private decoder: FrameDecoder;
+  private readonly decoder: FrameDecoder;
   private readonly only: number;
   private readonly chalk;
   readonly out = new Out();
@@ -195,11 +195,7 @@ class Dump {
   /** --endpoint / --state with a capture: the endpoint's names on frames, disagreements at the end. */
   private joined: StateJoin | undefined;
   get join(): StateJoin | undefined { return this.joined; }
-  set join(j: StateJoin | undefined) {
-    this.joined = j;
-    // the state join keeps what it is fed: no reused frames (set before the first frame)
-    if (j && this.frames === 0) this.decoder = new FrameDecoder({ rocePorts: this.o.rocePort, tree: this.o.tree === true, icrc: this.o.icrc });
-  }
+  set join(j: StateJoin | undefined) { this.joined = j; }
   /** Called after each frame (live: refresh the endpoint state when it named something unknown). */
   afterFrame: (() => void) | undefined;
   /** The disagreements found by finish(). */
@@ -213,13 +209,7 @@ class Dump {
   private readonly lineOpts: LineOptions;
 
   constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined, liveFilter = false) {
-    // Frames used and dropped at once (one-line, -q, --summary, --follow): the decoder may hand
-    // out one reused frame for clean RDMA WRITE/ACK packets (dissectors/fastpath.ts). JSON, -V,
-    // the ladder and the HTML report keep frames or their parts, so they get fresh objects.
-    // Opt-in (SMCDUMP_FASTPATH=1): measured, it saves no CPU time yet (-q 1.01x, one-line
-    // 0.94x on the bench's 300k-frame capture); see docs/smcdump.md.
-    const reuse = !o.json && !o.tree && !o.ladder && !o.ladderSvg && !o.report && process.env.SMCDUMP_FASTPATH === '1';
-    this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc, reuse });
+    this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
     this.chalk = makeChalk(o.color && !o.json);
     const legacy: Record<Opts['time'], TimeMode> = { abs: 'hms', epoch: 'epoch', rel: 'rel', none: 'none' };
     this.time = new TimeColumn(o.t > 0 ? timeModeForTCount(o.t) : legacy[o.time], o.utc === true);
@@ -327,15 +317,23 @@ class Dump {
     }
     if (o.summary) {
       if (o.json) {
-        const j = summaryJson(t, this.select) as Record<string, unknown>;
-        if (this.join) { j.endpointState = this.join.current; j.stateDisagreements = disagreementsJson(this.disagreements); }
-        this.out.line(JSON.stringify(j, jsonReplacer));
+        const extra = this.join ? { endpointState: this.join.current, stateDisagreements: disagreementsJson(this.disagreements) } : {};
+        // one JSON document written in pieces of about 1 MiB (a 100 000-connection summary
+        // is hundreds of MB of text: never one string)
+        let parts: string[] = [], size = 0;
+        const spill = (last: boolean): void => {
+          this.out.flush();
+          try { writeAll(1, Buffer.from(parts.join('') + (last ? '\n' : ''))); } catch (e) { if ((e as NodeJS.ErrnoException).code === 'EPIPE') process.exit(0); throw e; }
+          parts = []; size = 0;
+        };
+        writeSummaryJson(t, this.select, extra, jsonReplacer, (s) => { parts.push(s); size += s.length; if (size >= 1 << 20) spill(false); });
+        spill(true);
       } else {
         // A terminal gets tables that fit its width and the top rows; a pipe gets every row,
         // fitted to $COLUMNS or 80 columns; --wide gets everything.
         const tty = process.stdout.isTTY === true;
         const width = o.wide ? Infinity : tty ? process.stdout.columns || 80 : Number(process.env.COLUMNS) || 80;
-        this.out.line(renderSummary(t, this.chalk, { width, maxRows: tty && !o.wide ? 40 : Infinity, ...(this.select ? { select: this.select } : {}) }));
+        writeSummary(t, this.chalk, { width, maxRows: tty && !o.wide ? 40 : Infinity, ...(this.select ? { select: this.select } : {}) }, (l) => { this.out.line(l); });
         if (this.join) this.out.line('\n' + renderState(this.join.current, this.chalk));
       }
     }

@@ -21,7 +21,6 @@ import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
 import { decodeIbPacket, decodeGrh, checkIcrc, opcodeInfo, type IbPacket, type Grh } from './wire/ib.js';
 import { ClcStreams, type SegmentRole } from './clcstream.js';
 import { SendStreams, type SendPart } from './sendstream.js';
-import { FastPath } from './fastpath.js';
 
 export const ROCEV2_PORT = 4791;
 export const ETHERTYPE_ROCEV1 = 0x8915;
@@ -79,10 +78,6 @@ export interface FrameDecoderOptions {
   tree?: boolean;
   /** Verify ICRC (default true). */
   icrc?: boolean;
-  /** Frames are used and dropped before the next decode() (smcdump one-line, -q, --summary):
-   *  clean RC WRITE/ACK frames then come from the fast path (./fastpath.ts) as ONE reused
-   *  DecodedFrame, overwritten by the next decode(). Ignored with `tree`. */
-  reuse?: boolean;
 }
 
 export class FrameDecoder {
@@ -91,8 +86,6 @@ export class FrameDecoder {
   private readonly checkIcrc: boolean;
   private readonly clc = new ClcStreams();
   private readonly sends = new SendStreams();
-  /** Set when frames may be reused (FrameDecoderOptions.reuse); see ./fastpath.ts. */
-  private readonly fast: FastPath | undefined;
   private n = 0;
   /** Bytes of the current frame missing from the capture (snaplen): lets the header codecs
    *  tell "cut by the capture" (a note) from "length field wrong" (an error). */
@@ -102,14 +95,9 @@ export class FrameDecoder {
     this.rocePorts = new Set([ROCEV2_PORT, ...(opts.rocePorts ?? [])]);
     this.wantTree = opts.tree === true;
     this.checkIcrc = opts.icrc !== false;
-    if (opts.reuse === true && !this.wantTree) this.fast = new FastPath(this.rocePorts, this.checkIcrc);
   }
 
   decode(f: CapturedFrame): DecodedFrame {
-    if (this.fast) {
-      const r = this.fast.decode(f, this.n + 1);
-      if (r) { this.n++; return r; }
-    }
     const n = ++this.n;
     const b = f.data;
     this.cut = Math.max(0, f.origlen - f.caplen);

@@ -7,7 +7,7 @@ import type { Tracker } from '../tracker/tracker.js';
 import type { Link, SmcConn, Step, TcpConn } from '../tracker/model.js';
 import { diagnose, type Diagnosis } from '../tracker/diagnosis.js';
 import { typeHistory } from '../tracker/lgtype.js';
-import { renderTable, visible, wrap, type Column } from './table.js';
+import { streamTable, visible, wrap, type Column } from './table.js';
 import { diagnosisSelected, selectState, type Selection } from './select.js';
 import type { LinkGroup } from '../tracker/model.js';
 
@@ -107,136 +107,157 @@ function renderDiagnosis(all: Diagnosis[], c: ChalkInstance, o: { width: number;
 }
 
 export function renderSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions = {}): string {
-  const o = { width: opts.width ?? Infinity, maxRows: opts.maxRows ?? Infinity };
-  const tbl = { width: o.width, maxRows: o.maxRows, more: '--json lists all; --wide shows every column' };
   const out: string[] = [];
+  writeSummary(t, c, opts, (l) => { out.push(l); });
+  return out.join('\n');
+}
+
+/** The summary line by line into `emit` (nothing holds all rows: 300 000 connections print in
+ *  constant memory and linear time). */
+export function writeSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions, emit: (line: string) => void): void {
+  const o = { width: opts.width ?? Infinity, maxRows: opts.maxRows ?? Infinity };
+  const tbl = { width: o.width, maxRows: Infinity, more: '--json lists all; --wide shows every column' };
+  // Lines longer than the width wrap with a hanging indent (tables already fit).
+  const put = o.width === Infinity ? emit : (l: string): void => {
+    if (l.includes('\n')) { for (const x of l.split('\n')) put(x); return; }
+    if (visible(l) <= o.width) { emit(l); return; }
+    const indent = /^ */.exec(l)![0].length + 4;
+    const parts = wrap(l, o.width - indent);
+    emit(parts[0]!);
+    for (let i = 1; i < parts.length; i++) emit(' '.repeat(indent) + parts[i]!);
+  };
+  const lines = (ls: readonly string[]): void => { for (const l of ls) put(l); };
   const span = t.firstTs !== undefined ? ms(t.lastTs - t.firstTs) : '0';
-  out.push(c.bold(`${t.frames} frames over ${span}: ${t.tcp.length} TCP connection(s), ${t.groups.length} link group(s), ${t.anomalyCount} anomal${t.anomalyCount === 1 ? 'y' : 'ies'}`));
+  put(c.bold(`${t.frames} frames over ${span}: ${t.tcp.length} TCP connection(s), ${t.groups.length} link group(s), ${t.anomalyCount} anomal${t.anomalyCount === 1 ? 'y' : 'ies'}`));
   const V = view(t, opts.select);
-  if (opts.select) out.push(c.dim(`only ${opts.select.conn !== undefined ? `connection ${opts.select.conn}` : opts.select.link !== undefined ? `link ${opts.select.link}` : `link group LG${opts.select.lg}`}: ${V.tcp.length} connection(s), ${V.groups.length} link group(s), ${V.links.length} link(s)`));
+  if (opts.select) put(c.dim(`only ${opts.select.conn !== undefined ? `connection ${opts.select.conn}` : opts.select.link !== undefined ? `link ${opts.select.link}` : `link group LG${opts.select.lg}`}: ${V.tcp.length} connection(s), ${V.groups.length} link group(s), ${V.links.length} link(s)`));
   const diag = V.diag;
   const wrong = diag.some((d) => SEV_ORDER[d.severity] < 2);
   // Something wrong: the diagnosis comes first; only notes: after the tables.
-  if (wrong) { out.push(''); for (const l of renderDiagnosis(diag, c, o)) out.push(l); }
+  if (wrong) { put(''); lines(renderDiagnosis(diag, c, o)); }
   // When rows must be cut, those with problems and the busiest come first.
   const troubled = new Set<string>();
   for (const d of diag) if (d.severity !== 'info') { if (d.lg !== undefined) troubled.add(`LG${d.lg}`); if (d.link) troubled.add(d.link); if (d.conn !== undefined) troubled.add(`c${d.conn}`); }
 
   if (V.groups.length > 0) {
-    out.push('', c.bold('Link groups'));
+    put(''); put(c.bold('Link groups'));
     const groups = top(V.groups, o.maxRows, (g) => (troubled.has(`LG${g.id}`) ? 1e12 : 0) + g.conns.length);
-    out.push(renderTable(cols(['LG', 1], ['client peer (host)', 5], ['server peer (host)', 5], ['ver', 4], ['UEID', 6], ['max links/conns', 7], ['links', 3], ['conns', 3], ['type', 2], ['state', 1]),
-      groups.map((g) => [
-        `LG${g.id}${g.complete ? '' : ' (mid-stream)'}`,
-        `${g.clientPeer ?? '?'}${g.clientHost ? ` (${g.clientHost})` : ''}`,
-        `${g.serverPeer ?? '?'}${g.serverHost ? ` (${g.serverHost})` : ''}`,
-        g.version !== undefined ? `v${g.version}${g.release !== undefined ? '.' + g.release : ''}` : '?',
-        g.ueid ?? '-',
-        `${g.maxLinks ?? '?'}/${g.maxConns ?? '?'}`,
-        String(g.links.length),
-        String(g.conns.length),
-        typeHistory(g),
-        g.state,
-      ]), c, { ...tbl, maxRows: Infinity }));
-    out.push(...moreLine(V.groups, groups, c));
+    streamTable(cols(['LG', 1], ['client peer (host)', 5], ['server peer (host)', 5], ['ver', 4], ['UEID', 6], ['max links/conns', 7], ['links', 3], ['conns', 3], ['type', 2], ['state', 1]),
+      groups.length, (i) => groupRow(groups[i]!), c, tbl, put);
+    lines(moreLine(V.groups, groups, c));
 
-    out.push('', c.bold('Links'));
+    put(''); put(c.bold('Links'));
     const links = V.links;
     const shownLinks = top(links, o.maxRows, (l) => (troubled.has(l.name) ? 1e15 : 0) + (l.retransmits + l.psnGaps + l.naks) * 1e9 + l.packets[0] + l.packets[1]);
-    out.push(renderTable(cols(['link', 1], ['client QP', 2], ['server QP', 2], ['MTU', 6], ['uid', 7], ['state', 1], ['pkts c>s / s>c', 4], ['payload c>s / s>c', 5], ['retx', 3], ['PSN gaps', 4], ['NAK', 4], ['RNR', 6]),
-      shownLinks.map((l) => [
-        l.name, qp(l.ends[0], o.width === Infinity), qp(l.ends[1], o.width === Infinity), l.mtu ? String(l.mtu) : '?', l.uid !== undefined ? hex32(l.uid) : '?', l.state,
-        `${l.packets[0]} / ${l.packets[1]}`, `${l.bytes[0]} / ${l.bytes[1]}`,
-        String(l.retransmits), String(l.psnGaps), String(l.naks), String(l.rnrNaks),
-      ]), c, { ...tbl, maxRows: Infinity }));
-    out.push(...moreLine(links, shownLinks, c));
+    streamTable(cols(['link', 1], ['client QP', 2], ['server QP', 2], ['MTU', 6], ['uid', 7], ['state', 1], ['pkts c>s / s>c', 4], ['payload c>s / s>c', 5], ['retx', 3], ['PSN gaps', 4], ['NAK', 4], ['RNR', 6]),
+      shownLinks.length, (i) => linkRow(shownLinks[i]!, o.width === Infinity), c, tbl, put);
+    lines(moreLine(links, shownLinks, c));
   }
 
   if (V.tcp.length > 0) {
-    out.push('', c.bold('Connections'));
+    put(''); put(c.bold('Connections'));
     const conns = top(V.tcp, o.maxRows, (x) => (troubled.has(`c${x.index}`) ? 1e15 : 0) + (x.smc ? x.smc.dirs[0].prodLinear + x.smc.dirs[1].prodLinear : x.tcpBytes[0] + x.tcpBytes[1]));
-    const rows: string[][] = [];
-    for (const x of conns) {
-      const s = x.smc;
-      const ends = `${x.client.ip}:${x.client.port} → ${x.server.ip}:${x.server.port}`;
-      if (!s) {
-        rows.push([String(x.index), ends, x.mode, '-', '-', '-', '-', `${x.tcpBytes[0]} / ${x.tcpBytes[1]} (TCP)`, '-', x.rst ? `reset by the ${x.rst.by}` : x.closed ? 'closed' : 'open']);
-        continue;
-      }
-      const [cl, sv] = s.sides;
-      rows.push([
-        String(x.index), ends, c.green(x.mode), `LG${s.lg.id}`,
-        `${hx(cl.token)}/${hx(sv.token)}`, `${hx(cl.rkey)}/${hx(sv.rkey)}`,
-        `${cl.rmbeSize ? fmtSize(cl.rmbeSize) : '?'}/${sv.rmbeSize ? fmtSize(sv.rmbeSize) : '?'}`,
-        `${s.dirs[0].prodLinear} / ${s.dirs[1].prodLinear}`,
-        `${s.dirs[0].writerBlocked}/${s.dirs[1].writerBlocked}`, closeState(s),
-      ]);
-    }
-    const orphans = V.orphans.slice(0, o.maxRows);
-    for (const s of orphans) {
-      rows.push([`?${-s.index}`, `${s.sides[0].gid} ↔ ${s.sides[1].gid}`, 'smc-r (mid-stream)', `LG${s.lg.id}`,
-        `${hx(s.sides[0].token)}/${hx(s.sides[1].token)}`, '?', '?', `≥${s.dirs[0].prodLinear} / ≥${s.dirs[1].prodLinear}`,
-        `${s.dirs[0].writerBlocked}/${s.dirs[1].writerBlocked}`, closeState(s)]);
-    }
-    out.push(renderTable(cols(['#', 1], ['client → server', 1], ['mode', 1], ['LG', 3], ['tokens c/s', 5], ['rkeys c/s', 6], ['RMBE c/s', 4], ['bytes c>s / s>c', 2], ['wblk', 5], ['close', 1]), rows, c, { ...tbl, maxRows: Infinity }));
-    out.push(...moreLine(V.tcp, conns, c), ...moreLine(V.orphans, orphans, c));
+    const orphans = V.orphans.length > o.maxRows ? V.orphans.slice(0, o.maxRows) : V.orphans;
+    streamTable(cols(['#', 1], ['client → server', 1], ['mode', 1], ['LG', 3], ['tokens c/s', 5], ['rkeys c/s', 6], ['RMBE c/s', 4], ['bytes c>s / s>c', 2], ['wblk', 5], ['close', 1]),
+      conns.length + orphans.length, (i) => (i < conns.length ? connRow(conns[i]!, c) : orphanRow(orphans[i - conns.length]!)), c, tbl, put);
+    lines(moreLine(V.tcp, conns, c)); lines(moreLine(V.orphans, orphans, c));
 
-    out.push('', c.bold('Handshakes'));
-    for (const x of conns) out.push(`  #${x.index} ${timeline(connSteps(x))}`);
-    out.push(...moreLine(V.tcp, conns, c));
-    const fbAll = V.tcp.filter((x) => x.why && x.mode !== 'smc-r');
-    const fb = fbAll.slice(0, o.maxRows);
-    if (fb.length > 0) {
-      out.push('', c.bold('Not SMC-R'));
-      for (const x of fb) out.push(`  #${x.index} ${x.mode}: ${x.why}`);
-      out.push(...moreLine(fbAll, fb, c));
+    put(''); put(c.bold('Handshakes'));
+    for (const x of conns) put(`  #${x.index} ${timeline(connSteps(x))}`);
+    lines(moreLine(V.tcp, conns, c));
+    // the first rows of the fallbacks and how many there are, in one pass
+    let fbCount = 0;
+    for (const x of V.tcp) {
+      if (!x.why || x.mode === 'smc-r') continue;
+      if (fbCount === 0) { put(''); put(c.bold('Not SMC-R')); }
+      if (fbCount++ < o.maxRows) put(`  #${x.index} ${x.mode}: ${x.why}`);
     }
+    if (fbCount > o.maxRows) put(c.dim(`  … ${fbCount - o.maxRows} more (--json lists all)`));
   }
 
   if (V.other && t.otherRoce.size > 0) {
-    out.push('', c.bold('RoCE traffic, not SMC-R'));
-    const all = [...t.otherRoce.values()], shown = all.slice(0, o.maxRows);
-    for (const f of shown) out.push(`  ${f.src} → ${f.dst} QP 0x${f.qpn.toString(16)}: ${f.packets} ${f.transport} packets, ${f.bytes} bytes (frames ${f.first}–${f.last})`);
-    out.push(...moreLine(all, shown, c));
+    put(''); put(c.bold('RoCE traffic, not SMC-R'));
+    let n = 0;
+    for (const f of t.otherRoce.values()) {
+      if (n++ >= o.maxRows) break;
+      put(`  ${f.src} → ${f.dst} QP 0x${f.qpn.toString(16)}: ${f.packets} ${f.transport} packets, ${f.bytes} bytes (frames ${f.first}–${f.last})`);
+    }
+    if (t.otherRoce.size > o.maxRows) put(c.dim(`  … ${t.otherRoce.size - o.maxRows} more (--json lists all)`));
   }
 
   const events: { frame: number; what: string; text: string }[] = [];
   for (const g of V.groups) for (const e of g.events) if (e.what !== 'link-added' || e.frame !== g.firstFrame) events.push(e);
   if (events.length > 0) {
-    out.push('', c.bold('Link group events'));
+    put(''); put(c.bold('Link group events'));
     events.sort((a, b) => a.frame - b.frame);
-    const shown = events.slice(0, o.maxRows);
-    for (const e of shown) out.push(`  #${e.frame} ${e.what.padEnd(16)} ${e.text}`);
-    out.push(...moreLine(events, shown, c));
+    const shown = events.length > o.maxRows ? o.maxRows : events.length;
+    for (let i = 0; i < shown; i++) { const e = events[i]!; put(`  #${e.frame} ${e.what.padEnd(16)} ${e.text}`); }
+    if (events.length > shown) put(c.dim(`  … ${events.length - shown} more (--json lists all)`));
   }
 
-  if (!wrong && diag.length > 0) { out.push(''); for (const l of renderDiagnosis(diag, c, o)) out.push(l); }
+  if (!wrong && diag.length > 0) { put(''); lines(renderDiagnosis(diag, c, o)); }
 
   if (t.anomalyCount > 0) {
-    out.push('', c.bold('Anomalies'));
+    put(''); put(c.bold('Anomalies'));
     for (const e of t.anomalyTotals.values()) {
       const col = e.severity === 'error' ? c.red : e.severity === 'warn' ? c.yellow : c.dim;
-      out.push(`  ${col(e.severity.padEnd(5))} ${e.code} ×${e.count} (first #${e.first}): ${e.message}`);
+      put(`  ${col(e.severity.padEnd(5))} ${e.code} ×${e.count} (first #${e.first}): ${e.message}`);
     }
   }
-  if (o.width === Infinity) return out.join('\n');
-  // Lines longer than the width wrap with a hanging indent (tables already fit).
-  const fitted: string[] = [];
-  for (const block of out) {
-    for (const l of block.split('\n')) {
-      if (visible(l) <= o.width) { fitted.push(l); continue; }
-      const indent = /^ */.exec(l)![0].length + 4;
-      const parts = wrap(l, o.width - indent);
-      fitted.push(parts[0]!, ...parts.slice(1).map((p) => ' '.repeat(indent) + p));
-    }
-  }
-  return fitted.join('\n');
+}
+
+function groupRow(g: LinkGroup): string[] {
+  return [
+    `LG${g.id}${g.complete ? '' : ' (mid-stream)'}`,
+    `${g.clientPeer ?? '?'}${g.clientHost ? ` (${g.clientHost})` : ''}`,
+    `${g.serverPeer ?? '?'}${g.serverHost ? ` (${g.serverHost})` : ''}`,
+    g.version !== undefined ? `v${g.version}${g.release !== undefined ? '.' + g.release : ''}` : '?',
+    g.ueid ?? '-',
+    `${g.maxLinks ?? '?'}/${g.maxConns ?? '?'}`,
+    String(g.links.length),
+    String(g.conns.length),
+    typeHistory(g),
+    g.state,
+  ];
+}
+
+function linkRow(l: Link, full: boolean): string[] {
+  return [
+    l.name, qp(l.ends[0], full), qp(l.ends[1], full), l.mtu ? String(l.mtu) : '?', l.uid !== undefined ? hex32(l.uid) : '?', l.state,
+    `${l.packets[0]} / ${l.packets[1]}`, `${l.bytes[0]} / ${l.bytes[1]}`,
+    String(l.retransmits), String(l.psnGaps), String(l.naks), String(l.rnrNaks),
+  ];
+}
+
+function connRow(x: TcpConn, c: ChalkInstance): string[] {
+  const s = x.smc;
+  const ends = `${x.client.ip}:${x.client.port} → ${x.server.ip}:${x.server.port}`;
+  if (!s) return [String(x.index), ends, x.mode, '-', '-', '-', '-', `${x.tcpBytes[0]} / ${x.tcpBytes[1]} (TCP)`, '-', x.rst ? `reset by the ${x.rst.by}` : x.closed ? 'closed' : 'open'];
+  const [cl, sv] = s.sides;
+  return [
+    String(x.index), ends, c.green(x.mode), `LG${s.lg.id}`,
+    `${hx(cl.token)}/${hx(sv.token)}`, `${hx(cl.rkey)}/${hx(sv.rkey)}`,
+    `${cl.rmbeSize ? fmtSize(cl.rmbeSize) : '?'}/${sv.rmbeSize ? fmtSize(sv.rmbeSize) : '?'}`,
+    `${s.dirs[0].prodLinear} / ${s.dirs[1].prodLinear}`,
+    `${s.dirs[0].writerBlocked}/${s.dirs[1].writerBlocked}`, closeState(s),
+  ];
+}
+
+function orphanRow(s: SmcConn): string[] {
+  return [`?${-s.index}`, `${s.sides[0].gid} ↔ ${s.sides[1].gid}`, 'smc-r (mid-stream)', `LG${s.lg.id}`,
+    `${hx(s.sides[0].token)}/${hx(s.sides[1].token)}`, '?', '?', `≥${s.dirs[0].prodLinear} / ≥${s.dirs[1].prodLinear}`,
+    `${s.dirs[0].writerBlocked}/${s.dirs[1].writerBlocked}`, closeState(s)];
 }
 
 function hx(v: number | undefined): string { return v === undefined ? '?' : '0x' + v.toString(16); }
 
-/** The tracked state as plain JSON (no back-references), for `--summary --json`. */
-export function summaryJson(t: Tracker, select?: Selection): unknown {
+/** A JSON array written item by item (--summary --json streams it). */
+class LazyArray<T> {
+  constructor(readonly items: readonly T[], readonly map: (x: T) => unknown) {}
+}
+
+/** The summary's fields in order; the long arrays (link groups, connections) stay lazy. */
+function summaryFields(t: Tracker, select?: Selection): Record<string, unknown> {
   const V = view(t, select);
   const keepLink = new Set(V.links);
   const conn = (s: SmcConn): unknown => ({
@@ -252,7 +273,7 @@ export function summaryJson(t: Tracker, select?: Selection): unknown {
     frames: t.frames,
     ...(select ? { selection: select } : {}),
     diagnosis: V.diag,
-    linkGroups: V.groups.map((g) => ({
+    linkGroups: new LazyArray(V.groups, (g) => ({
       id: g.id, complete: g.complete, clientPeer: g.clientPeer, serverPeer: g.serverPeer, clientHost: g.clientHost, serverHost: g.serverHost,
       version: g.version, release: g.release, ueid: g.ueid, maxLinks: g.maxLinks, maxConns: g.maxConns, state: g.state,
       types: g.types, events: g.events,
@@ -264,12 +285,45 @@ export function summaryJson(t: Tracker, select?: Selection): unknown {
       connections: g.conns.map((s) => s.index),
     })),
     otherRoce: V.other ? [...t.otherRoce.values()] : [],
-    connections: V.tcp.map((x) => ({
+    connections: new LazyArray(V.tcp, (x) => ({
       index: x.index, client: x.client, server: x.server, mode: x.mode, why: x.why, fallbackCode: x.fallbackCode,
       synSmc: x.synSmc, synAckSmc: x.synAckSmc, tcpBytes: x.tcpBytes, timeline: connSteps(x), smc: x.smc ? conn(x.smc) : undefined,
     })),
-    midStreamConnections: V.orphans.map(conn),
+    midStreamConnections: new LazyArray(V.orphans, conn),
     anomalyTotals: [...t.anomalyTotals.values()],
     anomalies: t.anomalies,
   };
+}
+
+/** The tracked state as plain JSON (no back-references), for `--summary --json`. */
+export function summaryJson(t: Tracker, select?: Selection): unknown {
+  const f = summaryFields(t, select);
+  for (const k of Object.keys(f)) { const v = f[k]; if (v instanceof LazyArray) f[k] = v.items.map(v.map); }
+  return f;
+}
+
+/** `JSON.stringify({...summaryJson(t, select), ...extra}, replacer)` written in pieces to
+ *  `emit`, one link group or connection at a time: the same text without holding it all. */
+export function writeSummaryJson(t: Tracker, select: Selection | undefined, extra: Record<string, unknown>, replacer: (k: string, v: unknown) => unknown, emit: (s: string) => void): void {
+  const f = { ...summaryFields(t, select), ...extra };
+  let first = true;
+  emit('{');
+  for (const k of Object.keys(f)) {
+    const v = f[k];
+    if (v instanceof LazyArray) {
+      emit(`${first ? '' : ','}${JSON.stringify(k)}:[`);
+      let n = 0;
+      for (const x of v.items) {
+        const s = JSON.stringify(v.map(x), replacer);
+        emit(n++ === 0 ? s : ',' + s);
+      }
+      emit(']');
+    } else {
+      const s = JSON.stringify(v, replacer) as string | undefined;
+      if (s === undefined) continue; // as JSON.stringify leaves out undefined values
+      emit(`${first ? '' : ','}${JSON.stringify(k)}:${s}`);
+    }
+    first = false;
+  }
+  emit('}');
 }

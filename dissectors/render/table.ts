@@ -25,11 +25,23 @@ const ANSI = /\u001b\[[0-9;]*m/g;
 export function visible(s: string): number { return s.includes('\u001b') ? s.replace(ANSI, '').length : s.length; }
 
 export function renderTable(cols: Column[], rows: string[][], c: ChalkInstance, opts: TableOptions = {}): string {
+  const out: string[] = [];
+  streamTable(cols, rows.length, (i) => rows[i]!, c, opts, (l) => { out.push(l); });
+  return out.join('\n');
+}
+
+/** renderTable without holding the rows: `row(i)` is asked twice per shown row (once to size
+ *  the columns, once to print), each line goes to `emit` — a 300 000-row table in constant
+ *  memory. */
+export function streamTable(cols: Column[], count: number, row: (i: number) => string[], c: ChalkInstance, opts: TableOptions, emit: (line: string) => void): void {
   const width = opts.width ?? Infinity;
-  const shown = opts.maxRows !== undefined && rows.length > opts.maxRows ? rows.slice(0, opts.maxRows) : rows;
+  const shownCount = opts.maxRows !== undefined && count > opts.maxRows ? opts.maxRows : count;
   let keep = cols.map((_, i) => i);
   const natural = cols.map((col) => col.head.length);
-  for (const r of shown) for (let i = 0; i < cols.length; i++) natural[i] = Math.max(natural[i]!, visible(r[i] ?? ''));
+  for (let k = 0; k < shownCount; k++) {
+    const r = row(k);
+    for (let i = 0; i < cols.length; i++) { const v = visible(r[i] ?? ''); if (v > natural[i]!) natural[i] = v; }
+  }
   const total = (idx: number[], w: number[]): number => idx.reduce((n, i) => n + w[i]! + 3, 1);
   // Drop optional columns, least important first, down to the important ones (priority 1–2);
   // then wrap the widest cells (down to 18 characters); then drop the rest of the optional
@@ -54,28 +66,28 @@ export function renderTable(cols: Column[], rows: string[][], c: ChalkInstance, 
   drop(1);
   narrow(8);
   const line = (l: string, m: string, r: string): string => l + keep.map((i) => '─'.repeat(w[i]! + 2)).join(m) + r;
-  const out: string[] = [line('┌', '┬', '┐')];
-  const emit = (cells: string[], head: boolean): void => {
+  emit(line('┌', '┬', '┐'));
+  const cell = (cells: string[], head: boolean): void => {
     const wrapped = keep.map((i) => wrap(cells[i] ?? '', w[i]!));
-    const h = Math.max(...wrapped.map((x) => x.length));
+    let h = 0;
+    for (const x of wrapped) if (x.length > h) h = x.length;
     for (let k = 0; k < h; k++) {
       let s = '│';
       for (let j = 0; j < keep.length; j++) {
         const t = wrapped[j]![k] ?? '';
         s += ' ' + (head ? c.bold(t) : t) + ' '.repeat(w[keep[j]!]! - visible(t)) + ' │';
       }
-      out.push(s);
+      emit(s);
     }
   };
-  emit(cols.map((x) => x.head), true);
-  out.push(line('├', '┼', '┤'));
-  for (const r of shown) emit(r, false);
-  out.push(line('└', '┴', '┘'));
+  cell(cols.map((x) => x.head), true);
+  emit(line('├', '┼', '┤'));
+  for (let k = 0; k < shownCount; k++) cell(row(k), false);
+  emit(line('└', '┴', '┘'));
   const notes: string[] = [];
-  if (shown.length < rows.length) notes.push(`… ${rows.length - shown.length} more row(s)`);
+  if (shownCount < count) notes.push(`… ${count - shownCount} more row(s)`);
   if (keep.length < cols.length) notes.push(`column(s) hidden to fit ${width} characters: ${cols.filter((_, i) => !keep.includes(i)).map((x) => x.head).join(', ')}`);
-  if (notes.length) out.push(c.dim(`${notes.join('; ')}${opts.more ? ` (${opts.more})` : ''}`));
-  return out.join('\n');
+  if (notes.length) emit(c.dim(`${notes.join('; ')}${opts.more ? ` (${opts.more})` : ''}`));
 }
 
 /** Wrap a cell at spaces (or hard at the width) into lines of at most `w` visible characters. */

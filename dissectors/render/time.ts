@@ -27,8 +27,11 @@ export class TimeColumn {
   private prev: bigint | undefined;
   private first: bigint | undefined;
   // Broken-down time changes once a second; frames come in bursts within one second, and
-  // Date and bigint arithmetic per frame would cost more than the rest of the line.
-  private cachedSec = -1n;
+  // Date and bigint arithmetic per frame would cost more than the rest of the line: within the
+  // cached second the fraction is one bigint subtraction and number formatting.
+  // [secStartNs, secEndNs): the second whose "HH:MM:SS." prefix is cached (empty range at first)
+  private secStartNs = 0n;
+  private secEndNs = 0n;
   private cachedPrefix = '';
 
   constructor(private readonly mode: TimeMode, private readonly utc = false) {}
@@ -49,24 +52,31 @@ export class TimeColumn {
         return `${d < 0n ? '-' : ''}${a / NS}.${frac(a % NS, digits)}`;
       }
       default: {
+        // Inside the cached second: one bigint subtraction, the rest in plain numbers.
+        if (tsNs >= this.secStartNs && tsNs < this.secEndNs) return this.cachedPrefix + fracNum(Number(tsNs - this.secStartNs), digits);
         // floor division: a timestamp before 1970 still gets a second and a positive fraction
         let sec = tsNs / NS;
         if (tsNs < 0n && sec * NS !== tsNs) sec -= 1n;
-        if (sec !== this.cachedSec) {
-          this.cachedSec = sec;
-          const t = new Date(Number(sec) * 1000);
-          const hms = this.utc
-            ? `${two(t.getUTCHours())}:${two(t.getUTCMinutes())}:${two(t.getUTCSeconds())}`
-            : `${two(t.getHours())}:${two(t.getMinutes())}:${two(t.getSeconds())}`;
-          const date = this.mode !== 'date' ? '' : this.utc
-            ? `${t.getUTCFullYear()}-${two(t.getUTCMonth() + 1)}-${two(t.getUTCDate())} `
-            : `${t.getFullYear()}-${two(t.getMonth() + 1)}-${two(t.getDate())} `;
-          this.cachedPrefix = `${date}${hms}.`;
-        }
-        return this.cachedPrefix + frac(tsNs - sec * NS, digits);
+        this.secStartNs = sec * NS;
+        this.secEndNs = this.secStartNs + NS;
+        const t = new Date(Number(sec) * 1000);
+        const hms = this.utc
+          ? `${two(t.getUTCHours())}:${two(t.getUTCMinutes())}:${two(t.getUTCSeconds())}`
+          : `${two(t.getHours())}:${two(t.getMinutes())}:${two(t.getSeconds())}`;
+        const date = this.mode !== 'date' ? '' : this.utc
+          ? `${t.getUTCFullYear()}-${two(t.getUTCMonth() + 1)}-${two(t.getUTCDate())} `
+          : `${t.getFullYear()}-${two(t.getMonth() + 1)}-${two(t.getDate())} `;
+        this.cachedPrefix = `${date}${hms}.`;
+        return this.cachedPrefix + fracNum(Number(tsNs - this.secStartNs), digits);
       }
     }
   }
+}
+
+/** Fraction digits of `ns` nanoseconds (0 ≤ ns < 1e9, a plain number). */
+function fracNum(ns: number, digits: 6 | 9): string {
+  const v = String(digits === 9 ? ns : Math.floor(ns / 1000));
+  return v.length < digits ? '000000000'.slice(0, digits - v.length) + v : v;
 }
 
 function frac(ns: bigint, digits: 6 | 9): string {

@@ -7,6 +7,7 @@
 // A link counts once its CONFIRM LINK exchange completed and until it is deleted or lost.
 
 import type { LgEvent, LgType, LinkGroup } from './model.js';
+import { flat } from './intern.js';
 
 export function lgTypeOf(lg: LinkGroup): LgType {
   const up = lg.links.filter((l) => l.state === 'active');
@@ -33,6 +34,9 @@ export function noteType(lg: LinkGroup, frame: number, tsNs: bigint): void {
 }
 
 export function lgEvent(lg: LinkGroup, e: LgEvent): void {
+  // kept until the end: flat strings, not the template literal's tree of parts
+  e.text = flat(e.text);
+  if (e.link !== undefined) e.link = flat(e.link);
   lg.events.push(e);
 }
 

@@ -27,6 +27,7 @@ import { RingStream } from './stream.js';
 import { PsnRuns } from './psnruns.js';
 import { LlcPairing, type LlcRequest } from './llcpair.js';
 import { lgEvent, noteType } from './lgtype.js';
+import { flat, intern, internMaybe } from './intern.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -46,6 +47,8 @@ const DEL_LOST_PATH = 0x00010000;
 
 
 const NO_ANOMALIES = Object.freeze([]) as unknown as Anomaly[];
+/** A Proposal without UEIDs (v1): one shared empty list. */
+const NO_UEIDS = Object.freeze([]) as unknown as string[];
 const EMPTY_NOTE: FrameNote = Object.freeze({ anomalies: NO_ANOMALIES }) as FrameNote;
 
 export const SIDE = ['client', 'server'] as const;
@@ -87,7 +90,6 @@ export class Tracker {
   private readonly rmbs = new Map<number, RmbAlias>();
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
   private readonly awaitingConfirmLink: { conn: TcpConn; lg: LinkGroup; frame: number; tsNs: bigint }[] = [];
-  private readonly lgFirstConn = new Map<LinkGroup, TcpConn>();
   private orphanIndex = 0;
   private linkSerial = 0;
   /** Link group ids: never reused, also after a phantom group was folded into a real one. */
@@ -155,16 +157,20 @@ export class Tracker {
     if (!c || (syn && c.closed)) {
       // Client = SYN sender; without a SYN, the sender of the first CLC Proposal, else the first sender.
       const fromClient = syn || !d.smc.some((i) => i.proto === 'clc' && i.value.type !== 'proposal');
+      const src = intern(ip.src), dst = intern(ip.dst);
+      // every field that is usually set later declared now: kept in the object, not in a
+      // property array added to each of 100 000 connections
       c = {
         index: this.tcp.length + 1,
-        client: fromClient ? { ip: ip.src, port: h.srcPort } : { ip: ip.dst, port: h.dstPort },
-        server: fromClient ? { ip: ip.dst, port: h.dstPort } : { ip: ip.src, port: h.srcPort },
+        client: fromClient ? { ip: src, port: h.srcPort } : { ip: dst, port: h.dstPort },
+        server: fromClient ? { ip: dst, port: h.dstPort } : { ip: src, port: h.srcPort },
+        synSmc: undefined, synAckSmc: undefined, proposed: undefined, accept: undefined, why: undefined, smc: undefined,
         mode: 'pending', steps: [], tcpBytes: [0, 0], closed: false,
       };
       if (!syn) c.why = 'connection began before the capture';
       if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
       this.tcp.push(c);
-      this.tcpByKey.set(key, c);
+      this.tcpByKey.set(flat(key), c);
     }
     const fromClient = ip.src === c.client.ip && h.srcPort === c.client.port;
     const hasOpt = d.smc.some((i) => i.proto === 'tcpopt');
@@ -209,7 +215,7 @@ export class Tracker {
     const step = (name: string): void => { c.steps.push({ name, frame: d.n, tsNs: d.tsNs }); };
     switch (m.type) {
       case 'proposal':
-        c.proposed = { ueids: m.v2?.eids ?? [] };
+        c.proposed = { ueids: m.v2?.eids.length ? m.v2.eids.map(intern) : NO_UEIDS };
         step('Proposal');
         if (c.synAckSmc === false) this.anomaly('warn', 'clc.without-option', 'CLC Proposal although the SYN-ACK had no SMC option', undefined, c.index);
         break;
@@ -241,14 +247,14 @@ export class Tracker {
     const ueids = c.proposed?.ueids;
     if (ueids && ueids.length > 0) why += `; client offered ${ueids.join(', ')}`;
     if (m.outOfSync) why += '; out of sync: the peer must drop its link group';
-    c.why = why;
+    c.why = flat(why);
     if (c.smc) {
       // Declined after Confirm (e.g. CONFIRM LINK timeout): the SMC connection never carried data.
       const lg = c.smc.lg;
       lg.conns = lg.conns.filter((x) => x !== c.smc);
       c.smc = undefined;
       // A first-contact group whose first link never came up dies with this decline.
-      if (this.lgFirstConn.get(lg) === c && !lg.links.some((l) => l.state === 'active')) {
+      if (lg.firstTcp === c && !lg.links.some((l) => l.state === 'active')) {
         for (const l of lg.links) if (l.state === 'confirming') l.state = 'failed';
         lg.state = 'failed';
         this.llc.forget(lg);
@@ -269,9 +275,9 @@ export class Tracker {
     if (acc.firstContact) {
       lg = this.newGroup(d.n, true);
       lg.firstTcp = c;
-      lg.clientPeer = conf.r.peerId; lg.serverPeer = acc.r.peerId;
-      lg.clientHost = conf.r.fce?.hostname; lg.serverHost = acc.r.fce?.hostname;
-      lg.version = acc.version; lg.release = acc.r.fce?.release; lg.ueid = acc.r.eid;
+      lg.clientPeer = client.peerId; lg.serverPeer = server.peerId;
+      lg.clientHost = internMaybe(conf.r.fce?.hostname); lg.serverHost = internMaybe(acc.r.fce?.hostname);
+      lg.version = acc.version; lg.release = acc.r.fce?.release; lg.ueid = internMaybe(acc.r.eid);
       lg.maxLinks = acc.r.fce?.maxLinks; lg.maxConns = acc.r.fce?.maxConns;
       link = this.newLink(lg, [
         { gid: client.gid, qpn: client.qpn, mac: client.mac, psn: client.psn },
@@ -280,7 +286,6 @@ export class Tracker {
       link.nextPsn = [client.psn, server.psn];
       lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-added', link: link.name, by: 'server', text: `first link proposed in the CLC handshake (connection ${c.index})` });
       this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
-      this.lgFirstConn.set(lg, c);
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
       const e = this.qps.get(server.gid, server.qpn) ?? this.qps.get(client.gid, client.qpn);
@@ -296,7 +301,7 @@ export class Tracker {
       index: c.index, tcp: c, lg, link,
       sides: [client, server],
       dirs: [newDir(server.rmbeSize, true), newDir(client.rmbeSize, true)],
-      failovers: [],
+      failovers: [], firstData: undefined,
     };
     if (this.isFollowed(c)) for (const dir of conn.dirs) dir.stream = new RingStream(dir.ringSize, true);
     c.smc = conn;
@@ -341,18 +346,24 @@ export class Tracker {
   // ---------------------------------------------------------------------------------------
 
   private newGroup(frame: number, complete: boolean): LinkGroup {
-    const lg: LinkGroup = { id: ++this.lgSerial, complete, links: [], conns: [], state: 'active', firstFrame: frame, types: [], events: [] };
+    const lg: LinkGroup = {
+      id: ++this.lgSerial, complete, links: [], conns: [], state: 'active', firstFrame: frame, types: [], events: [],
+      clientPeer: undefined, serverPeer: undefined, clientHost: undefined, serverHost: undefined, version: undefined, release: undefined,
+      ueid: undefined, maxLinks: undefined, maxConns: undefined, firstTcp: undefined,
+    };
     this.groups.push(lg);
     return lg;
   }
 
   private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): Link {
     const link: Link = {
-      lg, id: 0, serial: ++this.linkSerial, name: `LG${lg.id}/#${lg.links.length + 1}`, ends, mtu, state, nextPsn: [undefined, undefined],
+      lg, id: 0, serial: ++this.linkSerial, name: flat(`LG${lg.id}/#${lg.links.length + 1}`), ends, mtu, state, nextPsn: [undefined, undefined],
+      uid: undefined, confirmedFrame: undefined, deleted: undefined, lost: undefined,
       packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined], psnConn: [undefined, undefined],
       lastFrom: [undefined, undefined], retx: [undefined, undefined], testLinkUnanswered: undefined, smcMessages: 0,
     };
     lg.links.push(link);
+    for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
     for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link, e);
     return link;
   }
@@ -381,7 +392,7 @@ export class Tracker {
   private setLinkId(link: Link, id: number): void {
     if (link.id === id) return;
     link.id = id;
-    link.name = `LG${link.lg.id}/L${id}`;
+    link.name = flat(`LG${link.lg.id}/L${id}`);
   }
 
   /** A link of the group by id among those not yet gone (ids are reused after deletion). */
@@ -723,7 +734,7 @@ export class Tracker {
             ev('link-confirmed', `${link.name} up (CONFIRM LINK answered by the ${by})`);
             noteType(lg, d.n, d.tsNs);
           }
-          const first = this.lgFirstConn.get(lg);
+          const first = lg.firstTcp;
           if (first && !first.steps.some((x) => x.name === 'CONFIRM LINK')) first.steps.push({ name: 'CONFIRM LINK', frame: d.n, tsNs: d.tsNs });
         } else {
           // The server started link bring-up; a missing response is now an LLC timeout.
@@ -754,7 +765,7 @@ export class Tracker {
         } else {
           const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && l.ends[dir].gid === '');
           if (nl) {
-            nl.ends[dir] = { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn };
+            nl.ends[dir] = { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn };
             nl.nextPsn[dir] = m.psn;
             this.claimQp(m.gid, m.qpn, nl, dir);
             for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
@@ -920,12 +931,13 @@ export class Tracker {
 
 /** Per-direction state; `fromStart`: the handshake was captured, so both cursors start at 0:0. */
 function newDir(ringSize: number, fromStart = false): SmcDir {
-  const d: SmcDir = {
+  // the fields set later declared now (in the object, no property array per direction)
+  return {
     ringSize, prodLinear: 0, consLinear: 0, cdcs: 0, writes: 0, writeBytes: 0, writerBlocked: 0, urgent: 0, urgentMarks: [], stalls: [],
     doneWriting: false, closed: false, aborted: false,
+    seq: undefined, link: undefined, lastCdc: undefined, lastConsMove: undefined, lastProdMove: undefined, blockedSince: undefined,
+    prod: fromStart ? { wrap: 0, count: 0 } : undefined, cons: fromStart ? { wrap: 0, count: 0 } : undefined,
   };
-  if (fromStart) { d.prod = { wrap: 0, count: 0 }; d.cons = { wrap: 0, count: 0 }; }
-  return d;
 }
 
 /** Map key of (link group, writer direction, alert token): exact up to 2^20 link groups. */
@@ -972,7 +984,7 @@ function appendTcp(s: TcpStream, seq: number, data: Uint8Array, frame: number): 
 function sideOf(m: ClcAcceptConfirm): SmcSide {
   const r = m.r!;
   return {
-    peerId: r.peerId, gid: r.gid, mac: r.mac, qpn: r.qpn, rkey: r.rkey, token: r.token, rmbVa: r.rmbVa,
+    peerId: intern(r.peerId), gid: intern(r.gid), mac: intern(r.mac), qpn: r.qpn, rkey: r.rkey, token: r.token, rmbVa: r.rmbVa,
     rmbeSize: bufSizeFromCode(r.rmbeSizeCode), mtu: mtuFromCode(r.mtuCode), psn: r.psn,
   };
 }
@@ -989,15 +1001,34 @@ function gidOfIp(ip: string): string {
   return g;
 }
 
+interface QpSlot { qpn: number; link: Link; end: 0 | 1 }
+
+/** QP (GID, QPN) → link end. A host (GID) has a few QPs: a short list per GID (a Map per GID
+ *  took 600 bytes each for 100 000 hosts); a busy GID switches to a Map. */
 class QpIndex {
-  private readonly m = new Map<string, Map<number, { link: Link; end: 0 | 1 }>>();
-  get(gid: string, qpn: number): { link: Link; end: 0 | 1 } | undefined { return this.m.get(gid)?.get(qpn); }
-  set(gid: string, qpn: number, v: { link: Link; end: 0 | 1 }): void {
-    let q = this.m.get(gid);
-    if (!q) { q = new Map(); this.m.set(gid, q); }
-    q.set(qpn, v);
+  private readonly m = new Map<string, QpSlot[] | Map<number, QpSlot>>();
+  get(gid: string, qpn: number): QpSlot | undefined {
+    const q = this.m.get(gid);
+    if (q === undefined) return undefined;
+    if (q instanceof Map) return q.get(qpn);
+    for (let i = 0; i < q.length; i++) if (q[i]!.qpn === qpn) return q[i];
+    return undefined;
   }
-  delete(gid: string, qpn: number): void { this.m.get(gid)?.delete(qpn); }
+  set(gid: string, qpn: number, v: { link: Link; end: 0 | 1 }): void {
+    const slot: QpSlot = { qpn, link: v.link, end: v.end };
+    const q = this.m.get(gid);
+    if (q === undefined) { this.m.set(gid, [slot]); return; }
+    if (q instanceof Map) { q.set(qpn, slot); return; }
+    const i = q.findIndex((x) => x.qpn === qpn);
+    if (i >= 0) { q[i] = slot; return; }
+    q.push(slot);
+    if (q.length > 16) this.m.set(gid, new Map(q.map((x) => [x.qpn, x])));
+  }
+  delete(gid: string, qpn: number): void {
+    const q = this.m.get(gid);
+    if (q instanceof Map) q.delete(qpn);
+    else if (q) { const i = q.findIndex((x) => x.qpn === qpn); if (i >= 0) q.splice(i, 1); }
+  }
 }
 
 function sameHosts(l: Link, a: string, b: string): boolean {
