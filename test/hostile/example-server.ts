@@ -14,7 +14,9 @@ let n = 0;
 const server = createServer({
   device: { provider: 'uroce', address: addr, ...(faults ? { faults } : {}) } as never,
   ueids: ['SMCSCOPE-HOSTILE'], tcpOption: 'ignore',
-  log: (l) => { if (l.startsWith('CLC:') || l.startsWith('fallback') || l.startsWith('smc server')) say(l); },
+  // CLC and fallback lines (the hostile tests count them), and what ends connections or link
+  // groups (link down, termination, aborts; a soak failure is explained by these), not LLC traffic.
+  log: (l) => { if (/^(CLC:|fallback|smc server|smc:)| down: | terminated: |peer deletes| abort| failed: /.test(l)) say(l); },
 }, (s) => {
   const id = ++n;
   let bytes = 0;

@@ -3,7 +3,10 @@
 // fault hooks; SOAK_FAULTS overrides). Every byte that comes back is compared with the byte sent; the
 // server's RSS is sampled after a warm-up and at the end.
 //   node dist/test/hostile/soak.js [seconds=600] [connections=64]
+// SOAK_LOG=DIR keeps the server's output and the client's endpoint log there (server.log, client.log).
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { connect, closeAll, type SmcSocket } from '../../endpoint/index.js';
 import { startTarget } from './servers.js';
@@ -28,13 +31,17 @@ export async function soak(seconds: number, n: number, net = '127.0.97'): Promis
   let verified = 0, mismatches = 0;
   let firstErrorMs: number | undefined;
   let maxLagMs = 0;
+  // The client's endpoint events that end connections or links (not LLC traffic), with times.
+  const clientLog: string[] = [];
+  const t0 = Date.now();
+  const log = (l: string): void => { if (!/ [<>] /.test(l)) clientLog.push(`${Date.now() - t0} ${l}`); };
   try {
     // Opened 8 at a time: 64 at once would time out some handshakes (each new RMB costs a
     // CONFIRM RKEY, and LLC flows of a link group run one at a time) and fall back to TCP.
     const socks: SmcSocket[] = [];
     for (let i = 0; i < n; i += 8) {
       socks.push(...await Promise.all(Array.from({ length: Math.min(8, n - i) }, () => connect({
-        device: { provider: 'uroce', address: `${net}.1`, faults: { ...FAULTS, seed: 11 } }, ueids: [UEID], tcpOption: 'ignore',
+        device: { provider: 'uroce', address: `${net}.1`, faults: { ...FAULTS, seed: 11 } }, ueids: [UEID], tcpOption: 'ignore', log,
         host: srv.addr, port: srv.port, localAddress: `${net}.1`, connectTimeoutMs: 30_000,
       }))));
     }
@@ -80,12 +87,19 @@ export async function soak(seconds: number, n: number, net = '127.0.97'): Promis
     maxLagMs = Math.round(lag.max / 1e6);
     samples.push(rssKb(srv.proc.proc.pid!));
     const smcr = socks.filter((s) => s.mode === 'smcr').length;
-    if (errors.length > 0) errors.push(...srv.proc.out.split('\n').filter((l) => l && !/closed:|^listening/.test(l)).slice(0, 10).map((l) => `server: ${l}`));
+    if (errors.length > 0) {
+      errors.push(...srv.proc.out.split('\n').filter((l) => l && !/closed:|^listening/.test(l)).slice(0, 10).map((l) => `server: ${l}`));
+      errors.push(...clientLog.slice(0, 10).map((l) => `client: ${l}`));
+    }
     for (const s of socks) s.destroy();
     return { seconds, connections: n, smcr, clientMaxEventLoopLagMs: maxLagMs, ...(firstErrorMs !== undefined ? { firstErrorMs } : {}), bytesVerified: verified, mismatches, errors, rssStartKb: samples[0]!, rssEndKb: samples[samples.length - 1]!, rssSamplesKb: samples };
   } finally {
     await closeAll();
     await srv.proc.stop();
+    if (process.env.SOAK_LOG) {
+      writeFileSync(join(process.env.SOAK_LOG, 'server.log'), srv.proc.out + srv.proc.err);
+      writeFileSync(join(process.env.SOAK_LOG, 'client.log'), clientLog.join('\n') + '\n');
+    }
   }
 }
 
