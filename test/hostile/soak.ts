@@ -26,7 +26,7 @@ const FAULTS = process.env.SOAK_FAULTS ? JSON.parse(process.env.SOAK_FAULTS) as 
 const WINDOW = Number(process.env.SOAK_WINDOW ?? 64 * 1024);
 
 export async function soak(seconds: number, n: number, net = '127.0.97'): Promise<SoakResult> {
-  const srv = await startTarget('example', `${net}.2`, { HOSTILE_FAULTS: JSON.stringify(FAULTS) });
+  const srv = await startTarget('example', `${net}.2`, { HOSTILE_FAULTS: JSON.stringify(FAULTS), HOSTILE_STALL_MS: '500' });
   const errors: string[] = [];
   let verified = 0, mismatches = 0;
   let firstErrorMs: number | undefined;
@@ -35,6 +35,13 @@ export async function soak(seconds: number, n: number, net = '127.0.97'): Promis
   const clientLog: string[] = [];
   const t0 = Date.now();
   const log = (l: string): void => { if (!/ [<>] /.test(l)) clientLog.push(`${Date.now() - t0} ${l}`); };
+  // Stalls of the client's event loop (see HOSTILE_STALL_MS in example-server.ts).
+  let tick = Date.now();
+  const stalls = setInterval(() => {
+    const now = Date.now();
+    if (now - tick - 100 >= 500) log(`event loop stalled ${now - tick - 100} ms`);
+    tick = now;
+  }, 100);
   try {
     // Opened 8 at a time: 64 at once would time out some handshakes (each new RMB costs a
     // CONFIRM RKEY, and LLC flows of a link group run one at a time) and fall back to TCP.
@@ -91,9 +98,17 @@ export async function soak(seconds: number, n: number, net = '127.0.97'): Promis
       errors.push(...srv.proc.out.split('\n').filter((l) => l && !/closed:|^listening/.test(l)).slice(0, 10).map((l) => `server: ${l}`));
       errors.push(...clientLog.slice(0, 10).map((l) => `client: ${l}`));
     }
+    // Each connection ended its side (end()) when it stopped; let the orderly SMC close finish
+    // (an abort here would show as noise in the logs), then destroy what is left.
+    await Promise.all(socks.map((s) => new Promise<void>((r) => {
+      if (s.closed) { r(); return; }
+      const t = setTimeout(r, 10_000);
+      s.once('close', () => { clearTimeout(t); r(); });
+    })));
     for (const s of socks) s.destroy();
     return { seconds, connections: n, smcr, clientMaxEventLoopLagMs: maxLagMs, ...(firstErrorMs !== undefined ? { firstErrorMs } : {}), bytesVerified: verified, mismatches, errors, rssStartKb: samples[0]!, rssEndKb: samples[samples.length - 1]!, rssSamplesKb: samples };
   } finally {
+    clearInterval(stalls);
     await closeAll();
     await srv.proc.stop();
     if (process.env.SOAK_LOG) {
