@@ -17,10 +17,14 @@ const at = (): string => `[${((Date.now() - t0) / 1000).toFixed(3)}s]`;
 const stallMs = Number(process.env.HOSTILE_STALL_MS ?? 0);
 if (stallMs > 0) {
   let last = Date.now();
+  let cpu = process.cpuUsage();
   setInterval(() => {
     const now = Date.now();
-    if (now - last - 100 >= stallMs) say(`${at()} event loop stalled ${now - last - 100} ms`);
+    const used = process.cpuUsage(cpu);
+    // CPU time used over the stall: about the stall itself = our own long task; much less = not scheduled
+    if (now - last - 100 >= stallMs) say(`${at()} event loop stalled ${now - last - 100} ms (process CPU ${Math.round((used.user + used.system) / 1000)} ms of the last ${now - last} ms)`);
     last = now;
+    cpu = process.cpuUsage();
   }, 100).unref();
 }
 let n = 0;

@@ -37,10 +37,13 @@ export async function soak(seconds: number, n: number, net = '127.0.97'): Promis
   const log = (l: string): void => { if (!/ [<>] /.test(l)) clientLog.push(`${Date.now() - t0} ${l}`); };
   // Stalls of the client's event loop (see HOSTILE_STALL_MS in example-server.ts).
   let tick = Date.now();
+  let cpu = process.cpuUsage();
   const stalls = setInterval(() => {
     const now = Date.now();
-    if (now - tick - 100 >= 500) log(`event loop stalled ${now - tick - 100} ms`);
+    const used = process.cpuUsage(cpu);
+    if (now - tick - 100 >= 500) log(`event loop stalled ${now - tick - 100} ms (process CPU ${Math.round((used.user + used.system) / 1000)} ms of the last ${now - tick} ms)`);
     tick = now;
+    cpu = process.cpuUsage();
   }, 100);
   try {
     // Opened 8 at a time: 64 at once would time out some handshakes (each new RMB costs a
