@@ -119,6 +119,11 @@ export async function connect(o: ConnectOptions): Promise<SmcSocket> {
   }
   tcp.setNoDelay(true);
   const r = await stack.handshake('client', tcp);
+  if (r.mode === 'tcp' && r.failed) {
+    // Like Linux (no fallback when the server closed during CLC), not a dead fallback socket.
+    tcp.destroy();
+    throw Object.assign(new Error(`connect ${r.failed.code} ${host}:${port}: ${r.failed.message}`), { code: r.failed.code });
+  }
   return socketFor(stack, tcp, r);
 }
 

@@ -19,6 +19,11 @@ export class ClcError extends Error {
     readonly code: number, message: string, readonly peerDeclined = false, readonly outOfSync = false,
     /** The peer closed the TCP connection without sending a byte of the message. */
     readonly eofClean = false,
+    /** The TCP connection ended under the handshake: the errno Linux gives then (awaiting a
+     *  message, smc_clc_wait_msg: FIN before it or RST, ECONNRESET; FIN inside it, EPROTO;
+     *  sending one: the send error). A negative reason in Linux: no Decline, no fallback, the
+     *  connection fails. */
+    readonly errno?: string,
   ) {
     super(message);
     this.name = 'ClcError';
@@ -39,13 +44,15 @@ export class ClcChannel {
   private buf: Buffer = Buffer.alloc(0);
   private waiter: (() => void) | undefined;
   private ended: string | undefined;
+  /** The TCP connection ended by a reset or error (else by the peer's FIN). */
+  private reset = false;
   private watcher: (() => void) | undefined;
   private readonly onData = (d: Buffer): void => {
     this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
     this.wake();
   };
   private readonly onEnd = (): void => { this.ended = 'peer closed the TCP connection'; this.wake(); };
-  private readonly onError = (e: Error): void => { this.ended = `TCP error: ${e.message}`; this.wake(); };
+  private readonly onError = (e: Error): void => { this.ended = `TCP error: ${e.message}`; this.reset = true; this.wake(); };
   private wake(): void {
     this.waiter?.();
     const w = this.watcher;
@@ -86,9 +93,9 @@ export class ClcChannel {
         this.traceProblem(this.buf.length > 0 ? 'truncated' : 'closed', this.ended);
         if (this.buf.length > 0) {
           const of = this.buf.length >= 8 ? `${this.buf.readUInt16BE(5)}-byte` : '8-byte header of a';
-          throw new ClcError(DECL.SYNCERR, `truncated CLC ${what}: ${this.buf.length} bytes of the ${of} message, then ${this.ended}`);
+          throw new ClcError(DECL.SYNCERR, `truncated CLC ${what}: ${this.buf.length} bytes of the ${of} message, then ${this.ended}`, false, false, false, this.reset ? 'ECONNRESET' : 'EPROTO');
         }
-        throw new ClcError(DECL.SYNCERR, `${this.ended} while waiting for CLC ${what}`, false, false, true);
+        throw new ClcError(DECL.SYNCERR, `${this.ended} while waiting for CLC ${what}`, false, false, true, 'ECONNRESET');
       }
       const left = deadline - Date.now();
       if (left <= 0 && !lastLook) {
@@ -139,8 +146,8 @@ export class ClcChannel {
   sendEncoded(bytes: Uint8Array, m?: ClcInput): Promise<void> {
     if (this.trace) this.trace({ layer: 'clc', dir: 'out', msg: m ? { ...m, length: bytes.length } as ClcMessage : decodeClc(bytes).value, ...this.ends() });
     return new Promise((resolve, reject) => {
-      if (this.socket.destroyed || !this.socket.writable) { reject(new ClcError(DECL.INTERR, 'TCP connection closed before a CLC message could be sent')); return; }
-      this.socket.write(bytes, (e) => (e ? reject(new ClcError(DECL.INTERR, `sending CLC: ${e.message}`)) : resolve()));
+      if (this.socket.destroyed || !this.socket.writable) { reject(new ClcError(DECL.INTERR, 'TCP connection closed before a CLC message could be sent', false, false, false, 'ECONNRESET')); return; }
+      this.socket.write(bytes, (e) => (e ? reject(new ClcError(DECL.INTERR, `sending CLC: ${e.message}`, false, false, false, (e as NodeJS.ErrnoException).code ?? 'ECONNRESET')) : resolve()));
     });
   }
 

@@ -78,6 +78,11 @@ export interface Fallback {
   /** We decided the fallback (timeout, error): CLC messages the peer sent before it saw our
    *  Decline may still be in the stream; they are not application data. */
   strayClc?: boolean;
+  /** Client: the server closed or reset the TCP connection during CLC (before or inside its
+   *  Accept, or our Proposal/Confirm could not be sent), so there is no connection to fall back
+   *  to. Linux's connect() fails then (smc_clc_wait_msg's ECONNRESET / EPROTO is a negative
+   *  reason: no Decline, no fallback); connect() rejects with this code. */
+  failed?: { code: string; message: string };
 }
 
 export interface Established {
@@ -353,10 +358,22 @@ async function clientSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): 
       ...(r.eid ? { eid: r.eid } : {}), ...(r.fce?.hostname ? { peerHost: r.fce.hostname } : {}), sink, steps,
     };
   } catch (e) {
+    if (e instanceof ClcError && e.errno) return serverGone(ctx, e, e.errno, lg, newGroup, held);
     return fail(ch, ctx, e, version, lg, newGroup, held);
   } finally {
     unlock();
   }
+}
+
+/** The server closed or reset the connection during CLC: nothing to decline, no fallback. */
+function serverGone(
+  ctx: HandshakeContext, err: ClcError, code: string, lg: LinkGroup | undefined, newGroup: boolean,
+  held: { rmb?: BufDesc; sndbuf?: BufDesc; token?: number },
+): Fallback {
+  cleanup(lg, newGroup, held);
+  const message = `the server ended the TCP connection during the SMC handshake (${err.message})`;
+  ctx.opts.log(`CLC: ${message}: connect fails with ${code}`);
+  return { mode: 'tcp', code: err.code, declinedBy: 'local', reason: err.message, failed: { code, message } };
 }
 
 async function serverSteps(ctx: HandshakeContext, tcp: Socket, ch: ClcChannel): Promise<HandshakeResult> {

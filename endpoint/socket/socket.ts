@@ -356,9 +356,20 @@ export class SmcSocket extends Duplex {
       done = Promise.resolve();
     }
     void done.then(() => {
-      if (conn.aborted) tcp.resetAndDestroy();
+      if (conn.aborted) resetTcp(tcp);
       else tcp.end();
       return tcpClosed();
     }).then(() => cb(error));
   }
+}
+
+/**
+ * Abort the TCP socket: RST if our side has not shut down yet, else a plain close. Once end()
+ * was called, libuv refuses the reset (uv_tcp_close_reset: EINVAL while/after a shutdown) and
+ * Node then never closes the handle: the socket stays open and keeps the process alive (an
+ * SMC-R connection ended with end() and aborted afterwards, e.g. by closeAll(), did that).
+ */
+export function resetTcp(tcp: Socket): void {
+  if (tcp.writableEnded) tcp.destroy();
+  else tcp.resetAndDestroy();
 }

@@ -173,4 +173,25 @@ test.serial('SMC-R mode: a TCP reset while SMC-R is active aborts the connection
   stop();
 });
 
+test.serial('SMC-R mode: abort after end() closes the TCP socket (no handle left open)', async (t) => {
+  const { a, b, stop, cA } = await smcPair();
+  b.resume();
+  b.on('error', () => undefined); // the abort reaches b
+  // The TCP half-close that end() does after the SMC one (_final), with the abort right behind it
+  // (the peer's abort CDC or closeAll() in the same turn): libuv refuses a reset while the
+  // shutdown is pending, and Node used to leave the handle open for good.
+  a.tcp.end();
+  const tcpErrors: string[] = [];
+  a.tcp.on('error', (e) => tcpErrors.push(e.message));
+  const tcpClosed = new Promise<boolean>((r) => { a.tcp.once('close', () => r(true)); setTimeout(() => r(false), 3000).unref(); });
+  a.on('error', () => undefined);
+  a.destroy(new Error('test abort'));
+  t.true(await tcpClosed, 'the TCP socket emits close (its handle was released)');
+  t.deepEqual(tcpErrors, []);
+  t.true(cA.conn.aborted);
+  b.destroy();
+  await Promise.all([closed(a), closed(b)]);
+  stop();
+});
+
 test.after.always(async () => { await L?.close(); });

@@ -3,7 +3,10 @@
 // fault hooks; SOAK_FAULTS overrides). Every byte that comes back is compared with the byte sent; the
 // server's RSS is sampled after a warm-up and at the end.
 //   node dist/test/hostile/soak.js [seconds=600] [connections=64]
+// SOAK_LOG=DIR keeps the server's output and the client's endpoint log there (server.log, client.log).
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { connect, closeAll, type SmcSocket } from '../../endpoint/index.js';
 import { startTarget } from './servers.js';
@@ -23,18 +26,32 @@ const FAULTS = process.env.SOAK_FAULTS ? JSON.parse(process.env.SOAK_FAULTS) as 
 const WINDOW = Number(process.env.SOAK_WINDOW ?? 64 * 1024);
 
 export async function soak(seconds: number, n: number, net = '127.0.97'): Promise<SoakResult> {
-  const srv = await startTarget('example', `${net}.2`, { HOSTILE_FAULTS: JSON.stringify(FAULTS) });
+  const srv = await startTarget('example', `${net}.2`, { HOSTILE_FAULTS: JSON.stringify(FAULTS), HOSTILE_STALL_MS: '500' });
   const errors: string[] = [];
   let verified = 0, mismatches = 0;
   let firstErrorMs: number | undefined;
   let maxLagMs = 0;
+  // The client's endpoint events that end connections or links (not LLC traffic), with times.
+  const clientLog: string[] = [];
+  const t0 = Date.now();
+  const log = (l: string): void => { if (!/ [<>] /.test(l)) clientLog.push(`${Date.now() - t0} ${l}`); };
+  // Stalls of the client's event loop (see HOSTILE_STALL_MS in example-server.ts).
+  let tick = Date.now();
+  let cpu = process.cpuUsage();
+  const stalls = setInterval(() => {
+    const now = Date.now();
+    const used = process.cpuUsage(cpu);
+    if (now - tick - 100 >= 500) log(`event loop stalled ${now - tick - 100} ms (process CPU ${Math.round((used.user + used.system) / 1000)} ms of the last ${now - tick} ms)`);
+    tick = now;
+    cpu = process.cpuUsage();
+  }, 100);
   try {
     // Opened 8 at a time: 64 at once would time out some handshakes (each new RMB costs a
     // CONFIRM RKEY, and LLC flows of a link group run one at a time) and fall back to TCP.
     const socks: SmcSocket[] = [];
     for (let i = 0; i < n; i += 8) {
       socks.push(...await Promise.all(Array.from({ length: Math.min(8, n - i) }, () => connect({
-        device: { provider: 'uroce', address: `${net}.1`, faults: { ...FAULTS, seed: 11 } }, ueids: [UEID], tcpOption: 'ignore',
+        device: { provider: 'uroce', address: `${net}.1`, faults: { ...FAULTS, seed: 11 } }, ueids: [UEID], tcpOption: 'ignore', log,
         host: srv.addr, port: srv.port, localAddress: `${net}.1`, connectTimeoutMs: 30_000,
       }))));
     }
@@ -80,12 +97,27 @@ export async function soak(seconds: number, n: number, net = '127.0.97'): Promis
     maxLagMs = Math.round(lag.max / 1e6);
     samples.push(rssKb(srv.proc.proc.pid!));
     const smcr = socks.filter((s) => s.mode === 'smcr').length;
-    if (errors.length > 0) errors.push(...srv.proc.out.split('\n').filter((l) => l && !/closed:|^listening/.test(l)).slice(0, 10).map((l) => `server: ${l}`));
+    if (errors.length > 0) {
+      errors.push(...srv.proc.out.split('\n').filter((l) => l && !/closed:|^listening/.test(l)).slice(0, 10).map((l) => `server: ${l}`));
+      errors.push(...clientLog.slice(0, 10).map((l) => `client: ${l}`));
+    }
+    // Each connection ended its side (end()) when it stopped; let the orderly SMC close finish
+    // (an abort here would show as noise in the logs), then destroy what is left.
+    await Promise.all(socks.map((s) => new Promise<void>((r) => {
+      if (s.closed) { r(); return; }
+      const t = setTimeout(r, 10_000);
+      s.once('close', () => { clearTimeout(t); r(); });
+    })));
     for (const s of socks) s.destroy();
     return { seconds, connections: n, smcr, clientMaxEventLoopLagMs: maxLagMs, ...(firstErrorMs !== undefined ? { firstErrorMs } : {}), bytesVerified: verified, mismatches, errors, rssStartKb: samples[0]!, rssEndKb: samples[samples.length - 1]!, rssSamplesKb: samples };
   } finally {
+    clearInterval(stalls);
     await closeAll();
     await srv.proc.stop();
+    if (process.env.SOAK_LOG) {
+      writeFileSync(join(process.env.SOAK_LOG, 'server.log'), srv.proc.out + srv.proc.err);
+      writeFileSync(join(process.env.SOAK_LOG, 'client.log'), clientLog.join('\n') + '\n');
+    }
   }
 }
 
