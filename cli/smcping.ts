@@ -276,6 +276,7 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
 function smcLine(a: Attempt): string {
   const v = a.verdict!;
   if (v.mode === 'smcr' || a.peerSmc?.smc !== 'no') return verdictLine(v);
+  if (v.failed) return `no SMC on the peer (${a.peerSmc.why}); the connection ended during CLC (${v.failed}), nothing to fall back to`;
   return `TCP fallback: no SMC on the peer (${a.peerSmc.why}); we declined with ${v.name} ${v.code}`;
 }
 
@@ -385,7 +386,10 @@ async function probe(sock: SmcSocket, o: Opts, a: Attempt, host: string, text: b
   sock.on('data', onData);
   const onEnd = (): void => { closed ??= 'the peer closed the connection'; kick(); };
   const onErr = (e: NodeJS.ErrnoException): void => {
-    closed ??= e.code === 'EPIPE' || e.code === 'ERR_STREAM_WRITE_AFTER_END' || /ended by the other party/.test(e.message) ? 'the peer closed the connection' : `connection error: ${e.message}`;
+    // EPIPE, write after end, or after the stream was destroyed (a peer that closed during CLC
+    // leaves a dead socket behind): all mean the peer is gone
+    const gone = ['EPIPE', 'ERR_STREAM_WRITE_AFTER_END', 'ERR_STREAM_DESTROYED'].includes(e.code ?? '') || /ended by the other party/.test(e.message);
+    closed ??= gone ? 'the peer closed the connection' : `connection error: ${e.message}`;
     kick();
   };
   sock.on('end', onEnd);
@@ -393,6 +397,7 @@ async function probe(sock: SmcSocket, o: Opts, a: Attempt, host: string, text: b
   sock.on('close', onEnd);
   const onAbort = (): void => kick();
   stop.addEventListener('abort', onAbort);
+  if (sock.destroyed) closed = 'the peer closed the connection';
 
   for (let seq = 1; (o.count === 0 || seq <= o.count) && !stop.aborted && !closed; seq++) {
     const data = makeProbe(seq, size);

@@ -59,6 +59,9 @@ export interface HandshakeInfo {
   /** Fallback: who declined ('peer' or 'local') and why, in one line. */
   declinedBy?: 'peer' | 'local';
   reason?: string;
+  /** Client: the server ended the TCP connection during CLC (errno code, e.g. ECONNRESET): no
+   *  Decline was sent and the socket is dead (connect() rejects; smcping reports it). */
+  failed?: string;
   /** SMC-R: steps with milliseconds since the TCP connection was up. */
   steps: Array<{ step: string; ms: number }>;
   eid?: string;
@@ -81,7 +84,7 @@ export function socketFor(stack: SmcStack, tcp: Socket, r: HandshakeResult): Smc
       tcp, mode: 'tcp', fallbackCode: r.code, peerEnded: r.peerEnded === true, strayClc: r.strayClc === true,
       strayWaitMs: stack.opts.clcTimeoutMs, log: stack.opts.log, ...(r.leftover ? { leftover: r.leftover } : {}),
     });
-    handshakes.set(s, { mode: 'tcp', declinedBy: r.declinedBy, reason: r.reason, steps: [] });
+    handshakes.set(s, { mode: 'tcp', declinedBy: r.declinedBy, reason: r.reason, steps: [], ...(r.failed ? { failed: r.failed.code } : {}) });
     return s;
   }
   const conn = stack.attach(r);

@@ -133,19 +133,22 @@ export function verdictOf(sock: SmcSocket): Verdict {
   const f = sock.fallback!;
   return {
     mode: 'tcp', code: `0x${f.code.toString(16).padStart(8, '0')}`, name: f.name, meaning: f.meaning,
-    declinedBy: hs?.declinedBy ?? 'local', ...(hs?.reason ? { reason: hs.reason } : {}),
+    declinedBy: hs?.declinedBy ?? 'local', ...(hs?.reason ? { reason: hs.reason } : {}), ...(hs?.failed ? { failed: hs.failed } : {}),
   };
 }
 
 export type Verdict =
   | { mode: 'smcr'; version: number; release: number; linkGroup: string; linkGroupState: 'new' | 'reused'; link: number; token?: number; peerToken?: number; ueid?: string; peerHost?: string }
-  | { mode: 'tcp'; code: string; name: string; meaning: string; declinedBy: 'peer' | 'local'; reason?: string };
+  | { mode: 'tcp'; code: string; name: string; meaning: string; declinedBy: 'peer' | 'local'; reason?: string; failed?: string };
 
 export function verdictLine(v: Verdict): string {
   if (v.mode === 'smcr') {
     return `SMC-R v${v.version}${v.version >= 2 ? `.${v.release}` : ''}, link group ${v.linkGroup} ${v.linkGroupState === 'new' ? 'new (first contact)' : 'reused (subsequent contact)'}, link ${v.link}`
       + `${v.ueid ? `, UEID ${v.ueid}` : ''}${v.peerHost ? `, peer host ${v.peerHost}` : ''}`;
   }
+  // The server ended the TCP connection during CLC: no Decline went out and there is no
+  // connection to fall back to (Linux's connect() fails the same way).
+  if (v.failed) return `no SMC-R and no fallback: the peer ended the connection during CLC (${v.failed}${v.reason ? `: ${v.reason}` : ''})`;
   const why = v.reason && !v.reason.includes(v.name) ? `: ${v.reason}` : '';
   return `TCP fallback: ${v.name} ${v.code} (${v.meaning}), declined by ${v.declinedBy === 'peer' ? 'the peer' : 'us (local)'}${why}`;
 }

@@ -83,6 +83,8 @@ export class SmcSocket extends Duplex {
   readonly fallback: FallbackInfo | undefined;
   /** The TCP socket the connection was negotiated on. */
   readonly tcp: Socket;
+  /** The TCP 4-tuple at construction (see the getters below). */
+  private readonly ends: { remoteAddress?: string; remotePort?: number; remoteFamily?: string; localAddress?: string; localPort?: number };
   readonly conn: CdcConnection | undefined;
   private readonly urgentChunks = new WeakSet<object>();
   private reading = false;
@@ -97,6 +99,7 @@ export class SmcSocket extends Duplex {
   constructor(init: SmcSocketInit) {
     super({ allowHalfOpen: true, emitClose: true, autoDestroy: true });
     this.tcp = init.tcp;
+    this.ends = { remoteAddress: init.tcp.remoteAddress, remotePort: init.tcp.remotePort, remoteFamily: init.tcp.remoteFamily, localAddress: init.tcp.localAddress, localPort: init.tcp.localPort };
     this.mode = init.mode;
     if (init.mode === 'smcr') {
       this.smcr = init.info;
@@ -115,11 +118,13 @@ export class SmcSocket extends Duplex {
   }
 
   // ---- node:net look-alikes ----
-  get remoteAddress(): string | undefined { return this.tcp.remoteAddress; }
-  get remotePort(): number | undefined { return this.tcp.remotePort; }
-  get remoteFamily(): string | undefined { return this.tcp.remoteFamily; }
-  get localAddress(): string | undefined { return this.tcp.localAddress; }
-  get localPort(): number | undefined { return this.tcp.localPort; }
+  // The addresses as they were when the connection was made: Node forgets them once the TCP
+  // socket is gone, but a peer that closed at once must still be named in logs.
+  get remoteAddress(): string | undefined { return this.tcp.remoteAddress ?? this.ends.remoteAddress; }
+  get remotePort(): number | undefined { return this.tcp.remotePort ?? this.ends.remotePort; }
+  get remoteFamily(): string | undefined { return this.tcp.remoteFamily ?? this.ends.remoteFamily; }
+  get localAddress(): string | undefined { return this.tcp.localAddress ?? this.ends.localAddress; }
+  get localPort(): number | undefined { return this.tcp.localPort ?? this.ends.localPort; }
   /** No Nagle to switch off in SMC-R (every flush is written at once); passed to TCP in fallback mode. */
   setNoDelay(noDelay = true): this { if (this.mode === 'tcp') this.tcp.setNoDelay(noDelay); return this; }
   setKeepAlive(enable = false, initialDelay = 0): this { this.tcp.setKeepAlive(enable, initialDelay); return this; }
