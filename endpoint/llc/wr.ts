@@ -11,7 +11,7 @@
 import { EventEmitter } from 'node:events';
 import {
   Access, QpState, WrOpcode, SendFlags, WcStatus, WcOpcode, wcStatusStr,
-  type Cq, type Mr, type Mtu, type Pd, type Qp, type WorkCompletion,
+  type Cq, type Mr, type Mtu, type Pd, type Qp, type SendWr, type WorkCompletion,
 } from '../verbs/index.js';
 
 /** Sizes and depths of one link (Linux: SMC_WR_BUF_CNT = 16 sends, 3× that receives). */
@@ -169,13 +169,18 @@ export class WrLink extends EventEmitter {
     this.nextSendId = (this.nextSendId + 1) % WRID_KIND;
     return new Promise<void>((resolve, reject) => {
       this.pending.set(wrId, { resolve, reject, slot });
+      // the writes and the SEND in one post (one ibv_post_send chain): the provider runs its
+      // transmit path once for the message instead of once per work request
+      const send: SendWr = { wrId, opcode: WrOpcode.SEND, sgList: [this.sendMr.sge(off, msg.length)], sendFlags: SendFlags.SIGNALED | SendFlags.SOLICITED };
+      let chain: SendWr | SendWr[] = send;
+      if (writes.length) {
+        chain = [];
+        for (const w of writes) chain.push({ wrId: WRID_WRITE, opcode: WrOpcode.RDMA_WRITE, sgList: [w.mr.sge(w.off, w.len)], rdma: { remoteAddr: w.remoteAddr, rkey: w.rkey } });
+        chain.push(send);
+      }
       try {
-        for (const w of writes) {
-          this.qp.postSend({ wrId: WRID_WRITE, opcode: WrOpcode.RDMA_WRITE, sgList: [w.mr.sge(w.off, w.len)], rdma: { remoteAddr: w.remoteAddr, rkey: w.rkey } });
-          this.stats.writes++;
-          this.stats.writeBytes += w.len;
-        }
-        this.qp.postSend({ wrId, opcode: WrOpcode.SEND, sgList: [this.sendMr.sge(off, msg.length)], sendFlags: SendFlags.SIGNALED | SendFlags.SOLICITED });
+        this.qp.postSend(chain);
+        for (const w of writes) { this.stats.writes++; this.stats.writeBytes += w.len; }
         this.stats.sent++;
       } catch (e) {
         this.pending.delete(wrId);

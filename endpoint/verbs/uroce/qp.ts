@@ -285,9 +285,11 @@ export class UroceQp implements Qp, EngineQp {
       if (!(s.length >= 0)) { err = WcStatus.LOC_LEN_ERR; break; }
       if (s.length === 0) continue;
       const mr: UroceMr | undefined = this.dev.mrByLkey(s.lkey);
-      if (!mr || mr.pd !== this.pd || s.addr < mr.addr || s.addr + BigInt(s.length) > mr.addr + BigInt(mr.length) ||
+      // one bigint subtraction per SGE; the bounds are then checked in numbers (an offset far
+      // outside the MR loses precision in Number() but stays outside)
+      const off = mr ? Number(s.addr - mr.addr) : -1;
+      if (!mr || mr.pd !== this.pd || off < 0 || off + s.length > mr.buffer.length ||
         (forRecv && !(mr.access & Access.LOCAL_WRITE))) { err = WcStatus.LOC_PROT_ERR; break; }
-      const off = Number(s.addr - mr.addr);
       segs.push(mr.buffer.subarray(off, off + s.length));
       length += s.length;
     }
