@@ -589,18 +589,35 @@ export class CdcConnection extends EventEmitter {
     const sentAt = this.sent;
     const epoch = this.linkEpoch;
     this.cdcInFlight++;
-    let p: Promise<void>;
-    try {
-      p = this.transport.sendCdc(encodeCdc(msg));
-    } catch (e) {
-      p = Promise.reject(e);
-    }
-    p.then(() => this.onCdcAcked(sentAt, seq, epoch), (e: Error) => {
+    const failed = (e: Error): void => {
       // posted on a link we have failed over from: the replay covers it
       if (epoch !== this.linkEpoch) return;
       this.cdcInFlight--;
       this.localAbort(`CDC send failed: ${e.message}`, false);
-    });
+    };
+    const bytes = encodeCdc(msg);
+    const cb = this.transport.sendCdcCb;
+    if (cb) {
+      // The acknowledgement is handled as it comes (smc_cdc_tx_handler runs in the completion
+      // handler too); a failure is handled after the current job, as a rejected promise was:
+      // it must not abort the connection from inside the flush that is posting.
+      try {
+        cb.call(this.transport, bytes, (e) => {
+          if (e === undefined) this.onCdcAcked(sentAt, seq, epoch);
+          else queueMicrotask(() => failed(e));
+        });
+      } catch (e) {
+        queueMicrotask(() => failed(e as Error));
+      }
+      return;
+    }
+    let p: Promise<void>;
+    try {
+      p = this.transport.sendCdc(bytes);
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    p.then(() => this.onCdcAcked(sentAt, seq, epoch), failed);
   }
 
   /** smc_cdc_tx_handler: the CDC (and the writes before it) reached the peer. */

@@ -18,6 +18,12 @@ export interface CdcTransport {
    * May wait for a free send slot (backpressure).
    */
   sendCdc(msg: Uint8Array): Promise<void>;
+  /**
+   * The same with a callback, when the transport has one (the link group's): no promise per
+   * CDC on the data path. `done(undefined)` once acknowledged, `done(error)` once it never will
+   * be; it may run synchronously, from inside the post or the completion handling.
+   */
+  sendCdcCb?(msg: Uint8Array, done: (err: Error | undefined) => void): void;
 }
 
 /** Buffers of one connection, allocated and registered by the link group. */
