@@ -57,13 +57,19 @@
 
 import { EventEmitter } from 'node:events';
 import {
-  CDC_MSG_SIZE, CDC_TYPE, decodeCdc, encodeCdc, makeCdc, summarizeCdc, type CdcCursor, type CdcMessage,
+  CDC_MSG_SIZE, CDC_TYPE, CDC_PROD_WRITE_BLOCKED, CDC_PROD_URG_PENDING, CDC_PROD_URG_PRESENT,
+  CDC_CONN_PEER_DONE_WRITING, CDC_CONN_PEER_CONN_CLOSED, CDC_CONN_PEER_CONN_ABORT,
+  decodeCdc, encodeCdc, makeCdc, summarizeCdc, type CdcCursor, type CdcMessage,
 } from '../../dissectors/wire/cdc.js';
+import { CdcView } from '../../dissectors/wire/views/cdc.js';
 import {
   consumerUpdateLimit, cursorAt, cursorDistance, cursorOutOfRing, seqCheck, urgentByteAt, validationOutOfSync,
 } from '../../dissectors/wire/cdcrules.js';
 import { hex32 } from '../../dissectors/wire/common.js';
 import type { CdcBuffers, CdcTransport } from './transport.js';
+
+/** Writes the data path's CDCs (one view for all connections: a CDC is written in one go). */
+const txCdc = new CdcView();
 
 export type CdcState =
   | 'ACTIVE'
@@ -189,6 +195,8 @@ export class CdcConnection extends EventEmitter {
   private readonly sndSize: number;
   private readonly peerSize: number;
   private readonly transport: CdcTransport;
+  /** This connection's outgoing CDC, rewritten per message (see sendCdc). */
+  private readonly cdcOut = new Uint8Array(CDC_MSG_SIZE);
   private readonly logFn: ((line: string) => void) | undefined;
   private readonly lingerMs: number;
   private readonly corkSize: number;
@@ -560,16 +568,26 @@ export class CdcConnection extends EventEmitter {
   /** Build and post one CDC with the current cursors and flags. */
   private sendCdc(kind: 'data' | 'update' | 'close'): void {
     this.txSeq = (this.txSeq + 1) & 0xffff;
-    const msg = makeCdc(this.txSeq, this.peerToken, cursorAt(this.sent, this.peerSize), cursorAt(this.cons, this.rmbeSize), {
-      writeBlocked: this.txWriteBlocked,
-      urgentPending: this.txUrgPending,
-      urgentPresent: this.txUrgPresent,
-    }, { peerDoneWriting: this.txDone, peerConnClosed: this.txClosed, peerConnAbort: this.txAbort });
+    // Written through the CDC view into one buffer per connection (the transport copies it into
+    // a send slot before it returns): no message object, cursor objects or array per CDC.
+    const v = txCdc.reset(this.cdcOut, 0);
+    v.type = CDC_TYPE;
+    v.length = CDC_MSG_SIZE;
+    v.seq = this.txSeq;
+    v.token = this.peerToken;
+    v.prodWrap = Math.floor(this.sent / this.peerSize) & 0xffff;
+    v.prodCount = this.sent % this.peerSize;
+    v.consWrap = Math.floor(this.cons / this.rmbeSize) & 0xffff;
+    v.consCount = this.cons % this.rmbeSize;
+    v.prodFlags = (this.txWriteBlocked ? CDC_PROD_WRITE_BLOCKED : 0) | (this.txUrgPending ? CDC_PROD_URG_PENDING : 0)
+      | (this.txUrgPresent ? CDC_PROD_URG_PRESENT : 0);
+    v.connFlags = (this.txDone ? CDC_CONN_PEER_DONE_WRITING : 0) | (this.txClosed ? CDC_CONN_PEER_CONN_CLOSED : 0)
+      | (this.txAbort ? CDC_CONN_PEER_CONN_ABORT : 0);
     this.confirmed = this.cons;
     this.peerCursReq = false;
     this.counters.cdcSent++;
     if (kind === 'update') this.counters.cursorUpdates++;
-    this.postCdc(msg, this.txSeq);
+    this.postCdc(this.cdcOut, this.txSeq);
   }
 
   /**
@@ -581,11 +599,11 @@ export class CdcConnection extends EventEmitter {
     const msg = makeCdc(this.finSeq, this.peerToken, zero, zero, { failoverValidation: true });
     this.counters.cdcSent++;
     this.counters.validationsSent++;
-    this.postCdc(msg, undefined);
+    this.postCdc(encodeCdc(msg), undefined);
   }
 
   /** Send a CDC on the current link; `seq` (undefined for a validation) becomes finSeq when acknowledged. */
-  private postCdc(msg: CdcMessage, seq: number | undefined): void {
+  private postCdc(bytes: Uint8Array, seq: number | undefined): void {
     const sentAt = this.sent;
     const epoch = this.linkEpoch;
     this.cdcInFlight++;
@@ -595,7 +613,6 @@ export class CdcConnection extends EventEmitter {
       this.cdcInFlight--;
       this.localAbort(`CDC send failed: ${e.message}`, false);
     };
-    const bytes = encodeCdc(msg);
     const cb = this.transport.sendCdcCb;
     if (cb) {
       // The acknowledgement is handled as it comes (smc_cdc_tx_handler runs in the completion

@@ -14,7 +14,7 @@ export interface CdcTransport {
   write(srcOff: number, len: number, dstOff: number): void;
   /**
    * Send one 44-byte CDC message on the same link, after every write() issued before it (RC
-   * ordering). Resolves when the peer's RNIC acknowledged it; rejects with LinkDownError.
+   * ordering). `msg` is only valid during the call (the connection reuses it): copy to keep. Resolves when the peer's RNIC acknowledged it; rejects with LinkDownError.
    * May wait for a free send slot (backpressure).
    */
   sendCdc(msg: Uint8Array): Promise<void>;
