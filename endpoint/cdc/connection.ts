@@ -70,6 +70,23 @@ import type { CdcBuffers, CdcTransport } from './transport.js';
 
 /** Writes the data path's CDCs (one view for all connections: a CDC is written in one go). */
 const txCdc = new CdcView();
+const rxCdc = new CdcView();
+
+/** The fields of a received CDC (at least 44 bytes) that the connection acts on, read through
+ *  the CDC view into `m` (reused: the decoder's objects and issue list per CDC were a
+ *  measurable share of a round trip). Reasons for a violation use the full codec. */
+function readCdcInto(bytes: Uint8Array, m: CdcMessage): CdcMessage {
+  const v = rxCdc.reset(bytes, 0, CDC_MSG_SIZE);
+  m.type = v.type; m.length = v.length; m.seq = v.seq; m.token = v.token;
+  m.prod.reserved = v.prodReserved; m.prod.wrap = v.prodWrap; m.prod.count = v.prodCount;
+  m.cons.reserved = v.consReserved; m.cons.wrap = v.consWrap; m.cons.count = v.consCount;
+  const p = m.prodFlags;
+  p.writeBlocked = v.writeBlocked; p.urgentPending = v.urgentPending; p.urgentPresent = v.urgentPresent;
+  p.cursorUpdateRequested = v.cursorUpdateRequested; p.failoverValidation = v.failoverValidation;
+  const c = m.connFlags;
+  c.peerDoneWriting = v.peerDoneWriting; c.peerConnClosed = v.peerConnClosed; c.peerConnAbort = v.peerConnAbort;
+  return m;
+}
 
 export type CdcState =
   | 'ACTIVE'
@@ -195,6 +212,8 @@ export class CdcConnection extends EventEmitter {
   private readonly sndSize: number;
   private readonly peerSize: number;
   private readonly transport: CdcTransport;
+  /** The CDC being handled (onCdc), overwritten per message. */
+  private readonly rxMsg: CdcMessage = makeCdc(0, 0, { wrap: 0, count: 0 }, { wrap: 0, count: 0 });
   /** This connection's outgoing CDC, rewritten per message (see sendCdc). */
   private readonly cdcOut = new Uint8Array(CDC_MSG_SIZE);
   private readonly logFn: ((line: string) => void) | undefined;
@@ -666,22 +685,24 @@ export class CdcConnection extends EventEmitter {
   // Receive path
   // =====================================================================================
 
-  private violation(what: string, m?: CdcMessage): void {
-    this.localAbort(`hostile CDC: ${what}${m ? ` (${summarizeCdc(m)})` : ''}`, true);
+  /** Abort for a hostile CDC; `bytes`: the message, decoded by the codec for the reason's summary. */
+  private violation(what: string, bytes?: Uint8Array): void {
+    this.localAbort(`hostile CDC: ${what}${bytes ? ` (${summarizeCdc(decodeCdc(bytes).value)})` : ''}`, true);
   }
 
   private onCdc(bytes: Uint8Array): void {
     if (this.st === 'CLOSED') { this.counters.lateCdcs++; return; }
     if (bytes.length < CDC_MSG_SIZE) return this.violation(`truncated message of ${bytes.length} bytes`);
-    const { value: m } = decodeCdc(bytes);
-    if (m.type !== CDC_TYPE) return this.violation(`type 0x${m.type.toString(16)}`, m);
-    if (m.length !== CDC_MSG_SIZE) return this.violation(`length ${m.length}, not 44`, m);
-    if (m.token !== this.localToken) return this.violation(`token ${hex32(m.token)} is not ours (${hex32(this.localToken)})`, m);
+    // read through the CDC view into this connection's scratch message (no objects per CDC)
+    const m = readCdcInto(bytes, this.rxMsg);
+    if (m.type !== CDC_TYPE) return this.violation(`type 0x${m.type.toString(16)}`, bytes);
+    if (m.length !== CDC_MSG_SIZE) return this.violation(`length ${m.length}, not 44`, bytes);
+    if (m.token !== this.localToken) return this.violation(`token ${hex32(m.token)} is not ours (${hex32(this.localToken)})`, bytes);
     this.counters.cdcReceived++;
     if (m.prodFlags.failoverValidation) {
       // Linux smc_cdc_msg_validate: a validation message naming a sequence number we never
       // saw means CDCs were lost with the old link: the connection cannot continue.
-      if (validationOutOfSync(this.rxSeq, m.seq)) return this.violation(`failover validation names seq ${m.seq}, last received ${this.rxSeq}: CDCs were lost (out of sync)`, m);
+      if (validationOutOfSync(this.rxSeq, m.seq)) return this.violation(`failover validation names seq ${m.seq}, last received ${this.rxSeq}: CDCs were lost (out of sync)`, bytes);
       // in sync: nothing changes; the peer now re-writes what it is not sure landed
       this.counters.validationsReceived++;
       this.peerReplay = true;
@@ -695,26 +716,27 @@ export class CdcConnection extends EventEmitter {
       return;
     }
     // ---- cursors ----
-    if (m.prod.reserved || m.cons.reserved) return this.violation('cursor reserved bytes not zero', m);
-    if (cursorOutOfRing(m.prod, this.rmbeSize)) return this.violation(`producer cursor count ${m.prod.count} beyond our ${this.rmbeSize}-byte RMBE`, m);
+    if (m.prod.reserved || m.cons.reserved) return this.violation('cursor reserved bytes not zero', bytes);
+    if (cursorOutOfRing(m.prod, this.rmbeSize)) return this.violation(`producer cursor count ${m.prod.count} beyond our ${this.rmbeSize}-byte RMBE`, bytes);
     let dProd = cursorDistance(this.rxProdCurs, m.prod, this.rmbeSize);
     const replayed = dProd < 0 && this.peerReplay && -dProd <= this.rmbeSize;
-    if (dProd < 0 && !replayed) return this.violation(`producer cursor moved backwards by ${-dProd} bytes`, m);
+    if (dProd < 0 && !replayed) return this.violation(`producer cursor moved backwards by ${-dProd} bytes`, bytes);
     // the peer's replay after a failover: bytes we already have (our cursor stays)
     if (replayed) { dProd = 0; this.counters.replayCdcsReceived++; } else this.peerReplay = false;
     if (this.rxProd + dProd - this.confirmed > this.rmbeSize) {
-      return this.violation(`producer cursor ${dProd} bytes ahead overruns unconsumed data (only ${this.rmbeSize - (this.rxProd - this.confirmed)} bytes were free)`, m);
+      return this.violation(`producer cursor ${dProd} bytes ahead overruns unconsumed data (only ${this.rmbeSize - (this.rxProd - this.confirmed)} bytes were free)`, bytes);
     }
-    if (dProd > 0 && (this.rxDone || this.rxClosed)) return this.violation(`${dProd} bytes of data after the peer said it was done writing`, m);
-    if (cursorOutOfRing(m.cons, this.peerSize)) return this.violation(`consumer cursor count ${m.cons.count} beyond the peer's ${this.peerSize}-byte RMBE`, m);
+    if (dProd > 0 && (this.rxDone || this.rxClosed)) return this.violation(`${dProd} bytes of data after the peer said it was done writing`, bytes);
+    if (cursorOutOfRing(m.cons, this.peerSize)) return this.violation(`consumer cursor count ${m.cons.count} beyond the peer's ${this.peerSize}-byte RMBE`, bytes);
     const dCons = cursorDistance(this.peerConsCurs, m.cons, this.peerSize);
-    if (dCons < 0) return this.violation(`consumer cursor moved backwards by ${-dCons} bytes`, m);
-    if (this.peerCons + dCons > this.sentHigh) return this.violation(`consumer cursor ${this.peerCons + dCons - this.sentHigh} bytes beyond what we wrote`, m);
+    if (dCons < 0) return this.violation(`consumer cursor moved backwards by ${-dCons} bytes`, bytes);
+    if (this.peerCons + dCons > this.sentHigh) return this.violation(`consumer cursor ${this.peerCons + dCons - this.sentHigh} bytes beyond what we wrote`, bytes);
     // ---- accepted ----
     this.rxSeq = m.seq;
     this.rxSeen = true;
-    if (!replayed) this.rxProdCurs = { wrap: m.prod.wrap, count: m.prod.count };
-    this.peerConsCurs = { wrap: m.cons.wrap, count: m.cons.count };
+    // m is scratch, reused for the next CDC: copy the values
+    if (!replayed) { this.rxProdCurs.wrap = m.prod.wrap; this.rxProdCurs.count = m.prod.count; }
+    this.peerConsCurs.wrap = m.cons.wrap; this.peerConsCurs.count = m.cons.count;
     this.peerCons += dCons;
     if (this.peerCons > this.sent) {
       // only after a failover rewind: the peer read bytes whose CDC was lost with the old link,
