@@ -260,6 +260,7 @@ export class SmcStack implements HandshakeContext {
       transport: {
         write: (srcOff, len, dstOff) => lg.writeFor(token, est.sndbuf.mr, srcOff, len, dstOff),
         sendCdc: (msg) => lg.sendCdcFor(token, msg),
+        sendCdcCb: (msg, done) => lg.sendCdcForCb(token, msg, done),
       },
       log: (l) => this.opts.log(`${lg.name} conn ${token}: ${l}`),
     });

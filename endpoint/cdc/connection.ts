@@ -57,13 +57,36 @@
 
 import { EventEmitter } from 'node:events';
 import {
-  CDC_MSG_SIZE, CDC_TYPE, decodeCdc, encodeCdc, makeCdc, summarizeCdc, type CdcCursor, type CdcMessage,
+  CDC_MSG_SIZE, CDC_TYPE, CDC_PROD_WRITE_BLOCKED, CDC_PROD_URG_PENDING, CDC_PROD_URG_PRESENT,
+  CDC_CONN_PEER_DONE_WRITING, CDC_CONN_PEER_CONN_CLOSED, CDC_CONN_PEER_CONN_ABORT,
+  decodeCdc, encodeCdc, makeCdc, summarizeCdc, type CdcCursor, type CdcMessage,
 } from '../../dissectors/wire/cdc.js';
+import { CdcView } from '../../dissectors/wire/views/cdc.js';
 import {
   consumerUpdateLimit, cursorAt, cursorDistance, cursorOutOfRing, seqCheck, urgentByteAt, validationOutOfSync,
 } from '../../dissectors/wire/cdcrules.js';
 import { hex32 } from '../../dissectors/wire/common.js';
 import type { CdcBuffers, CdcTransport } from './transport.js';
+
+/** Writes the data path's CDCs (one view for all connections: a CDC is written in one go). */
+const txCdc = new CdcView();
+const rxCdc = new CdcView();
+
+/** The fields of a received CDC (at least 44 bytes) that the connection acts on, read through
+ *  the CDC view into `m` (reused: the decoder's objects and issue list per CDC were a
+ *  measurable share of a round trip). Reasons for a violation use the full codec. */
+function readCdcInto(bytes: Uint8Array, m: CdcMessage): CdcMessage {
+  const v = rxCdc.reset(bytes, 0, CDC_MSG_SIZE);
+  m.type = v.type; m.length = v.length; m.seq = v.seq; m.token = v.token;
+  m.prod.reserved = v.prodReserved; m.prod.wrap = v.prodWrap; m.prod.count = v.prodCount;
+  m.cons.reserved = v.consReserved; m.cons.wrap = v.consWrap; m.cons.count = v.consCount;
+  const p = m.prodFlags;
+  p.writeBlocked = v.writeBlocked; p.urgentPending = v.urgentPending; p.urgentPresent = v.urgentPresent;
+  p.cursorUpdateRequested = v.cursorUpdateRequested; p.failoverValidation = v.failoverValidation;
+  const c = m.connFlags;
+  c.peerDoneWriting = v.peerDoneWriting; c.peerConnClosed = v.peerConnClosed; c.peerConnAbort = v.peerConnAbort;
+  return m;
+}
 
 export type CdcState =
   | 'ACTIVE'
@@ -189,6 +212,10 @@ export class CdcConnection extends EventEmitter {
   private readonly sndSize: number;
   private readonly peerSize: number;
   private readonly transport: CdcTransport;
+  /** The CDC being handled (onCdc), overwritten per message. */
+  private readonly rxMsg: CdcMessage = makeCdc(0, 0, { wrap: 0, count: 0 }, { wrap: 0, count: 0 });
+  /** This connection's outgoing CDC, rewritten per message (see sendCdc). */
+  private readonly cdcOut = new Uint8Array(CDC_MSG_SIZE);
   private readonly logFn: ((line: string) => void) | undefined;
   private readonly lingerMs: number;
   private readonly corkSize: number;
@@ -560,16 +587,26 @@ export class CdcConnection extends EventEmitter {
   /** Build and post one CDC with the current cursors and flags. */
   private sendCdc(kind: 'data' | 'update' | 'close'): void {
     this.txSeq = (this.txSeq + 1) & 0xffff;
-    const msg = makeCdc(this.txSeq, this.peerToken, cursorAt(this.sent, this.peerSize), cursorAt(this.cons, this.rmbeSize), {
-      writeBlocked: this.txWriteBlocked,
-      urgentPending: this.txUrgPending,
-      urgentPresent: this.txUrgPresent,
-    }, { peerDoneWriting: this.txDone, peerConnClosed: this.txClosed, peerConnAbort: this.txAbort });
+    // Written through the CDC view into one buffer per connection (the transport copies it into
+    // a send slot before it returns): no message object, cursor objects or array per CDC.
+    const v = txCdc.reset(this.cdcOut, 0);
+    v.type = CDC_TYPE;
+    v.length = CDC_MSG_SIZE;
+    v.seq = this.txSeq;
+    v.token = this.peerToken;
+    v.prodWrap = Math.floor(this.sent / this.peerSize) & 0xffff;
+    v.prodCount = this.sent % this.peerSize;
+    v.consWrap = Math.floor(this.cons / this.rmbeSize) & 0xffff;
+    v.consCount = this.cons % this.rmbeSize;
+    v.prodFlags = (this.txWriteBlocked ? CDC_PROD_WRITE_BLOCKED : 0) | (this.txUrgPending ? CDC_PROD_URG_PENDING : 0)
+      | (this.txUrgPresent ? CDC_PROD_URG_PRESENT : 0);
+    v.connFlags = (this.txDone ? CDC_CONN_PEER_DONE_WRITING : 0) | (this.txClosed ? CDC_CONN_PEER_CONN_CLOSED : 0)
+      | (this.txAbort ? CDC_CONN_PEER_CONN_ABORT : 0);
     this.confirmed = this.cons;
     this.peerCursReq = false;
     this.counters.cdcSent++;
     if (kind === 'update') this.counters.cursorUpdates++;
-    this.postCdc(msg, this.txSeq);
+    this.postCdc(this.cdcOut, this.txSeq);
   }
 
   /**
@@ -581,26 +618,42 @@ export class CdcConnection extends EventEmitter {
     const msg = makeCdc(this.finSeq, this.peerToken, zero, zero, { failoverValidation: true });
     this.counters.cdcSent++;
     this.counters.validationsSent++;
-    this.postCdc(msg, undefined);
+    this.postCdc(encodeCdc(msg), undefined);
   }
 
   /** Send a CDC on the current link; `seq` (undefined for a validation) becomes finSeq when acknowledged. */
-  private postCdc(msg: CdcMessage, seq: number | undefined): void {
+  private postCdc(bytes: Uint8Array, seq: number | undefined): void {
     const sentAt = this.sent;
     const epoch = this.linkEpoch;
     this.cdcInFlight++;
-    let p: Promise<void>;
-    try {
-      p = this.transport.sendCdc(encodeCdc(msg));
-    } catch (e) {
-      p = Promise.reject(e);
-    }
-    p.then(() => this.onCdcAcked(sentAt, seq, epoch), (e: Error) => {
+    const failed = (e: Error): void => {
       // posted on a link we have failed over from: the replay covers it
       if (epoch !== this.linkEpoch) return;
       this.cdcInFlight--;
       this.localAbort(`CDC send failed: ${e.message}`, false);
-    });
+    };
+    const cb = this.transport.sendCdcCb;
+    if (cb) {
+      // The acknowledgement is handled as it comes (smc_cdc_tx_handler runs in the completion
+      // handler too); a failure is handled after the current job, as a rejected promise was:
+      // it must not abort the connection from inside the flush that is posting.
+      try {
+        cb.call(this.transport, bytes, (e) => {
+          if (e === undefined) this.onCdcAcked(sentAt, seq, epoch);
+          else queueMicrotask(() => failed(e));
+        });
+      } catch (e) {
+        queueMicrotask(() => failed(e as Error));
+      }
+      return;
+    }
+    let p: Promise<void>;
+    try {
+      p = this.transport.sendCdc(bytes);
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    p.then(() => this.onCdcAcked(sentAt, seq, epoch), failed);
   }
 
   /** smc_cdc_tx_handler: the CDC (and the writes before it) reached the peer. */
@@ -632,22 +685,24 @@ export class CdcConnection extends EventEmitter {
   // Receive path
   // =====================================================================================
 
-  private violation(what: string, m?: CdcMessage): void {
-    this.localAbort(`hostile CDC: ${what}${m ? ` (${summarizeCdc(m)})` : ''}`, true);
+  /** Abort for a hostile CDC; `bytes`: the message, decoded by the codec for the reason's summary. */
+  private violation(what: string, bytes?: Uint8Array): void {
+    this.localAbort(`hostile CDC: ${what}${bytes ? ` (${summarizeCdc(decodeCdc(bytes).value)})` : ''}`, true);
   }
 
   private onCdc(bytes: Uint8Array): void {
     if (this.st === 'CLOSED') { this.counters.lateCdcs++; return; }
     if (bytes.length < CDC_MSG_SIZE) return this.violation(`truncated message of ${bytes.length} bytes`);
-    const { value: m } = decodeCdc(bytes);
-    if (m.type !== CDC_TYPE) return this.violation(`type 0x${m.type.toString(16)}`, m);
-    if (m.length !== CDC_MSG_SIZE) return this.violation(`length ${m.length}, not 44`, m);
-    if (m.token !== this.localToken) return this.violation(`token ${hex32(m.token)} is not ours (${hex32(this.localToken)})`, m);
+    // read through the CDC view into this connection's scratch message (no objects per CDC)
+    const m = readCdcInto(bytes, this.rxMsg);
+    if (m.type !== CDC_TYPE) return this.violation(`type 0x${m.type.toString(16)}`, bytes);
+    if (m.length !== CDC_MSG_SIZE) return this.violation(`length ${m.length}, not 44`, bytes);
+    if (m.token !== this.localToken) return this.violation(`token ${hex32(m.token)} is not ours (${hex32(this.localToken)})`, bytes);
     this.counters.cdcReceived++;
     if (m.prodFlags.failoverValidation) {
       // Linux smc_cdc_msg_validate: a validation message naming a sequence number we never
       // saw means CDCs were lost with the old link: the connection cannot continue.
-      if (validationOutOfSync(this.rxSeq, m.seq)) return this.violation(`failover validation names seq ${m.seq}, last received ${this.rxSeq}: CDCs were lost (out of sync)`, m);
+      if (validationOutOfSync(this.rxSeq, m.seq)) return this.violation(`failover validation names seq ${m.seq}, last received ${this.rxSeq}: CDCs were lost (out of sync)`, bytes);
       // in sync: nothing changes; the peer now re-writes what it is not sure landed
       this.counters.validationsReceived++;
       this.peerReplay = true;
@@ -661,26 +716,27 @@ export class CdcConnection extends EventEmitter {
       return;
     }
     // ---- cursors ----
-    if (m.prod.reserved || m.cons.reserved) return this.violation('cursor reserved bytes not zero', m);
-    if (cursorOutOfRing(m.prod, this.rmbeSize)) return this.violation(`producer cursor count ${m.prod.count} beyond our ${this.rmbeSize}-byte RMBE`, m);
+    if (m.prod.reserved || m.cons.reserved) return this.violation('cursor reserved bytes not zero', bytes);
+    if (cursorOutOfRing(m.prod, this.rmbeSize)) return this.violation(`producer cursor count ${m.prod.count} beyond our ${this.rmbeSize}-byte RMBE`, bytes);
     let dProd = cursorDistance(this.rxProdCurs, m.prod, this.rmbeSize);
     const replayed = dProd < 0 && this.peerReplay && -dProd <= this.rmbeSize;
-    if (dProd < 0 && !replayed) return this.violation(`producer cursor moved backwards by ${-dProd} bytes`, m);
+    if (dProd < 0 && !replayed) return this.violation(`producer cursor moved backwards by ${-dProd} bytes`, bytes);
     // the peer's replay after a failover: bytes we already have (our cursor stays)
     if (replayed) { dProd = 0; this.counters.replayCdcsReceived++; } else this.peerReplay = false;
     if (this.rxProd + dProd - this.confirmed > this.rmbeSize) {
-      return this.violation(`producer cursor ${dProd} bytes ahead overruns unconsumed data (only ${this.rmbeSize - (this.rxProd - this.confirmed)} bytes were free)`, m);
+      return this.violation(`producer cursor ${dProd} bytes ahead overruns unconsumed data (only ${this.rmbeSize - (this.rxProd - this.confirmed)} bytes were free)`, bytes);
     }
-    if (dProd > 0 && (this.rxDone || this.rxClosed)) return this.violation(`${dProd} bytes of data after the peer said it was done writing`, m);
-    if (cursorOutOfRing(m.cons, this.peerSize)) return this.violation(`consumer cursor count ${m.cons.count} beyond the peer's ${this.peerSize}-byte RMBE`, m);
+    if (dProd > 0 && (this.rxDone || this.rxClosed)) return this.violation(`${dProd} bytes of data after the peer said it was done writing`, bytes);
+    if (cursorOutOfRing(m.cons, this.peerSize)) return this.violation(`consumer cursor count ${m.cons.count} beyond the peer's ${this.peerSize}-byte RMBE`, bytes);
     const dCons = cursorDistance(this.peerConsCurs, m.cons, this.peerSize);
-    if (dCons < 0) return this.violation(`consumer cursor moved backwards by ${-dCons} bytes`, m);
-    if (this.peerCons + dCons > this.sentHigh) return this.violation(`consumer cursor ${this.peerCons + dCons - this.sentHigh} bytes beyond what we wrote`, m);
+    if (dCons < 0) return this.violation(`consumer cursor moved backwards by ${-dCons} bytes`, bytes);
+    if (this.peerCons + dCons > this.sentHigh) return this.violation(`consumer cursor ${this.peerCons + dCons - this.sentHigh} bytes beyond what we wrote`, bytes);
     // ---- accepted ----
     this.rxSeq = m.seq;
     this.rxSeen = true;
-    if (!replayed) this.rxProdCurs = { wrap: m.prod.wrap, count: m.prod.count };
-    this.peerConsCurs = { wrap: m.cons.wrap, count: m.cons.count };
+    // m is scratch, reused for the next CDC: copy the values
+    if (!replayed) { this.rxProdCurs.wrap = m.prod.wrap; this.rxProdCurs.count = m.prod.count; }
+    this.peerConsCurs.wrap = m.cons.wrap; this.peerConsCurs.count = m.cons.count;
     this.peerCons += dCons;
     if (this.peerCons > this.sent) {
       // only after a failover rewind: the peer read bytes whose CDC was lost with the old link,

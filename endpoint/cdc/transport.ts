@@ -14,10 +14,16 @@ export interface CdcTransport {
   write(srcOff: number, len: number, dstOff: number): void;
   /**
    * Send one 44-byte CDC message on the same link, after every write() issued before it (RC
-   * ordering). Resolves when the peer's RNIC acknowledged it; rejects with LinkDownError.
+   * ordering). `msg` is only valid during the call (the connection reuses it): copy to keep. Resolves when the peer's RNIC acknowledged it; rejects with LinkDownError.
    * May wait for a free send slot (backpressure).
    */
   sendCdc(msg: Uint8Array): Promise<void>;
+  /**
+   * The same with a callback, when the transport has one (the link group's): no promise per
+   * CDC on the data path. `done(undefined)` once acknowledged, `done(error)` once it never will
+   * be; it may run synchronously, from inside the post or the completion handling.
+   */
+  sendCdcCb?(msg: Uint8Array, done: (err: Error | undefined) => void): void;
 }
 
 /** Buffers of one connection, allocated and registered by the link group. */

@@ -31,7 +31,7 @@ import { CDC_TYPE } from '../../dissectors/wire/cdc.js';
 import { u32 } from '../../dissectors/wire/common.js';
 import type { LinkGroupSnapshot } from '../state.js';
 import { Access, type Mr, type Mtu, type Pd } from '../verbs/index.js';
-import { WrLink, LinkDownError, type QpPeer } from './wr.js';
+import { WrLink, LinkDownError, type QpPeer, type SendDone } from './wr.js';
 import type { LlcRkeyEntry } from '../../dissectors/wire/llc.js';
 import type { Trace } from '../trace.js';
 
@@ -358,15 +358,20 @@ export class LinkGroup extends EventEmitter {
 
   /** SEND a connection's CDC on the active link, after the writes queued for it. */
   sendCdcFor(token: number, msg: Uint8Array): Promise<void> {
+    return new Promise<void>((resolve, reject) => this.sendCdcForCb(token, msg, (e) => { if (e) reject(e); else resolve(); }));
+  }
+
+  /** sendCdcFor with a callback (the CDC data path: no promise per message); see WrLink.sendWithWritesCb. */
+  sendCdcForCb(token: number, msg: Uint8Array, done: SendDone): void {
     const c = this.conns.get(token);
     const link = c ? this.linkFor(c) : undefined;
-    if (!link || !c) return Promise.reject(new LinkDownError(`${this.name}: no active link`));
+    if (!link || !c) { done(new LinkDownError(`${this.name}: no active link`)); return; }
     const rt = c.rtokens.get(link.id);
     const queued = c.writes.splice(0);
-    if (queued.length > 0 && !rt) return Promise.reject(new LinkDownError(`${this.name}: no rkey of connection ${token} on link ${link.id}`));
+    if (queued.length > 0 && !rt) { done(new LinkDownError(`${this.name}: no rkey of connection ${token} on link ${link.id}`)); return; }
     // the send buffer's registration on this link's device (after a failover: not the first port's)
     const local = (mr: Mr): Mr => this.bufOf.get(mr)?.mrs.get(link.port) ?? mr;
-    return link.wr.sendWithWrites(queued.map((w) => ({ mr: local(w.mr), off: w.off, len: w.len, remoteAddr: rt!.addr + BigInt(w.dstOff), rkey: rt!.rkey })), msg);
+    link.wr.sendWithWritesCb(queued.map((w) => ({ mr: local(w.mr), off: w.off, len: w.len, remoteAddr: rt!.addr + BigInt(w.dstOff), rkey: rt!.rkey })), msg, done);
   }
 
   // --------------------------------------------------------------- buffers --

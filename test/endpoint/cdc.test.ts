@@ -6,7 +6,9 @@ import { createHash } from 'node:crypto';
 import { encodeCdc, makeCdc, decodeCdc } from '../../dissectors/wire/cdc.js';
 import { pattern, sha256, until } from '../verbs/harness.js';
 import { linkPair, connPair, writeAll, readN, waitEvent, type LinkPair, type ConnEnd } from './cdc-harness.js';
-import type { CdcConnection } from '../../endpoint/cdc/connection.js';
+import { CdcConnection } from '../../endpoint/cdc/connection.js';
+import type { CdcTransport } from '../../endpoint/cdc/transport.js';
+import type { Mr } from '../../endpoint/verbs/index.js';
 
 let p: LinkPair;
 test.before(async () => { p = await linkPair(['127.0.0.1', '127.0.0.2']); });
@@ -349,4 +351,48 @@ test.serial('5 % packet loss underneath (uroce fault injection): 4 MiB both ways
   } finally {
     await q.close();
   }
+});
+
+test('the CDCs a connection writes through the CDC view are exactly the codec\'s bytes (cursors, wrap, flags), and received CDCs are read the same way', async (t) => {
+  // No link: a transport that records each CDC (a copy: the connection reuses its buffer) and
+  // acknowledges it on the next turn, so the bytes can be compared with the codec's encoding.
+  const sent: Uint8Array[] = [];
+  const transport: CdcTransport = {
+    write: () => undefined,
+    sendCdc: () => Promise.reject(new Error('the callback path is the one used')),
+    sendCdcCb: (msg, done) => { sent.push(msg.slice()); setImmediate(() => done(undefined)); },
+  };
+  const snd = new Uint8Array(65536);
+  const c = new CdcConnection({
+    localToken: 0x1111, peerToken: 0xabcd1234, transport,
+    buffers: { rmbe: new Uint8Array(16384), sndbuf: { buffer: snd, length: snd.length } as unknown as Mr, peerRmbeSize: 65536 },
+  });
+  const total = (n: number): Promise<void> => until(() => c.state().tx.prod.wrap * 65536 + c.state().tx.prod.count >= n).then(() => undefined);
+  t.is(c.write(pattern(40_000, 1)), 40_000);
+  await total(40_000);
+  // the peer consumed all of it (its consumer cursor in a CDC of its own): room for a wrap
+  c.receiveCdc(encodeCdc(makeCdc(1, 0x1111, { wrap: 0, count: 0 }, { wrap: 0, count: 40_000 })));
+  t.is(c.write(pattern(40_000, 2)), 40_000);
+  await total(80_000);
+  t.false(c.aborted, c.state().abortReason ?? '');
+  t.true(sent.length >= 4, `${sent.length} CDCs`);
+  let prev = 0;
+  for (const [i, b] of sent.entries()) {
+    const d = decodeCdc(b);
+    t.deepEqual(d.issues, [], `CDC ${i + 1} decodes without issues`);
+    t.deepEqual(encodeCdc(d.value), b, `CDC ${i + 1}: the codec encodes the same 44 bytes`);
+    t.is(d.value.seq, i + 1);
+    t.is(d.value.token, 0xabcd1234);
+    const at = d.value.prod.wrap * 65536 + d.value.prod.count;
+    t.true(at > prev, `producer cursor moves forward (${prev} → ${at})`);
+    prev = at;
+  }
+  const last = decodeCdc(sent.at(-1)!).value;
+  t.deepEqual([last.prod.wrap, last.prod.count], [1, 80_000 - 65536], 'the producer cursor wrapped the peer ring');
+  // a received CDC with a reserved cursor byte set is refused, its reason summarized by the codec
+  const bad = encodeCdc(makeCdc(2, 0x1111, { wrap: 0, count: 0 }, { wrap: 0, count: 40_000 }));
+  bad[8] = 1;
+  c.receiveCdc(bad);
+  t.true(c.aborted);
+  t.regex(c.state().abortReason ?? '', /hostile CDC: cursor reserved bytes not zero \(CDC seq 2 token 0x0*1111/);
 });

@@ -72,6 +72,16 @@ export function readUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 
 
 /** Write the low `size` bytes of v at b[o] (bytes at or past `end` are dropped). */
 export function writeUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 | 4, le: boolean, v: number): void {
+  if (o + size <= end && !le) {
+    // whole big-endian field present: the common case (every header the endpoint writes per
+    // packet), shifts instead of the per-byte division below (typed arrays keep the low 8 bits)
+    switch (size) {
+      case 1: b[o] = v; return;
+      case 2: b[o] = v >>> 8; b[o + 1] = v; return;
+      case 3: b[o] = v >>> 16; b[o + 1] = v >>> 8; b[o + 2] = v; return;
+      default: b[o] = v >>> 24; b[o + 1] = v >>> 16; b[o + 2] = v >>> 8; b[o + 3] = v; return;
+    }
+  }
   for (let i = 0; i < size; i++) {
     if (o + i >= end) return;
     const sh = le ? 8 * i : 8 * (size - 1 - i);

@@ -11,7 +11,7 @@
 // call per batch, and the QPs' ACKs are coalesced per batch.
 
 import type dgram from 'node:dgram';
-import { decodeIbPacket, setIcrc, readIcrc, BTH_LEN, ICRC_LEN, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
+import { setIcrc, readIcrc, BTH_LEN, ICRC_LEN, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
 import { parseIpv4, u16, u24, u32 } from '../../../dissectors/wire/common.js';
 import { encodeIpv4, ipv4Header, IPPROTO_UDP } from '../../../dissectors/net/ipv4.js';
 import { encodeUdp, udpHeader } from '../../../dissectors/net/udp.js';
@@ -579,9 +579,6 @@ export class UroceEngine {
     if (qp.remoteIp && qp.remoteIp !== src) { st.badSource++; return; }
     qp.receive(buf, src);
   }
-
-  /** Decode helper for QPs (the one IB codec). */
-  static decode(buf: Uint8Array): ReturnType<typeof decodeIbPacket> { return decodeIbPacket(buf); }
 
   async close(): Promise<void> {
     if (this.closed) return;

@@ -1,72 +1,40 @@
-// An RC queue pair of the userspace RoCEv2 engine: requester and responder of IBA vol. 1
-// ch. 9 (RC transport), as Linux rxe implements them.
+// An RC queue pair of the userspace RoCEv2 engine (IBA vol. 1 ch. 9, RC transport), split the
+// way Linux rxe is: this class holds the QP's state and its verbs (modify, query, post), and
+// delegates the transport work to
+//   requester.ts  (rxe_req.c)  request packets, PSNs, window, go-back-N, RNR wait;
+//   responder.ts  (rxe_resp.c) request validation, placement into MRs, receive completions, ACK/NAK;
+//   completer.ts  (rxe_comp.c) ACK/NAK handling, send completions, retransmission timeout.
+// Received packets are read through one RxPacket (views of the wire layer's BTH/RETH/AETH
+// tables) and request packets are built in place in the engine's staging buffer: no
+// allocation per packet on either side.
 //
-// Requester: PSNs assigned per WQE at post time; messages cut by the path MTU into
-// FIRST/MIDDLE/LAST/ONLY packets (RETH on the first packet of an RDMA WRITE, ImmDt on the
-// last); AckReq on the last packet of every message and every `ackReqEvery` packets; a
-// window of `window` unacknowledged packets; a retransmission timer (local ACK timeout) with
-// retry_cnt; go-back-N from the NAKed PSN on a PSN-sequence-error NAK; RNR NAK → wait the
-// responder's RNR timer and resend, rnr_retry times (7 = forever); other NAKs complete the
-// WQE with the status libibverbs reports and move the QP to ERR. Completions in order.
-//
-// Responder: expected PSN; a request behind it is a duplicate (re-ACKed, never re-executed),
-// one ahead of it is NAKed once (PSN sequence error) and dropped; a SEND (or RDMA WRITE with
-// immediate) without a posted receive gets an RNR NAK; opcode sequence, lengths and, for every
-// RDMA WRITE, rkey / PD / access / bounds are checked (remote access error NAK, QP to ERR);
-// data is placed straight into the registered memory; ACKs are coalesced (one per receive
-// batch of the socket helper, or per event-loop turn without it, for the newest PSN).
-//
-// Request packets are built in place in the engine's staging buffer (engine.txAlloc): no
-// allocation per packet; the engine adds the ICRC and sends the turn's packets in batches.
+// The state fields are public so that the three parts can share them, as rxe's do through
+// struct rxe_qp; nothing outside endpoint/verbs/uroce touches them (the Qp interface is the API).
 
-import { encodeIbPacket, encodeBth, encodeReth, makeAeth, opcodeInfo, rnrTimerMs, ibPadFor, IB_OP, BTH_LEN, ICRC_LEN, type Bth, type IbPacket } from '../../../dissectors/wire/ib.js';
-import { put24, put32 } from '../../../dissectors/wire/common.js';
+import { encodeBth } from '../../../dissectors/wire/ib.js';
 import {
-  Access, Mtu, QpAttrMask, QpState, QpType, SendFlags, VerbsError, WcFlags, WcOpcode, WcStatus, WrOpcode, AsyncEventType,
+  Access, AsyncEventType, Mtu, QpAttrMask, QpState, QpType, SendFlags, VerbsError, WcOpcode, WcStatus, WrOpcode,
   ackTimeoutMs, attrMaskOf, gidText, gidToIpv4, mtuBytes, qpStateName,
   type AhAttr, type Pd, type Qp, type QpAttr, type QpCap, type QpInitAttr, type QpStats, type RecvWr, type SendWr, type Sge, type WorkCompletion, type WrId,
 } from '../types.js';
 import { checkTransition } from '../qpstate.js';
 import type { CompletionQueue } from '../cq.js';
-import { UroceEngine, type EngineQp, type TxPort } from './engine.js';
+import type { UroceEngine, EngineQp, TxPort } from './engine.js';
 import { NetHeader } from './icrc.js';
 import { openSocketSync } from './sockets.js';
 import type { UroceDevice, UroceMr } from './device.js';
+import { PSN_MASK, type SendWqe, type RecvWqe } from './wqe.js';
+import { RxPacket } from './rxpacket.js';
+import { pump } from './requester.js';
+import { onRequest, flushAck } from './responder.js';
+import { onResponse, onTimeout } from './completer.js';
 
-const PSN_MASK = 0xffffff;
-/** Signed distance a - b in 24-bit PSN space. */
-export function psnDiff(a: number, b: number): number { return ((a - b) << 8) >> 8; }
+export { psnDiff } from './wqe.js';
 
 const EMPTY = new Uint8Array(0);
 
-/** NAK codes (AETH syndrome 011xxxxx). */
-const NAK_SEQ = 0, NAK_INV_REQ = 1, NAK_REM_ACCESS = 2, NAK_REM_OP = 3;
-
-interface SendWqe {
-  wrId: WrId;
-  opcode: number;
-  signaled: boolean;
-  solicited: boolean;
-  immData: number | undefined;
-  rkey: number;
-  remoteAddr: bigint;
-  segs: Uint8Array[];
-  length: number;
-  firstPsn: number;
-  lastPsn: number;
-  npkts: number;
-  /** Local error found at post (completes with it when its turn comes). */
-  localErr: number;
-  /** RETH of an RDMA WRITE, encoded once (first packet, and its retransmissions). */
-  reth?: Uint8Array;
-}
-
-interface RecvWqe {
-  wrId: WrId;
-  segs: Uint8Array[];
-  length: number;
-  localErr: number;
-}
+/** One parse target for every QP: a packet is handled to the end before the next is read. */
+const rxPacket = new RxPacket();
 
 /** UDP source port the way Linux derives it for RoCEv2 (rdma_get_udp_sport): flow label, or one made from both QPNs. */
 export function roceSourcePort(flowLabel: number, lqpn: number, rqpn: number): number {
@@ -104,64 +72,69 @@ export class UroceQp implements Qp, EngineQp {
   private _state: QpState = QpState.RESET;
   private readonly cap: QpCap;
   private readonly sqSigAll: boolean;
-  private destroyed = false;
+  destroyed = false;
 
   // attributes
   private pathMtu: number = 0;
-  private mtu = 256;
-  private destQpn = 0;
+  mtu = 256;
+  destQpn = 0;
   private rqPsn = 0;
   private sqPsn = 0;
-  private accessFlags = 0;
-  private minRnrTimer = 0;
+  accessFlags = 0;
+  minRnrTimer = 0;
   private timeoutCode = 0;
-  private timeoutMs = Infinity;
-  private retryCnt = 0;
-  private rnrRetry = 0;
+  timeoutMs = Infinity;
+  retryCnt = 0;
+  rnrRetry = 0;
   private ah: AhAttr | undefined;
   remoteIp = '';
-  private tx: TxPort | undefined;
-  /** This QP's BTH as encoded by the IB codec (P_Key, DestQP); per packet only the opcode,
-   *  SE/PadCnt, AckReq and PSN bytes are patched in place. */
-  private bthTpl: Uint8Array = EMPTY;
+  tx: TxPort | undefined;
+  /** This QP's BTH as encoded by the IB codec (P_Key, DestQP); per packet the requester and
+   *  responder write the opcode, SE, PadCnt, AckReq and PSN through the BTH view. */
+  bthTpl: Uint8Array = EMPTY;
 
-  // requester
-  private sq: SendWqe[] = [];
-  private sqHead = 0;
-  private nextPsn = 0;
-  private txIdx = 0;
-  private txPkt = 0;
-  private unacked = 0;
-  private txHigh = 0;
-  private retryLeft = 0;
-  private rnrLeft = 0;
-  private rnrWait = false;
-  private rnrTimer: NodeJS.Timeout | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private deadline = 0;
-  private lastNakPsn = -1;
-  private pumping = false;
+  // send queue: requester and completer (rxe: qp->sq, qp->req, qp->comp)
+  sq: SendWqe[] = [];
+  /** Oldest WQE not completed. */
+  sqHead = 0;
+  /** PSN the next posted WQE gets. */
+  nextPsn = 0;
+  /** Transmit position: WQE index and packet within it. */
+  txIdx = 0;
+  txPkt = 0;
+  /** Oldest unacknowledged PSN, and one past the highest PSN sent. */
+  unacked = 0;
+  txHigh = 0;
+  retryLeft = 0;
+  rnrLeft = 0;
+  rnrWait = false;
+  rnrTimer: NodeJS.Timeout | undefined;
+  timer: NodeJS.Timeout | undefined;
+  deadline = 0;
+  lastNakPsn = -1;
+  pumping = false;
+  readonly onTimerFn = (): void => onTimeout(this);
 
-  // responder
-  private ePsn = 0;
-  private msn = 0;
-  private rq: RecvWqe[] = [];
-  private rqHead = 0;
+  // receive queue and responder (rxe: qp->rq, qp->resp)
+  ePsn = 0;
+  msn = 0;
+  rq: RecvWqe[] = [];
+  rqHead = 0;
   /** 0 no message in progress, 1 SEND, 2 RDMA WRITE */
-  private inMsg = 0;
-  private curRecv: RecvWqe | undefined;
-  private curRecvOff = 0;
-  private wrBuf: Uint8Array = EMPTY;
-  private wrOff = 0;
-  private wrLeft = 0;
-  private wrTotal = 0;
-  private seqNakSent = false;
-  private ackPending = false;
-  private ackScheduled = false;
+  inMsg = 0;
+  curRecv: RecvWqe | undefined;
+  curRecvOff = 0;
+  wrBuf: Uint8Array = EMPTY;
+  wrOff = 0;
+  wrLeft = 0;
+  wrTotal = 0;
+  seqNakSent = false;
+  ackPending = false;
+  ackScheduled = false;
   private established = false;
 
-  constructor(readonly qpNum: number, readonly pd: Pd, private readonly dev: UroceDevice, private readonly engine: UroceEngine,
-    init: QpInitAttr, private readonly tune: QpTuning) {
+  constructor(readonly qpNum: number, readonly pd: Pd, readonly dev: UroceDevice, readonly engine: UroceEngine,
+    init: QpInitAttr, readonly tune: QpTuning) {
     if (init.qpType !== undefined && init.qpType !== QpType.RC) throw new VerbsError('EOPNOTSUPP', `create_qp: uroce implements RC QPs only (qp_type ${init.qpType})`);
     const lim = dev.queryDevice();
     const c = init.cap;
@@ -250,7 +223,7 @@ export class UroceQp implements Qp, EngineQp {
           this.rnrLeft = this.rnrRetry;
         }
         break;
-      case QpState.ERR: this._state = QpState.ERR; this.flushAll(); return;
+      case QpState.ERR: this.toError(); return;
       default: break;
     }
     this._state = next;
@@ -312,9 +285,11 @@ export class UroceQp implements Qp, EngineQp {
       if (!(s.length >= 0)) { err = WcStatus.LOC_LEN_ERR; break; }
       if (s.length === 0) continue;
       const mr: UroceMr | undefined = this.dev.mrByLkey(s.lkey);
-      if (!mr || mr.pd !== this.pd || s.addr < mr.addr || s.addr + BigInt(s.length) > mr.addr + BigInt(mr.length) ||
+      // one bigint subtraction per SGE; the bounds are then checked in numbers (an offset far
+      // outside the MR loses precision in Number() but stays outside)
+      const off = mr ? Number(s.addr - mr.addr) : -1;
+      if (!mr || mr.pd !== this.pd || off < 0 || off + s.length > mr.buffer.length ||
         (forRecv && !(mr.access & Access.LOCAL_WRITE))) { err = WcStatus.LOC_PROT_ERR; break; }
-      const off = Number(s.addr - mr.addr);
       segs.push(mr.buffer.subarray(off, off + s.length));
       length += s.length;
     }
@@ -406,11 +381,9 @@ export class UroceQp implements Qp, EngineQp {
     }
   }
 
-  // =====================================================================================
-  // completions
-  // =====================================================================================
 
-  private pushSendWc(wrId: WrId, status: number, wrOpcode: number, len: number): void {
+  /** A send completion on the send CQ (libibverbs' opcode for the WR's). */
+  pushSendWc(wrId: WrId, status: number, wrOpcode: number, len: number): void {
     const opcode = wrOpcode === WrOpcode.RDMA_WRITE || wrOpcode === WrOpcode.RDMA_WRITE_WITH_IMM ? WcOpcode.RDMA_WRITE : WcOpcode.SEND;
     const wc: WorkCompletion = { wrId, status: status as WorkCompletion['status'], opcode, vendorErr: 0, byteLen: len, qpNum: this.qpNum, srcQp: 0, wcFlags: 0 };
     this.sendCq.push(wc, false);
@@ -420,462 +393,30 @@ export class UroceQp implements Qp, EngineQp {
     this.recvCq.push(wc, solicited);
   }
 
-  /** Complete SQ WQEs whose last packet is acknowledged (PSN <= psn). */
-  private completeUpTo(psn: number): void {
-    while (this.sqHead < this.sq.length) {
-      const w = this.sq[this.sqHead]!;
-      if (w.localErr || psnDiff(w.lastPsn, psn) > 0) break;
-      if (this.sqHead === this.txIdx) break; // not (fully) sent yet
-      this.sqHead++;
-      this.stats.messagesSent++;
-      if (w.signaled) this.pushSendWc(w.wrId, WcStatus.SUCCESS, w.opcode, w.length);
-    }
-    this.compactSq();
-  }
-
-  private compactSq(): void {
-    if (this.sqHead > 256 && this.sqHead * 2 > this.sq.length) {
-      this.sq = this.sq.slice(this.sqHead);
-      this.txIdx -= this.sqHead;
-      this.sqHead = 0;
-    }
-  }
+  private pump(): void { pump(this); }
 
   // =====================================================================================
-  // requester: transmit
-  // =====================================================================================
-
-  private pump(): void {
-    if (this.pumping || this.rnrWait) return;
-    const st = this._state;
-    if (st !== QpState.RTS && st !== QpState.SQD) return;
-    this.pumping = true;
-    // A coalesced ACK still waiting goes out before new requests (it would otherwise trail
-    // them by an event-loop turn: request/response protocols wait for it).
-    // (unless it waits for the engine's transmit flush: then it follows them in the same one)
-    if (this.ackPending && this.txIdx < this.sq.length && !this.engine.ackDeferred(this)) this.flushAck();
-    try {
-      const win = this.tune.window;
-      while (this.txIdx < this.sq.length) {
-        const w = this.sq[this.txIdx]!;
-        if (w.localErr) {
-          if (this.txIdx === this.sqHead) { this.requesterError(w.localErr, 'local error in the work request'); return; }
-          break;
-        }
-        const psn = (w.firstPsn + this.txPkt) & PSN_MASK;
-        const inflight = psnDiff(psn, this.unacked);
-        if (inflight >= win) break;
-        const wasIdle = this.unacked === this.txHigh;
-        this.sendRequest(w, this.txPkt, psn, inflight + 1 >= win || (inflight + 1) % this.tune.ackReqEvery === 0);
-        if (psnDiff(psn, this.txHigh) >= 0) this.txHigh = (psn + 1) & PSN_MASK;
-        else this.stats.retransmits++;
-        if (wasIdle) this.deadline = performance.now() + this.timeoutMs;
-        if (++this.txPkt >= w.npkts) { this.txIdx++; this.txPkt = 0; }
-      }
-    } finally {
-      this.pumping = false;
-    }
-    this.armTimer();
-  }
-
-  /** Copy `len` bytes of the WQE's gather list from offset `off` into out[at …]. */
-  private gatherInto(w: SendWqe, off: number, len: number, out: Uint8Array, at: number): void {
-    const segs = w.segs;
-    let i = 0;
-    while (i < segs.length && off >= segs[i]!.length) { off -= segs[i]!.length; i++; }
-    let o = 0;
-    while (o < len) {
-      const s = segs[i++]!;
-      const n = Math.min(s.length - off, len - o);
-      out.set(off === 0 && n === s.length ? s : s.subarray(off, off + n), at + o);
-      o += n;
-      off = 0;
-    }
-  }
-
-  private sendRequest(w: SendWqe, k: number, psn: number, windowAck: boolean): void {
-    const mtu = this.mtu;
-    const off = k * mtu;
-    const len = Math.min(mtu, w.length - off);
-    const first = k === 0, last = k === w.npkts - 1;
-    const isWrite = w.opcode === WrOpcode.RDMA_WRITE || w.opcode === WrOpcode.RDMA_WRITE_WITH_IMM;
-    const imm = w.opcode === WrOpcode.SEND_WITH_IMM || w.opcode === WrOpcode.RDMA_WRITE_WITH_IMM;
-    let opcode: number;
-    if (isWrite) {
-      if (first && last) opcode = imm ? IB_OP.RDMA_WRITE_ONLY_IMM : IB_OP.RDMA_WRITE_ONLY;
-      else if (first) opcode = IB_OP.RDMA_WRITE_FIRST;
-      else if (last) opcode = imm ? IB_OP.RDMA_WRITE_LAST_IMM : IB_OP.RDMA_WRITE_LAST;
-      else opcode = IB_OP.RDMA_WRITE_MIDDLE;
-    } else {
-      if (first && last) opcode = imm ? 0x05 : IB_OP.SEND_ONLY;
-      else if (first) opcode = IB_OP.SEND_FIRST;
-      else if (last) opcode = imm ? 0x03 : IB_OP.SEND_LAST;
-      else opcode = IB_OP.SEND_MIDDLE;
-    }
-    const pad = ibPadFor(len);
-    const withReth = isWrite && first, withImm = imm && last;
-    const hdr = BTH_LEN + (withReth ? 16 : 0) + (withImm ? 4 : 0);
-    // Built in place, in the engine's staging buffer: BTH template (P_Key, DestQP from the
-    // IB codec) with this packet's fields, RETH / ImmDt, payload, pad; the engine adds the ICRC.
-    const pkt = this.engine.txAlloc(this.tx!, hdr + len + pad + ICRC_LEN);
-    pkt.set(this.bthTpl, 0);
-    pkt[0] = opcode;
-    pkt[1] = (last && w.solicited && (!isWrite || imm) ? 0x80 : 0) | (pad << 4); // SE, M 0, PadCnt, TVer 0
-    pkt[8] = last || windowAck ? 0x80 : 0; // AckReq
-    put24(pkt, 9, psn);
-    if (withReth) pkt.set(w.reth ??= encodeReth({ va: w.remoteAddr, rkey: w.rkey, dmaLen: w.length }), BTH_LEN);
-    if (withImm) put32(pkt, hdr - 4, w.immData! >>> 0);
-    if (len) this.gatherInto(w, off, len, pkt, hdr);
-    for (let i = hdr + len, e = hdr + len + pad; i < e; i++) pkt[i] = 0;
-    this.stats.txPackets++;
-    this.stats.txBytes += pkt.length;
-    this.engine.transmit(this.tx!, pkt, this.remoteIp);
-  }
-
-  /** Move the transmit position to `psn` (go-back-N). */
-  private goBack(psn: number): void {
-    for (let i = this.sqHead; i < this.sq.length; i++) {
-      const w = this.sq[i]!;
-      if (w.localErr) { this.txIdx = i; this.txPkt = 0; return; }
-      if (psnDiff(psn, w.firstPsn) >= 0 && psnDiff(psn, w.lastPsn) <= 0) { this.txIdx = i; this.txPkt = psnDiff(psn, w.firstPsn); return; }
-    }
-    this.txIdx = this.sq.length;
-    this.txPkt = 0;
-  }
-
-  private txPsn(): number {
-    const w = this.sq[this.txIdx];
-    return w ? (w.firstPsn + this.txPkt) & PSN_MASK : this.nextPsn;
-  }
-
-  // =====================================================================================
-  // requester: timers
-  // =====================================================================================
-
-  // The timer is not cleared when everything is acknowledged: request/response traffic would
-  // create and cancel a Node timer per message (≈2 % of an SMC-R round trip's CPU). An idle QP's
-  // timer fires once more and finds nothing outstanding; a pending one always expires at or
-  // before the current deadline (deadlines only move later), and onTimer re-arms for the rest.
-  private armTimer(): void {
-    if (this.timeoutMs === Infinity || this.rnrWait || this.unacked === this.txHigh || this.destroyed) return;
-    if (this.timer) return;
-    const wait = Math.max(1, this.deadline - performance.now());
-    this.timer = setTimeout(this.onTimerFn, wait);
-  }
-  private readonly onTimerFn = (): void => this.onTimer();
-
-  private onTimer(): void {
-    this.timer = undefined;
-    if ((this._state !== QpState.RTS && this._state !== QpState.SQD) || this.rnrWait || this.unacked === this.txHigh) return;
-    const now = performance.now();
-    if (now < this.deadline - 0.25) { this.armTimer(); return; }
-    this.stats.timeouts++;
-    if (this.retryLeft <= 0) { this.requesterError(WcStatus.RETRY_EXC_ERR, 'transport retry counter exceeded'); return; }
-    this.retryLeft--;
-    this.goBack(this.unacked);
-    this.lastNakPsn = -1;
-    this.deadline = now + this.timeoutMs;
-    this.pump();
-  }
-
-  // =====================================================================================
-  // requester: responses
-  // =====================================================================================
-
-  private onResponse(p: IbPacket): void {
-    const a = p.aeth;
-    if (!a) { this.stats.drops++; return; }
-    if (this._state !== QpState.RTS && this._state !== QpState.SQD) { this.stats.drops++; return; }
-    const psn = p.bth.psn;
-    // Valid: acknowledges something in [unacked - 1, txHigh - 1].
-    if (psnDiff(psn, this.unacked) < -1 || psnDiff(psn, this.txHigh) >= 0) { this.stats.drops++; return; }
-    if (a.kind === 'ACK') {
-      this.stats.acksReceived++;
-      this.ackUpTo(psn);
-      this.pump();
-      return;
-    }
-    // A NAK names the PSN the responder expects, never one already acknowledged: below the
-    // oldest unacknowledged PSN it is a stale copy (duplicated or reordered on the way), and
-    // going back to it would skip the queue entries not sent yet (rxe drops it the same way).
-    if (psnDiff(psn, this.unacked) < 0) { this.stats.drops++; return; }
-    this.ackUpTo((psn - 1) & PSN_MASK);
-    if (a.kind === 'RNR NAK') {
-      this.stats.rnrNaksReceived++;
-      if (psnDiff(psn, this.unacked) !== 0 || this.rnrWait) { this.pump(); return; }
-      if (this.rnrRetry !== 7) {
-        if (this.rnrLeft <= 0) { this.requesterError(WcStatus.RNR_RETRY_EXC_ERR, 'RNR retry counter exceeded'); return; }
-        this.rnrLeft--;
-      }
-      this.goBack(psn);
-      this.rnrWait = true;
-      if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
-      this.rnrTimer = setTimeout(() => {
-        this.rnrTimer = undefined;
-        this.rnrWait = false;
-        this.deadline = performance.now() + this.timeoutMs;
-        this.pump();
-      }, Math.max(1, rnrTimerMs(a.code)));
-      return;
-    }
-    if (a.kind !== 'NAK') { this.stats.drops++; return; }
-    this.stats.naksReceived++;
-    switch (a.code) {
-      case NAK_SEQ:
-        this.stats.seqNaksReceived++;
-        if (this.rnrWait || psn === this.lastNakPsn) { this.pump(); return; }
-        this.lastNakPsn = psn;
-        this.goBack(psn);
-        this.deadline = performance.now() + this.timeoutMs;
-        this.pump();
-        return;
-      case NAK_INV_REQ: this.requesterError(WcStatus.REM_INV_REQ_ERR, 'NAK invalid request'); return;
-      case NAK_REM_ACCESS: this.requesterError(WcStatus.REM_ACCESS_ERR, 'NAK remote access error'); return;
-      case NAK_REM_OP: this.requesterError(WcStatus.REM_OP_ERR, 'NAK remote operational error'); return;
-      default: this.requesterError(WcStatus.BAD_RESP_ERR, `NAK code ${a.code}`); return;
-    }
-  }
-
-  private ackUpTo(psn: number): void {
-    if (psnDiff(psn, this.unacked) < 0) return;
-    this.unacked = (psn + 1) & PSN_MASK;
-    this.retryLeft = this.retryCnt;
-    this.rnrLeft = this.rnrRetry;
-    this.lastNakPsn = -1;
-    this.deadline = performance.now() + this.timeoutMs;
-    if (psnDiff(this.txPsn(), this.unacked) < 0) this.goBack(this.unacked);
-    this.completeUpTo(psn);
-  }
-
-  /** Complete the head WQE with an error and move the QP to ERR (flushing the rest). */
-  private requesterError(status: number, _reason: string): void {
-    const w = this.sq[this.sqHead];
-    if (w) {
-      this.sqHead++;
-      this.pushSendWc(w.wrId, status, w.opcode, 0);
-    }
-    this._state = QpState.ERR;
-    this.flushAll();
-  }
-
-  // =====================================================================================
-  // responder
+  // receive: responses to the completer, requests to the responder
   // =====================================================================================
 
   /** Engine entry point: a packet for this QPN that passed ICRC/P_Key/source checks. */
   receive(buf: Uint8Array): void {
-    const d = UroceEngine.decode(buf);
-    const p = d.value;
-    for (const i of d.issues) if (i.severity === 'error') { this.engine.stats.malformed++; return; }
+    const p = rxPacket;
+    if (!p.parse(buf)) { this.engine.stats.malformed++; return; }
     this.stats.rxPackets++;
     this.stats.rxBytes += buf.length;
-    const info = opcodeInfo(p.bth.opcode);
-    if (info.isAck) { this.onResponse(p); return; }
+    if (p.info.isAck) { onResponse(this, p); return; }
     const st = this._state;
     if (st !== QpState.RTR && st !== QpState.RTS && st !== QpState.SQD) { this.stats.drops++; return; }
     if (!this.established) {
       this.established = true;
       this.dev.emitAsync({ type: AsyncEventType.COMM_EST, qp: this });
     }
-    this.onRequest(p, info);
+    onRequest(this, p);
   }
 
-  private sendAck(kind: 'ACK' | 'RNR NAK' | 'NAK', code: number, psn: number): void {
-    if (!this.tx) return;
-    const bth: Bth = {
-      opcode: IB_OP.ACKNOWLEDGE, se: false, migReq: false, padCount: 0, tver: 0, pkey: 0xffff, fecn: false, becn: false, resv6: 0,
-      destQp: this.destQpn, ackReq: false, resv7: 0, psn: psn & PSN_MASK,
-    };
-    const pkt = encodeIbPacket({ bth, aeth: makeAeth(kind, code, this.msn), payload: EMPTY, padCount: 0, icrc: 0 });
-    this.stats.txPackets++;
-    this.stats.txBytes += pkt.length;
-    if (kind === 'ACK') this.stats.acksSent++;
-    else if (kind === 'RNR NAK') this.stats.rnrNaksSent++;
-    else { this.stats.naksSent++; if (code === NAK_SEQ) this.stats.seqNaksSent++; }
-    this.engine.transmit(this.tx, pkt, this.remoteIp);
-  }
-
-  private scheduleAck(): void {
-    this.ackPending = true;
-    // Inside a native receive batch: one ACK per QP at the end of the batch.
-    if (this.engine.inBatch) { this.engine.deferAck(this); return; }
-    if (this.ackScheduled) return;
-    this.ackScheduled = true;
-    setImmediate(() => {
-      this.ackScheduled = false;
-      this.flushAck();
-    });
-  }
-
-  /** Send the pending (coalesced) ACK for the newest PSN. */
-  flushAck(): void {
-    if (!this.ackPending) return;
-    this.ackPending = false;
-    const st = this._state;
-    if (st === QpState.RTR || st === QpState.RTS || st === QpState.SQD) this.sendAck('ACK', 31, (this.ePsn - 1) & PSN_MASK);
-  }
-
-  private nak(code: number, psn: number): void {
-    this.ackPending = false;
-    this.sendAck('NAK', code, psn);
-  }
-
-  /** Responder detected an error (class C): NAK, complete the receive in progress, QP to ERR, async event. */
-  private responderError(nakCode: number, recvStatus: number, event: AsyncEventType, reason: string): void {
-    this.nak(nakCode, this.ePsn);
-    if (this.curRecv) {
-      const r = this.curRecv;
-      this.curRecv = undefined;
-      this.pushRecvWc({ wrId: r.wrId, status: recvStatus as WorkCompletion['status'], opcode: WcOpcode.RECV, vendorErr: 0, byteLen: 0, qpNum: this.qpNum, srcQp: this.destQpn, wcFlags: 0 }, false);
-    }
-    this._state = QpState.ERR;
-    this.flushAll();
-    this.dev.emitAsync({ type: event as AsyncEventType, qp: this, reason });
-  }
-
-  private takeRecv(): RecvWqe | undefined {
-    if (this.rqHead >= this.rq.length) return undefined;
-    const r = this.rq[this.rqHead++]!;
-    if (this.rqHead === this.rq.length) { this.rq = []; this.rqHead = 0; }
-    else if (this.rqHead > 256 && this.rqHead * 2 > this.rq.length) { this.rq = this.rq.slice(this.rqHead); this.rqHead = 0; }
-    return r;
-  }
-
-  private hasRecv(): boolean { return this.rqHead < this.rq.length; }
-
-  private onRequest(p: IbPacket, info: ReturnType<typeof opcodeInfo>): void {
-    const psn = p.bth.psn;
-    const d = psnDiff(psn, this.ePsn);
-    if (d < 0) {
-      this.stats.duplicates++;
-      this.scheduleAck();
-      return;
-    }
-    if (d > 0) {
-      this.stats.outOfSequence++;
-      if (!this.seqNakSent) { this.seqNakSent = true; this.nak(NAK_SEQ, this.ePsn); }
-      return;
-    }
-    const n = p.payload.length;
-    const mtu = this.mtu;
-    if (info.isFirst || info.isMiddle ? n !== mtu : n > mtu || (info.isLast && n === 0)) { this.invalidRequest(`${info.name} with ${n} payload bytes (path MTU ${mtu})`); return; }
-
-    if (info.isSend && !info.withInvalidate) {
-      if (info.isFirst || info.isOnly) {
-        if (this.inMsg !== 0) { this.invalidRequest(`${info.name} inside a message`); return; }
-        if (!this.hasRecv()) {
-          this.ackPending = false;
-          this.sendAck('RNR NAK', this.minRnrTimer, psn);
-          this.seqNakSent = true; // drop what follows until this PSN comes again
-          return;
-        }
-        this.curRecv = this.takeRecv()!;
-        this.curRecvOff = 0;
-        this.inMsg = 1;
-        if (this.curRecv.localErr) {
-          this.responderError(NAK_REM_OP, this.curRecv.localErr, AsyncEventType.QP_FATAL, 'receive WQE with a bad SGE');
-          return;
-        }
-      } else if (this.inMsg !== 1) { this.invalidRequest(`${info.name} without SEND FIRST`); return; }
-      const r = this.curRecv!;
-      if (this.curRecvOff + n > r.length) {
-        this.responderError(NAK_INV_REQ, WcStatus.LOC_LEN_ERR, AsyncEventType.QP_REQ_ERR, `SEND of more than the ${r.length}-byte receive buffer`);
-        return;
-      }
-      if (n) this.scatter(r, this.curRecvOff, p.payload);
-      this.curRecvOff += n;
-      if (info.isLast || info.isOnly) {
-        this.inMsg = 0;
-        this.curRecv = undefined;
-        this.msn = (this.msn + 1) & PSN_MASK;
-        this.stats.messagesReceived++;
-        const wc: WorkCompletion = {
-          wrId: r.wrId, status: WcStatus.SUCCESS, opcode: WcOpcode.RECV, vendorErr: 0, byteLen: this.curRecvOff,
-          qpNum: this.qpNum, srcQp: this.destQpn, wcFlags: info.withImmediate ? WcFlags.WITH_IMM : 0,
-        };
-        if (info.withImmediate) wc.immData = p.immDt! >>> 0;
-        this.pushRecvWc(wc, p.bth.se);
-      }
-    } else if (info.isWrite && !(p.bth.opcode & 0x10)) {
-      const ends = info.isLast || info.isOnly;
-      if (ends && info.withImmediate && !this.hasRecv()) {
-        this.ackPending = false;
-        this.sendAck('RNR NAK', this.minRnrTimer, psn);
-        this.seqNakSent = true;
-        return;
-      }
-      if (info.isFirst || info.isOnly) {
-        if (this.inMsg !== 0) { this.invalidRequest(`${info.name} inside a message`); return; }
-        const reth = p.reth!;
-        const len = reth.dmaLen >>> 0;
-        if (len === 0) {
-          this.wrBuf = EMPTY; this.wrOff = 0;
-        } else {
-          const mr = this.dev.mrByRkey(reth.rkey);
-          const why = !mr ? `rkey 0x${reth.rkey.toString(16)} unknown`
-            : mr.pd !== this.pd ? `rkey 0x${reth.rkey.toString(16)} belongs to another PD`
-            : !(mr.access & Access.REMOTE_WRITE) ? `MR rkey 0x${reth.rkey.toString(16)} has no remote write access`
-            : !(this.accessFlags & Access.REMOTE_WRITE) ? 'QP does not allow remote write'
-            : reth.va < mr.addr || reth.va + BigInt(len) > mr.addr + BigInt(mr.length) ? `va 0x${reth.va.toString(16)}+${len} outside the MR`
-            : '';
-          if (why) { this.responderError(NAK_REM_ACCESS, WcStatus.REM_ACCESS_ERR, AsyncEventType.QP_ACCESS_ERR, why); return; }
-          this.wrBuf = mr!.buffer;
-          this.wrOff = Number(reth.va - mr!.addr);
-        }
-        this.wrLeft = len;
-        this.wrTotal = len;
-        this.inMsg = 2;
-      } else if (this.inMsg !== 2) { this.invalidRequest(`${info.name} without RDMA WRITE FIRST`); return; }
-      if (n > this.wrLeft) { this.invalidRequest(`RDMA WRITE beyond its DMA length ${this.wrTotal}`); return; }
-      if (n) { this.wrBuf.set(p.payload, this.wrOff); this.wrOff += n; this.wrLeft -= n; }
-      if (ends) {
-        if (this.wrLeft !== 0) { this.invalidRequest(`RDMA WRITE ended ${this.wrLeft} bytes short of its DMA length ${this.wrTotal}`); return; }
-        this.inMsg = 0;
-        this.msn = (this.msn + 1) & PSN_MASK;
-        this.stats.messagesReceived++;
-        if (info.withImmediate) {
-          const r = this.takeRecv()!;
-          this.pushRecvWc({
-            wrId: r.wrId, status: WcStatus.SUCCESS, opcode: WcOpcode.RECV_RDMA_WITH_IMM, vendorErr: 0, byteLen: this.wrTotal,
-            immData: p.immDt! >>> 0, qpNum: this.qpNum, srcQp: this.destQpn, wcFlags: WcFlags.WITH_IMM,
-          }, p.bth.se);
-        }
-      }
-    } else {
-      this.invalidRequest(`${info.name} not supported by uroce`);
-      return;
-    }
-    this.ePsn = (this.ePsn + 1) & PSN_MASK;
-    this.seqNakSent = false;
-    if (p.bth.ackReq) {
-      // The end of a message is acknowledged before the application sees the receive
-      // completion (which it may answer by destroying the QP), as an RNIC does: at once, or,
-      // inside a native receive batch, at the end of the batch (completions reach the
-      // application only after it). AckReq inside a message and re-ACKs of duplicates are
-      // coalesced to one ACK per batch or event-loop turn.
-      if ((info.isLast || info.isOnly) && !this.engine.inBatch) { this.ackPending = true; this.flushAck(); }
-      else this.scheduleAck();
-    }
-  }
-
-  /** Invalid request (class C): NAK invalid request, QP to ERR, IBV_EVENT_QP_REQ_ERR. */
-  private invalidRequest(why: string): void {
-    this.responderError(NAK_INV_REQ, WcStatus.REM_INV_REQ_ERR, AsyncEventType.QP_REQ_ERR, why);
-  }
-
-  private scatter(r: RecvWqe, off: number, data: Uint8Array): void {
-    const segs = r.segs;
-    let i = 0;
-    while (off >= segs[i]!.length) { off -= segs[i]!.length; i++; }
-    let o = 0;
-    while (o < data.length) {
-      const s = segs[i++]!;
-      const k = Math.min(s.length - off, data.length - o);
-      s.set(data.subarray(o, o + k), off);
-      o += k;
-      off = 0;
-    }
-  }
+  /** Send the pending (coalesced) ACK for the newest PSN (the engine calls it at the end of a receive batch). */
+  flushAck(): void { flushAck(this); }
 
   // =====================================================================================
   // errors, reset, destroy
@@ -885,6 +426,12 @@ export class UroceQp implements Qp, EngineQp {
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
     if (this.rnrTimer) { clearTimeout(this.rnrTimer); this.rnrTimer = undefined; }
     this.rnrWait = false;
+  }
+
+  /** The QP goes to ERR (requester or responder error): every outstanding WR is flushed. */
+  toError(): void {
+    this._state = QpState.ERR;
+    this.flushAll();
   }
 
   /** QP in ERR: every outstanding WR completes with WR_FLUSH_ERR. */
