@@ -207,6 +207,8 @@ export function notSmcperf(line: string | undefined, header: string, readError?:
   const hint = 'use --raw for a plain sink/echo/source';
   if (line === undefined) {
     const why = (readError ?? '').replace(/^server answer: /, '');
+    // a socket destroyed under our write (the peer ended the connection during CLC) is a close too
+    if (/after a stream was destroyed/.test(why)) return `${head}: it closed the connection instead of answering the control header; ${hint}`;
     if (/closed the connection|ended by the other party|EPIPE|ECONNRESET/.test(why)) return `${head}: it closed the connection instead of answering the control header${why.includes(' after ') ? ` (${why.replace(/^.* after /, 'it sent ')})` : ''}; ${hint}`;
     if (/no line end/.test(why)) return `${head}: its answer to the control header is not a line (${why}); ${hint}`;
     return `${head}: no answer to the control header (${why || 'none'}); ${hint}`;
