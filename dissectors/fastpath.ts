@@ -14,7 +14,7 @@
 import type { CapturedFrame } from '../capture/types.js';
 import { LINKTYPE } from '../capture/types.js';
 import type { DecodedFrame, RoceInfo } from './frame.js';
-import type { EthernetHeader } from './net/ethernet.js';
+import { ETHERTYPE_IPV4, type EthernetHeader } from './net/ethernet.js';
 import type { Ipv4Header } from './net/ipv4.js';
 import type { UdpHeader } from './net/udp.js';
 import type { Aeth, Bth, IbPacket, Reth } from './wire/ib.js';
@@ -42,7 +42,7 @@ export class FastPath {
   private readonly aeth = new AethView();
 
   // The result objects, filled per frame (every field present from the start: one shape).
-  private readonly ethV: EthernetHeader = { dst: '', src: '', vlans: NONE, ethertype: 0x0800, headerLength: ETH };
+  private readonly ethV: EthernetHeader = { dst: '', src: '', vlans: NONE, ethertype: ETHERTYPE_IPV4, headerLength: ETH };
   private readonly ipH: Ipv4Header = {
     version: 4, ihl: 5, dscp: 0, ecn: 0, totalLength: 0, id: 0, reservedFlag: false, dontFragment: false, moreFragments: false,
     fragmentOffset: 0, ttl: 0, protocol: 17, checksum: 0, src: '', dst: '', options: NONE, headerLength: 20, checksumStatus: 'ok',
@@ -93,7 +93,7 @@ export class FastPath {
   /** Ethernet II untagged from a unicast source; IPv4 without options exactly filling the frame,
    *  no fragment, TTL > 0, checksum right; UDP to a RoCEv2 port, its length the IP payload. */
   private cleanNet(b: Uint8Array, len: number): boolean {
-    if (this.eth.reset(b, 0).ethertype !== 0x0800 || (b[6]! & 1) !== 0 || b[IP_OFF] !== 0x45) return false;
+    if (this.eth.reset(b, 0).ethertype !== ETHERTYPE_IPV4 || (b[6]! & 1) !== 0 || b[IP_OFF] !== 0x45) return false;
     const ip = this.ip.reset(b, IP_OFF);
     const tl = ip.totalLength;
     if (tl !== len - ETH || ip.protocol !== 17 || (ip.flagsFragment & 0xbfff) !== 0 || ip.ttl === 0) return false;

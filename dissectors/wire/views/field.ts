@@ -21,15 +21,26 @@ export interface FieldSpec {
   readonly mask?: number;
   readonly bool?: boolean;
   readonly names?: Readonly<Record<number, string>>;
+  /** Its name in the `-V` tree, where the tree shows this field as one node. */
+  readonly label?: string;
 }
 
-export type FieldTable = Readonly<Record<string, FieldSpec>>;
+/** A run of `len` bytes that is not a number (address, GID, MAC, blank-padded text, reserved
+ *  bytes): declared in the table for its offset and tree label, read by the codec's own helper
+ *  (ipv6Str, macStr, text …) at `view.off + spec.at`. The view has no accessor for it. */
+export interface BytesSpec {
+  readonly at: number;
+  readonly len: number;
+  readonly label?: string;
+}
+
+export type FieldTable = Readonly<Record<string, FieldSpec | BytesSpec>>;
 
 /** The TypeScript type of a field's value. */
 type FieldValue<S extends FieldSpec> = S extends { bool: true } ? boolean : S extends { size: 8 } ? bigint : number;
 
-/** Getters/setters of every field in table T, plus the view's own methods. */
-export type ViewOf<T extends FieldTable> = { -readonly [K in keyof T]: FieldValue<T[K]> } & ViewBase;
+/** Getters/setters of every numeric field in table T, plus the view's own methods. */
+export type ViewOf<T extends FieldTable> = { -readonly [K in keyof T as T[K] extends FieldSpec ? K : never]: T[K] extends FieldSpec ? FieldValue<T[K]> : never } & ViewBase;
 
 /** Where a view points: a buffer, the header's offset in it, and the end of valid bytes. */
 export class ViewBase {
@@ -86,7 +97,7 @@ export function writeUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3
 export function defineView<T extends FieldTable>(name: string, table: T): new () => ViewOf<T> {
   const cls = { [name]: class extends ViewBase {} }[name]!;
   for (const [field, spec] of Object.entries(table)) {
-    Object.defineProperty(cls.prototype, field, accessor(spec));
+    if ('size' in spec) Object.defineProperty(cls.prototype, field, accessor(spec));
   }
   // reset() of its own per class: one shared ViewBase.reset sees every view class and stays a
   // call on the hot path; a per-class copy is monomorphic and inlined like the getters.
@@ -173,9 +184,34 @@ function swap32(x: number): number {
   return (((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24)) >>> 0;
 }
 
+/** Bytes a field covers: its width (a bit field: the width of the bytes holding it). */
+export function fieldLen(s: FieldSpec | BytesSpec): number { return 'size' in s ? s.size : s.len; }
+
 /** Size in bytes covered by a table (end of its last field). */
 export function tableSize(t: FieldTable): number {
   let n = 0;
-  for (const s of Object.values(t)) n = Math.max(n, s.at + s.size);
+  for (const s of Object.values(t)) n = Math.max(n, s.at + fieldLen(s));
   return n;
 }
+
+/** What `addField` needs of a tree (structurally `Tree` of ../common.ts). */
+interface TreeLike { add(name: string, offset: number, length: number, value?: string | number | bigint): unknown }
+
+/**
+ * One `-V` tree node for one declared field: name, offset and length come from the table, the
+ * codec gives only the value text. `base` is the offset of the view in the tree's buffer (the
+ * start of a sub-structure whose fields are relative to it).
+ */
+export function addField(t: TreeLike, s: FieldSpec | BytesSpec, value: string | number | bigint, base = 0, name = s.label): void {
+  t.add(name ?? '?', base + s.at, fieldLen(s), value);
+}
+
+/** One tree node spanning the declared fields `first` … `last` (e.g. an address and its prefix
+ *  length shown together), named after `first`. */
+export function addSpan(t: TreeLike, first: FieldSpec | BytesSpec, last: FieldSpec | BytesSpec, value: string | number | bigint, base = 0, name = first.label): void {
+  t.add(name ?? '?', base + first.at, last.at + fieldLen(last) - first.at, value);
+}
+
+/** Offset of entry `i` of a list whose first entry is declared as `first` (entries of
+ *  `first`'s length follow each other). */
+export function entryAt(first: BytesSpec, i: number): number { return first.at + first.len * i; }
