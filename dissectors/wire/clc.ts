@@ -20,9 +20,9 @@ import {
   parseIpv4, parseIpv6, parseMac, put16, put32, putAscii, u16, u32, u8,
 } from './common.js';
 import { declineReason, formatReason } from './reasons.js';
-import { addField, addSpan, entryAt, tableSize, type BytesSpec } from './views/field.js';
+import { addField, addSpan, entryAt, type BytesSpec } from './views/field.js';
 import {
-  CLC_HEADER_FIELDS, CLC_TRAILER_LEN, CLC_PROPOSAL_FIELDS, CLC_PROPOSAL_SMCD_AT, CLC_PROPOSAL_SMCD_FIELDS, CLC_V2_EXT_BASE,
+  CLC_HEADER_FIELDS, CLC_TRAILER_LEN, CLC_PROPOSAL_FIELDS, CLC_PROPOSAL_SMCD_AT, CLC_PROPOSAL_SMCD_FIELDS, CLC_PROPOSAL_SMCD_LEN, CLC_V2_EXT_BASE,
   CLC_PREFIX_AREA_FIELDS, CLC_IPV6_PREFIX_FIELDS, CLC_V2_EXT_FIELDS, CLC_SMCDV2_EXT_BASE, CLC_SMCDV2_EXT_FIELDS,
   CLC_ISM_GID_FIELDS, CLC_FCE_FIELDS, CLC_ACCEPT_FLAGS_FIELDS, CLC_SMCR_ACCEPT_FIELDS, CLC_SMCR_FCE_AT, CLC_SMCR_GID_LIST_AT,
   CLC_GID_LIST_FIELDS, CLC_SMCD_ACCEPT_FIELDS, CLC_SMCD_FCE_AT, CLC_DECLINE_FIELDS, CLC_FCE_LEN, CLC_FCE_V20_SMCD_LEN,
@@ -513,7 +513,7 @@ function decodeProposal(b: Uint8Array, complete: boolean, issues: Issue[], t: Tr
   const P = fixedEnd + ipAreaOffset;
   const S = CLC_PROPOSAL_SMCD_AT;
   const SF = CLC_PROPOSAL_SMCD_FIELDS;
-  const smcdLen = tableSize(SF);
+  const smcdLen = CLC_PROPOSAL_SMCD_LEN;
   if ((ipAreaOffset >= fixedEnd || version >= 2) && end > S) {
     has(end, complete, S, smcdLen, issues, 'SMC-D area');
     const sv = propSmcdV.reset(b, S);
@@ -905,7 +905,7 @@ function proposalLayout(m: Omit<ClcProposal, 'length'>): {
   smcd?: ClcProposalSmcd; off: number; P: number; v2Off: number; V: number; dOff: number; D: number; entries: number; end: number;
 } {
   const S = CLC_PROPOSAL_SMCD_AT;
-  const smcdEnd = S + tableSize(CLC_PROPOSAL_SMCD_FIELDS);
+  const smcdEnd = S + CLC_PROPOSAL_SMCD_LEN;
   const eids = CLC_V2_EXT_FIELDS.eids;
   const smcd0 = m.smcd ?? (m.v2 ? { ismGid: 0n, ismChid: 0, vendorOui: 0, vendorExp: 0n } : undefined);
   const off = m.ipAreaOffset ?? (smcd0 && m.prefix ? S : 0);

@@ -210,6 +210,7 @@ export const CLC_DECLINE_FIELDS = {
 
 /** Whole sizes that follow from the tables (without the trailer). */
 export const CLC_FCE_LEN = tableSize(CLC_FCE_FIELDS);
+export const CLC_PROPOSAL_SMCD_LEN = tableSize(CLC_PROPOSAL_SMCD_FIELDS);
 export const CLC_FCE_V20_SMCD_LEN = CLC_FCE_FIELDS.hostname.at + CLC_FCE_FIELDS.hostname.len;
 
 export const ClcHeaderView = defineView('ClcHeaderView', CLC_HEADER_FIELDS);

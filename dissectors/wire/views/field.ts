@@ -212,6 +212,12 @@ export function addSpan(t: TreeLike, first: FieldSpec | BytesSpec, last: FieldSp
   t.add(name ?? '?', base + first.at, last.at + fieldLen(last) - first.at, value);
 }
 
+/** The bits a bit field occupies in its (unsigned) value, e.g. 0x40 for a flag at bit 6. */
+export function fieldBits(s: FieldSpec): number {
+  const full = s.size >= 4 ? 0xffffffff : (1 << (8 * s.size)) - 1;
+  return ((s.mask ?? full) << (s.shift ?? 0)) >>> 0;
+}
+
 /** Offset of entry `i` of a list whose first entry is declared as `first` (entries of
  *  `first`'s length follow each other). */
 export function entryAt(first: BytesSpec, i: number): number { return first.at + first.len * i; }
