@@ -470,15 +470,14 @@ function rsvField(b: Uint8Array, base: number, s: BytesSpec, issues: Issue[], wh
   rsv(b, base + s.at, s.len, issues, what);
 }
 
-/** `n` bytes at o as one big-endian unsigned bigint (the Proposal's 5-byte vendor options:
- *  no such width in a field table). */
-function readUintBig(b: Uint8Array, o: number, n: number): bigint {
-  let v = 0n;
-  for (let i = 0; i < n; i++) v = (v << 8n) | BigInt(u8(b, o + i));
-  return v;
+/** The 5 bytes at o as one big-endian unsigned bigint (the Proposal's vendor options: no
+ *  40-bit width in a field table): the high byte, then a u32. */
+function readUint40(b: Uint8Array, o: number): bigint {
+  return (BigInt(u8(b, o)) << 32n) | BigInt(u32(b, o + 1));
 }
-function writeUintBig(b: Uint8Array, o: number, n: number, v: bigint): void {
-  for (let i = n - 1; i >= 0; i--) { b[o + i] = Number(v & 0xffn); v >>= 8n; }
+function writeUint40(b: Uint8Array, o: number, v: bigint): void {
+  b[o] = Number((v >> 32n) & 0xffn);
+  put32(b, o + 1, Number(v & 0xffffffffn));
 }
 
 function decodeProposal(b: Uint8Array, complete: boolean, issues: Issue[], t: Tree | undefined,
@@ -519,7 +518,7 @@ function decodeProposal(b: Uint8Array, complete: boolean, issues: Issue[], t: Tr
     const sv = propSmcdV.reset(b, S);
     const smcd: ClcProposalSmcd = {
       ismGid: sv.ismGid, ismChid: sv.ismChid, v2ExtOffset: sv.v2ExtOffset, vendorOui: sv.vendorOui,
-      vendorExp: readUintBig(b, S + SF.vendorExp.at, SF.vendorExp.len),
+      vendorExp: readUint40(b, S + SF.vendorExp.at),
     };
     rsvField(b, S, SF.reserved, issues, 'SMC-D area bytes');
     m.smcd = smcd;
@@ -1036,7 +1035,7 @@ function putProposal(b: Uint8Array, m: Omit<ClcProposal, 'length'>, L: ReturnTyp
     s.ismChid = L.smcd.ismChid;
     s.v2ExtOffset = L.v2Off;
     s.vendorOui = L.smcd.vendorOui;
-    writeUintBig(b, S + SF.vendorExp.at, SF.vendorExp.len, L.smcd.vendorExp);
+    writeUint40(b, S + SF.vendorExp.at, L.smcd.vendorExp);
   }
   if (m.prefix) {
     const PF = CLC_PREFIX_AREA_FIELDS;

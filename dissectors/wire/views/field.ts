@@ -112,12 +112,7 @@ function accessor(s: FieldSpec): PropertyDescriptor {
   const le = s.le === true;
   if (s.size === 8) {
     return {
-      get(this: ViewBase): bigint {
-        const o = this.off + at;
-        const hi = readUint(this.buf, le ? o + 4 : o, this.end, 4, false);
-        const lo = readUint(this.buf, le ? o : o + 4, this.end, 4, false);
-        return le ? (BigInt(swap32(hi)) << 32n) | BigInt(swap32(lo)) : (BigInt(hi) << 32n) | BigInt(lo);
-      },
+      get: compileGetter64(at, le),
       set(this: ViewBase, v: bigint): void {
         const hi = Number((v >> 32n) & 0xffffffffn), lo = Number(v & 0xffffffffn);
         const o = this.off + at;
@@ -139,6 +134,31 @@ function accessor(s: FieldSpec): PropertyDescriptor {
   if (s.bool) return { get, set(this: ViewBase, v: boolean): void { setBits(this, at, size, le, shift, mask, v ? mask : 0); }, enumerable: true };
   if (whole) return { get, set(this: ViewBase, v: number): void { writeUint(this.buf, this.off + at, this.end, size, le, v >>> 0); }, enumerable: true };
   return { get, set(this: ViewBase, v: number): void { setBits(this, at, size, le, shift, mask, v); }, enumerable: true };
+}
+
+/** Reads a 64-bit field that may run past `end` (bytes there read as 0). */
+function read64(v: ViewBase, at: number, le: boolean): bigint {
+  const o = v.off + at;
+  const hi = readUint(v.buf, le ? o + 4 : o, v.end, 4, false);
+  const lo = readUint(v.buf, le ? o : o + 4, v.end, 4, false);
+  return le ? (BigInt(swap32(hi)) << 32n) | BigInt(swap32(lo)) : (BigInt(hi) << 32n) | BigInt(lo);
+}
+
+/** A 64-bit getter of its own per field (like compileGetter: one shared closure for every
+ *  64-bit field would stay a polymorphic call). Only numbers go into the code. */
+function compileGetter64(at: number, le: boolean): () => bigint {
+  const word = (first: number, lsbFirst: boolean): string => {
+    const idx = lsbFirst ? [3, 2, 1, 0] : [0, 1, 2, 3];
+    return `(((b[o + ${first + idx[0]!}] << 24) | (b[o + ${first + idx[1]!}] << 16) | (b[o + ${first + idx[2]!}] << 8) | b[o + ${first + idx[3]!}]) >>> 0)`;
+  };
+  const hi = le ? word(4, true) : word(0, false);
+  const lo = le ? word(0, true) : word(4, false);
+  const body = `
+    const b = this.buf, o = this.off + ${at};
+    if (o + 8 > this.end) return read64(this, ${at}, ${le});
+    return (BigInt(${hi}) << 32n) | BigInt(${lo});`;
+  // new Function: the source above is built from numbers only, never from input
+  return new Function('read64', `return function get() {${body}\n};`)(read64) as () => bigint;
 }
 
 function compileReset(): ViewBase['reset'] {
