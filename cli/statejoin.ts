@@ -27,7 +27,7 @@
 import type { DecodedFrame } from '../dissectors/frame.js';
 import type { EndpointState, EpConn, EpCursor } from './stateread.js';
 import type { Anomaly } from '../dissectors/tracker/model.js';
-import type { Severity } from '../dissectors/wire/common.js';
+import { hex32, type Severity } from '../dissectors/wire/common.js';
 import type { CdcCursor, CdcMessage } from '../dissectors/wire/cdc.js';
 import { seqNewer } from '../dissectors/wire/cdcrules.js';
 import type { LlcMessage } from '../dissectors/wire/llc.js';
@@ -512,7 +512,6 @@ function addRange(m: Map<number, WriteRange>, rkey: number, va: bigint, len: num
 function sameCursor(a: CdcCursor, b: EpCursor): boolean { return a.wrap === b.wrap && a.count === b.count; }
 function curs(c: EpCursor): string { return `${c.wrap}:${c.count}`; }
 function hexQp(q: number): string { return '0x' + q.toString(16); }
-function hex32(v: number): string { return '0x' + (v >>> 0).toString(16).padStart(8, '0'); }
 function maxNs(a: bigint | undefined, b: bigint | undefined): bigint | undefined {
   if (a === undefined) return b;
   if (b === undefined) return a;

@@ -8,9 +8,9 @@
 import type { CapturedFrame } from '../capture/types.js';
 import { LINKTYPE } from '../capture/types.js';
 import { type Issue, Tree, type FieldNode, u8 } from './wire/common.js';
-import { decodeEthernet, type EthernetHeader } from './net/ethernet.js';
+import { decodeEthernet, ETHERTYPE_IPV4, ETHERTYPE_IPV6, type EthernetHeader } from './net/ethernet.js';
 import { decodeSll, decodeSll2 } from './net/sll.js';
-import { decodeIpv4, type Ipv4Header } from './net/ipv4.js';
+import { decodeIpv4, IPPROTO_TCP, IPPROTO_UDP, type Ipv4Header } from './net/ipv4.js';
 import { decodeIpv6, type Ipv6Header } from './net/ipv6.js';
 import { decodeTcp, type TcpHeader } from './net/tcp.js';
 import { decodeUdp, type UdpHeader } from './net/udp.js';
@@ -18,12 +18,9 @@ import { summarizeTcpOpt, type TcpOpt } from './wire/tcpopt.js';
 import { decodeClc, summarizeClc, type ClcMessage } from './wire/clc.js';
 import { decodeLlc, summarizeLlc, type LlcMessage } from './wire/llc.js';
 import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
-import { decodeIbPacket, decodeGrh, checkIcrc, opcodeInfo, type IbPacket, type Grh } from './wire/ib.js';
+import { decodeIbPacket, decodeGrh, checkIcrc, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
 import { ClcStreams, type SegmentRole } from './clcstream.js';
 import { SendStreams, type SendPart } from './sendstream.js';
-
-export const ROCEV2_PORT = 4791;
-export const ETHERTYPE_ROCEV1 = 0x8915;
 
 export type SmcProto = 'tcpopt' | 'clc' | 'llc' | 'cdc' | 'rdma' | 'roce';
 
@@ -92,7 +89,7 @@ export class FrameDecoder {
   private cut = 0;
 
   constructor(opts: FrameDecoderOptions = {}) {
-    this.rocePorts = new Set([ROCEV2_PORT, ...(opts.rocePorts ?? [])]);
+    this.rocePorts = new Set([ROCE_V2_PORT, ...(opts.rocePorts ?? [])]);
     this.wantTree = opts.tree === true;
     this.checkIcrc = opts.icrc !== false;
   }
@@ -149,8 +146,8 @@ export class FrameDecoder {
       case LINKTYPE.IPV4:
       case LINKTYPE.IPV6: {
         const v = (u8(b, 0) >> 4);
-        out.link = { kind: 'raw', protocol: v === 6 ? 0x86dd : 0x0800 };
-        return this.ethertype(out, b, v === 6 ? 0x86dd : 0x0800, 0, t);
+        out.link = { kind: 'raw', protocol: v === 6 ? ETHERTYPE_IPV6 : ETHERTYPE_IPV4 };
+        return this.ethertype(out, b, v === 6 ? ETHERTYPE_IPV6 : ETHERTYPE_IPV4, 0, t);
       }
       default:
         out.issues.push({ severity: 'note', code: 'frame.linktype', message: `link type ${out.linktype} not decoded`, offset: 0, length: b.length });
@@ -158,8 +155,8 @@ export class FrameDecoder {
   }
 
   private ethertype(out: DecodedFrame, b: Uint8Array, type: number, off: number, t: Tree | undefined): void {
-    if (type === 0x0800 || type === 0x86dd) return this.ip(out, b, off, type === 0x86dd ? 6 : 4, t);
-    if (type === ETHERTYPE_ROCEV1) return this.roceV1(out, b, off, t);
+    if (type === ETHERTYPE_IPV4 || type === ETHERTYPE_IPV6) return this.ip(out, b, off, type === ETHERTYPE_IPV6 ? 6 : 4, t);
+    if (type === ROCE_V1_ETHERTYPE) return this.roceV1(out, b, off, t);
   }
 
   private ip(out: DecodedFrame, b: Uint8Array, off: number, version: 4 | 6, t: Tree | undefined): void {
@@ -188,8 +185,8 @@ export class FrameDecoder {
     if (l4 > b.length) return;
     // Trust the IP length over the capture (Ethernet padding), bounded by what was captured.
     const l4end = Math.min(b.length, l4 + Math.max(0, plen));
-    if (proto === 6) this.tcp(out, b.subarray(0, l4end), l4, t);
-    else if (proto === 17) this.udp(out, b.subarray(0, l4end), l4, off, t);
+    if (proto === IPPROTO_TCP) this.tcp(out, b.subarray(0, l4end), l4, t);
+    else if (proto === IPPROTO_UDP) this.udp(out, b.subarray(0, l4end), l4, off, t);
   }
 
   private tcp(out: DecodedFrame, b: Uint8Array, off: number, t: Tree | undefined): void {

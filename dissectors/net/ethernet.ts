@@ -9,16 +9,13 @@
 // Decoding never throws; the FCS is not expected (Linux captures strip it).
 
 import type { Decoded, Issue, Tree } from '../wire/common.js';
-import { issue, parseMac, put16, u16 } from '../wire/common.js';
+import { hexN, issue, parseMac, put16, u16 } from '../wire/common.js';
 import { macAt } from './addr.js';
 
 export const ETHERTYPE_IPV4 = 0x0800;
-export const ETHERTYPE_ARP = 0x0806;
 export const ETHERTYPE_VLAN = 0x8100;
 export const ETHERTYPE_QINQ = 0x88a8;
 export const ETHERTYPE_IPV6 = 0x86dd;
-export const ETHERTYPE_ROCE = 0x8915;
-export const ETHERTYPE_LLDP = 0x88cc;
 
 export interface VlanTag {
   /** Tag protocol identifier: 0x8100, 0x88a8, 0x9100 or 0x9200. */
@@ -63,10 +60,8 @@ export function ethertypeName(t: number): string {
 
 /** TPIDs that introduce another 4-byte VLAN tag. */
 export function isVlanTpid(t: number): boolean {
-  return t === 0x8100 || t === 0x88a8 || t === 0x9100 || t === 0x9200;
+  return t === ETHERTYPE_VLAN || t === ETHERTYPE_QINQ || t === 0x9100 || t === 0x9200;
 }
-
-function hex4(v: number): string { return '0x' + v.toString(16).padStart(4, '0'); }
 
 export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader> {
   const issues: Issue[] = [];
@@ -95,8 +90,8 @@ export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader>
   let vlans: VlanTag[] | undefined;
   while (isVlanTpid(type)) {
     if (o + 6 > b.length) {
-      issue(issues, 'error', 'eth.vlan-truncated', `truncated VLAN tag (TPID ${hex4(type)}): need 6 bytes at ${o}, have ${b.length - o}`, o, b.length - o);
-      if (t) t.add('Type', o, 2, `${ethertypeName(type)} (${hex4(type)})`);
+      issue(issues, 'error', 'eth.vlan-truncated', `truncated VLAN tag (TPID ${hexN(type, 4)}): need 6 bytes at ${o}, have ${b.length - o}`, o, b.length - o);
+      if (t) t.add('Type', o, 2, `${ethertypeName(type)} (${hexN(type, 4)})`);
       value.ethertype = type;
       value.headerLength = b.length;
       if (vlans) value.vlans = vlans;
@@ -111,7 +106,7 @@ export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader>
     }
     if (t) {
       const s = t.sub(type === ETHERTYPE_VLAN ? '802.1Q Virtual LAN' : `${ethertypeName(type)} tag`, o, 4, `PRI: ${tag.pcp}, DEI: ${tag.dei}, ID: ${tag.vid}`);
-      s.add('TPID', 0, 2, hex4(type));
+      s.add('TPID', 0, 2, hexN(type, 4));
       s.add('Priority (PCP)', 2, 2, tag.pcp);
       s.add('DEI', 2, 2, tag.dei);
       s.add('ID', 2, 2, tag.vid);
@@ -126,7 +121,7 @@ export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader>
     issue(issues, 'note', 'eth.8023', `IEEE 802.3 length field ${type} (LLC frame, not Ethernet II)`, o, 2);
     if (t) t.add('Length', o, 2, type);
   } else if (t) {
-    t.add('Type', o, 2, `${ethertypeName(type)} (${hex4(type)})`);
+    t.add('Type', o, 2, `${ethertypeName(type)} (${hexN(type, 4)})`);
   }
   return { value, issues };
 }
@@ -167,6 +162,6 @@ export function summarizeEthernet(v: EthernetHeader): string {
   for (const tag of v.vlans) {
     s += `, ${tag.tpid === ETHERTYPE_VLAN ? '' : ethertypeName(tag.tpid) + ' '}vlan ${tag.vid}, p ${tag.pcp}${tag.dei ? ', DEI' : ''}`;
   }
-  s += v.ethertype < 0x0600 ? `, 802.3, length ${v.ethertype}` : `, ethertype ${ethertypeName(v.ethertype)} (${hex4(v.ethertype)})`;
+  s += v.ethertype < 0x0600 ? `, 802.3, length ${v.ethertype}` : `, ethertype ${ethertypeName(v.ethertype)} (${hexN(v.ethertype, 4)})`;
   return s;
 }

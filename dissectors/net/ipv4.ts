@@ -20,23 +20,12 @@
 // after a packet of 46+ bytes gets a note (`ipv4.trailer`).
 
 import type { Decoded, Issue, Tree } from '../wire/common.js';
-import { hex, issue, parseIpv4, put16, u16, u8 } from '../wire/common.js';
+import { hex, hexN, issue, parseIpv4, put16, u16, u8 } from '../wire/common.js';
 import { ipv4At } from './addr.js';
 import { finish, sumWords, fold } from './checksum.js';
 
-export const IPPROTO_HOPOPTS = 0;
-export const IPPROTO_ICMP = 1;
 export const IPPROTO_TCP = 6;
 export const IPPROTO_UDP = 17;
-export const IPPROTO_IPV6 = 41;
-export const IPPROTO_ROUTING = 43;
-export const IPPROTO_FRAGMENT = 44;
-export const IPPROTO_GRE = 47;
-export const IPPROTO_ESP = 50;
-export const IPPROTO_AH = 51;
-export const IPPROTO_ICMPV6 = 58;
-export const IPPROTO_NONE = 59;
-export const IPPROTO_DSTOPTS = 60;
 
 const PROTO_NAMES: ReadonlyMap<number, string> = new Map([
   [0, 'HOPOPT'], [1, 'ICMP'], [2, 'IGMP'], [4, 'IPIP'], [6, 'TCP'], [17, 'UDP'], [41, 'IPv6'],
@@ -240,10 +229,10 @@ export function decodeIpv4(b: Uint8Array, t?: Tree, wireLength = b.length): Deco
       const expected = finish(acc - value.checksum);
       if (value.checksum === 0) {
         value.checksumStatus = 'zero';
-        issue(issues, 'note', 'ipv4.checksum-zero', `header checksum 0 (expected ${hex16(expected)}): checksum offload on the capturing sender?`, 10, 2);
+        issue(issues, 'note', 'ipv4.checksum-zero', `header checksum 0 (expected ${hexN(expected, 4)}): checksum offload on the capturing sender?`, 10, 2);
       } else {
         value.checksumStatus = 'bad';
-        issue(issues, 'error', 'ipv4.checksum', `bad header checksum ${hex16(value.checksum)}, expected ${hex16(expected)}`, 10, 2);
+        issue(issues, 'error', 'ipv4.checksum', `bad header checksum ${hexN(value.checksum, 4)}, expected ${hexN(expected, 4)}`, 10, 2);
       }
     }
   }
@@ -274,12 +263,12 @@ export function decodeIpv4(b: Uint8Array, t?: Tree, wireLength = b.length): Deco
     t.add('Header length', 0, 1, `${hl} bytes (${ihl})`);
     t.add('Differentiated services', 1, 1, `DSCP ${value.dscp}, ECN ${ECN_NAMES[value.ecn]}`);
     t.add('Total length', 2, 2, value.totalLength);
-    t.add('Identification', 4, 2, `${hex16(value.id)} (${value.id})`);
+    t.add('Identification', 4, 2, `${hexN(value.id, 4)} (${value.id})`);
     t.add('Flags', 6, 1, flagText(value) || 'none');
     t.add('Fragment offset', 6, 2, `${value.fragmentOffset * 8}`);
     t.add('Time to live', 8, 1, value.ttl);
     t.add('Protocol', 9, 1, `${ipProtoName(value.protocol)} (${value.protocol})`);
-    t.add('Header checksum', 10, 2, `${hex16(value.checksum)} [${value.checksumStatus}]`);
+    t.add('Header checksum', 10, 2, `${hexN(value.checksum, 4)} [${value.checksumStatus}]`);
     t.add('Source', 12, 4, value.src);
     t.add('Destination', 16, 4, value.dst);
   }
@@ -290,7 +279,6 @@ export function decodeIpv4(b: Uint8Array, t?: Tree, wireLength = b.length): Deco
   return { value, issues };
 }
 
-function hex16(v: number): string { return '0x' + v.toString(16).padStart(4, '0'); }
 
 function flagText(v: Ipv4Header, sep = '+'): string {
   let s = '';

@@ -15,7 +15,7 @@
 // jumbogram (RFC 2675): the packet then extends to the end of the buffer.
 
 import type { Decoded, Issue } from '../wire/common.js';
-import { Tree, hex, issue, parseIpv6, put16, put32, u16, u32, u8 } from '../wire/common.js';
+import { Tree, hex, hexN, issue, parseIpv6, put16, put32, u16, u32, u8 } from '../wire/common.js';
 import { ipv6At } from './addr.js';
 import { ipProtoName } from './ipv4.js';
 
@@ -108,7 +108,6 @@ export function ipv6OptionName(type: number): string {
   return OPT_NAMES.get(type) ?? `opt-0x${type.toString(16).padStart(2, '0')}`;
 }
 
-function hexN(v: number, n: number): string { return '0x' + v.toString(16).padStart(n, '0'); }
 
 /** TLV options of a Hop-by-Hop / Destination Options header (`b` = bytes after the first two). */
 function decodeOptions(b: Uint8Array, base: number, issues: Issue[], t: Tree | undefined, jumbo: { v: number }): Ipv6Option[] {

@@ -12,23 +12,14 @@
 // `headerLength` bytes. Decoding never throws.
 
 import type { Decoded, Issue, Tree } from '../wire/common.js';
-import { hex, issue, put16, put32, u16, u32, u8 } from '../wire/common.js';
+import { hex, hexN, issue, put16, put32, u16, u32, u8 } from '../wire/common.js';
 import { macAt } from './addr.js';
 import { ethertypeName } from './ethernet.js';
 
-export const LINKTYPE_ETHERNET = 1;
-export const LINKTYPE_LINUX_SLL = 113;
-export const LINKTYPE_LINUX_SLL2 = 276;
-
 export const SLL_HOST = 0;
-export const SLL_BROADCAST = 1;
-export const SLL_MULTICAST = 2;
-export const SLL_OTHERHOST = 3;
 export const SLL_OUTGOING = 4;
 
 export const ARPHRD_ETHER = 1;
-export const ARPHRD_LOOPBACK = 772;
-export const ARPHRD_IPGRE = 778;
 export const ARPHRD_NETLINK = 824;
 
 export interface SllHeader {
@@ -86,8 +77,6 @@ export function sllProtocolName(protocol: number, arphrd = ARPHRD_ETHER): string
   }
 }
 
-function hex4(v: number): string { return '0x' + v.toString(16).padStart(4, '0'); }
-
 /** Address text for n bytes at o: cached MAC form for 6 bytes. */
 function addrText(b: Uint8Array, o: number, n: number): string {
   if (n === 6) return macAt(b, o);
@@ -133,7 +122,7 @@ export function decodeSll(b: Uint8Array, t?: Tree): Decoded<SllHeader> {
     t.add('Link-layer address type', 2, 2, `${arphrdName(value.arphrd)} (${value.arphrd})`);
     t.add('Link-layer address length', 4, 2, value.addrLength);
     t.add('Source', 6, 8, value.addr);
-    t.add('Protocol', 14, 2, `${sllProtocolName(value.protocol, value.arphrd)} (${hex4(value.protocol)})`);
+    t.add('Protocol', 14, 2, `${sllProtocolName(value.protocol, value.arphrd)} (${hexN(value.protocol, 4)})`);
   }
   return { value, issues };
 }
@@ -154,10 +143,10 @@ export function decodeSll2(b: Uint8Array, t?: Tree): Decoded<SllHeader> {
   value.addrLength = u8(b, 11);
   decodeAddr(b, 12, value.addrLength, value, issues, 11, 1);
   checkPacketType(value, issues, 10, 1);
-  if (value.reserved !== 0) issue(issues, 'warn', 'sll.reserved', `reserved field is ${hex4(value.reserved)}, must be zero`, 2, 2);
+  if (value.reserved !== 0) issue(issues, 'warn', 'sll.reserved', `reserved field is ${hexN(value.reserved, 4)}, must be zero`, 2, 2);
   if (t) {
-    t.add('Protocol', 0, 2, `${sllProtocolName(value.protocol, value.arphrd)} (${hex4(value.protocol)})`);
-    t.add('Reserved', 2, 2, hex4(value.reserved));
+    t.add('Protocol', 0, 2, `${sllProtocolName(value.protocol, value.arphrd)} (${hexN(value.protocol, 4)})`);
+    t.add('Reserved', 2, 2, hexN(value.reserved, 4));
     t.add('Interface index', 4, 4, value.ifindex);
     t.add('Link-layer address type', 8, 2, `${arphrdName(value.arphrd)} (${value.arphrd})`);
     t.add('Packet type', 10, 1, `${sllPacketTypeName(value.packetType)} (${value.packetType})`);
@@ -210,5 +199,5 @@ export function sllHeader(init: { version: 1 | 2; packetType: number; addr: stri
 /** tcpdump style: `ifindex 2 In 52:54:00:55:00:0a ethertype IPv4 (0x0800)` (`ifindex` only for SLL2). */
 export function summarizeSll(v: SllHeader): string {
   const dir = PACKET_TYPE_SHORT[v.packetType] ?? `pkttype ${v.packetType}`;
-  return `${v.version === 2 ? `ifindex ${v.ifindex} ` : ''}${dir} ${v.addr || '-'} ethertype ${sllProtocolName(v.protocol, v.arphrd)} (${hex4(v.protocol)})`;
+  return `${v.version === 2 ? `ifindex ${v.ifindex} ` : ''}${dir} ${v.addr || '-'} ethertype ${sllProtocolName(v.protocol, v.arphrd)} (${hexN(v.protocol, 4)})`;
 }

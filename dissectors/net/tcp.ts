@@ -99,18 +99,6 @@ const FLAGS: readonly TcpFlags[] = Array.from({ length: 512 }, (_, i) => makeFla
 const NOPS: readonly TcpOption[] = Array.from({ length: 60 }, (_, o) => Object.freeze({ kind: 1, offset: o, length: 1 }));
 const EMPTY = new Uint8Array(0);
 
-export const TCPOPT_EOL = 0;
-export const TCPOPT_NOP = 1;
-export const TCPOPT_MSS = 2;
-export const TCPOPT_WSCALE = 3;
-export const TCPOPT_SACK_PERM = 4;
-export const TCPOPT_SACK = 5;
-export const TCPOPT_TIMESTAMP = 8;
-export const TCPOPT_MD5 = 19;
-export const TCPOPT_AO = 29;
-export const TCPOPT_MPTCP = 30;
-export const TCPOPT_FASTOPEN = 34;
-
 const OPT_NAMES: ReadonlyMap<number, string> = new Map([
   [0, 'eol'], [1, 'nop'], [2, 'mss'], [3, 'wscale'], [4, 'sackOK'], [5, 'sack'], [6, 'echo'], [7, 'echoreply'],
   [8, 'TS'], [19, 'md5'], [27, 'qs'], [28, 'uto'], [29, 'tcp-ao'], [30, 'mptcp'], [34, 'tfo'],

@@ -13,8 +13,6 @@ import { transportChecksum } from './checksum.js';
 
 export { tcpUdpChecksum, pseudoHeaderSum, transportChecksum, type TransportChecksum, type TransportChecksumStatus } from './checksum.js';
 
-export const UDP_PORT_ROCEV2 = 4791;
-
 /** Offsets: ../wire/views/net.ts (UDP_FIELDS); decode and encode go through this view. */
 const view = new UdpView();
 

@@ -10,13 +10,27 @@
 // come from the array lengths on encode. Offsets and Length are kept as seen on the wire;
 // when left out of a value given to `encodeClc`, Linux's values are computed.
 // Reserved bytes are not kept: non-zero ones are reported as issues and encoded as zeros.
+//
+// Every offset is declared once, in ./views/clc.ts; decode, the `-V` tree and encode read and
+// write through those views (tree names and node ranges come from the tables too).
 
 import type { Decoded, Issue, Tree } from './common.js';
 import {
   bufSizeFromCode, fmtSize, hex, hex32, ipv4Str, ipv6Str, isZero, issue, macStr, mtuFromCode,
-  parseIpv4, parseIpv6, parseMac, put16, put24, put32, put64, put8, putAscii, u16, u24, u32, u64, u8,
+  parseIpv4, parseIpv6, parseMac, put16, put32, putAscii, u16, u32, u8,
 } from './common.js';
 import { declineReason, formatReason } from './reasons.js';
+import { addField, addSpan, entryAt, type BytesSpec } from './views/field.js';
+import {
+  CLC_HEADER_FIELDS, CLC_TRAILER_LEN, CLC_PROPOSAL_FIELDS, CLC_PROPOSAL_SMCD_AT, CLC_PROPOSAL_SMCD_FIELDS, CLC_PROPOSAL_SMCD_LEN, CLC_V2_EXT_BASE,
+  CLC_PREFIX_AREA_FIELDS, CLC_IPV6_PREFIX_FIELDS, CLC_V2_EXT_FIELDS, CLC_SMCDV2_EXT_BASE, CLC_SMCDV2_EXT_FIELDS,
+  CLC_ISM_GID_FIELDS, CLC_FCE_FIELDS, CLC_ACCEPT_FLAGS_FIELDS, CLC_SMCR_ACCEPT_FIELDS, CLC_SMCR_FCE_AT, CLC_SMCR_GID_LIST_AT,
+  CLC_GID_LIST_FIELDS, CLC_SMCD_ACCEPT_FIELDS, CLC_SMCD_FCE_AT, CLC_DECLINE_FIELDS, CLC_FCE_LEN, CLC_FCE_V20_SMCD_LEN,
+  ClcHeaderView, ClcProposalView, ClcProposalSmcdView, ClcPrefixAreaView, ClcIpv6PrefixView, ClcV2ExtView,
+  ClcIsmGidView, ClcFceView, ClcAcceptFlagsView, ClcSmcrAcceptView, ClcGidListView, ClcSmcdAcceptView, ClcDeclineView,
+} from './views/clc.js';
+
+export { CLC_FCE_LEN, CLC_FCE_V20_SMCD_LEN } from './views/clc.js';
 
 // ---- constants ----
 
@@ -39,15 +53,13 @@ export const PATH_NAMES: readonly string[] = ['R', 'D', 'N', 'B'];
 /** Emulated/virtual ISM CHIDs have high byte 0xFF and use two GID/CHID entries. */
 export const EMULATED_ISM_CHID_MASK = 0xff00;
 
-/** Fixed sizes (formats.md §5, §6). */
-export const CLC_SMCR_V1_LEN = 68;
-export const CLC_SMCR_V2_MIN_LEN = 108;
-export const CLC_SMCD_V1_LEN = 48;
-export const CLC_SMCD_V2_MIN_LEN = 78;
-export const CLC_DECLINE_V1_LEN = 28;
-export const CLC_DECLINE_V2_LEN = 44;
-export const CLC_FCE_LEN = 52;
-export const CLC_FCE_V20_SMCD_LEN = 36;
+/** Whole message sizes incl. header and trailer (formats.md §5, §6), from the tables. */
+export const CLC_SMCR_V1_LEN = CLC_SMCR_ACCEPT_FIELDS.eid.at + CLC_TRAILER_LEN;
+export const CLC_SMCR_V2_MIN_LEN = CLC_SMCR_FCE_AT + CLC_TRAILER_LEN;
+export const CLC_SMCD_V1_LEN = CLC_SMCD_ACCEPT_FIELDS.reservedV1.at + CLC_SMCD_ACCEPT_FIELDS.reservedV1.len + CLC_TRAILER_LEN;
+export const CLC_SMCD_V2_MIN_LEN = CLC_SMCD_FCE_AT + CLC_TRAILER_LEN;
+export const CLC_DECLINE_V1_LEN = CLC_DECLINE_FIELDS.diagExtra.at + CLC_TRAILER_LEN;
+export const CLC_DECLINE_V2_LEN = CLC_DECLINE_FIELDS.diagExtra.at + CLC_DECLINE_FIELDS.diagExtra.len + CLC_TRAILER_LEN;
 
 // ---- value types ----
 
@@ -243,13 +255,15 @@ export function eyecatcherValue(s: ClcEyecatcher): number {
 
 function isEc(v: number): boolean { return v === CLC_EYECATCHER_SMCR || v === CLC_EYECATCHER_SMCD; }
 
-/** Peer ID (8 bytes) as "<instance>@<mac>". */
-export function peerIdStr(b: Uint8Array, o: number): string { return `${u16(b, o)}@${macStr(b, o + 2)}`; }
+/** Peer ID (8 bytes: u16 instance, 6-byte MAC) as "<instance>@<mac>": a text form that a
+ *  field table does not express, so read and written here. */
+export function peerIdStr(b: Uint8Array, o: number): string { return `${u16(b, o)}@${macStr(b, o + PEER_ID_MAC_AT)}`; }
+const PEER_ID_MAC_AT = 2;
 
 function putPeerId(b: Uint8Array, o: number, s: string): void {
   const at = s.indexOf('@');
   put16(b, o, at > 0 ? Number(s.slice(0, at)) : 0);
-  b.set(parseMac(at >= 0 ? s.slice(at + 1) : s), o + 2);
+  b.set(parseMac(at >= 0 ? s.slice(at + 1) : s), o + PEER_ID_MAC_AT);
 }
 
 /** Blank-padded ASCII field (EID, host name) as text without the padding; '' for an
@@ -318,18 +332,53 @@ function copyBytes(b: Uint8Array, s: number, e: number): Uint8Array { return new
 
 // ---- peek ----
 
+// One view per table (./views/clc.ts), re-pointed per message: decode and encode run one at
+// a time, and each area of a message has its own view, so nested areas never share one.
+const headerV = new ClcHeaderView();
+const trailerV = new ClcHeaderView();
+const proposalV = new ClcProposalView();
+const propSmcdV = new ClcProposalSmcdView();
+const prefixV = new ClcPrefixAreaView();
+const ipv6PrefixV = new ClcIpv6PrefixView();
+const v2ExtV = new ClcV2ExtView();
+const ismGidV = new ClcIsmGidView();
+const fceV = new ClcFceView();
+const acceptFlagsV = new ClcAcceptFlagsView();
+const smcrV = new ClcSmcrAcceptView();
+const gidListV = new ClcGidListView();
+const smcdV = new ClcSmcdAcceptView();
+const declineV = new ClcDeclineView();
+
+const H = CLC_HEADER_FIELDS;
+/** Size of the header: the body starts here. */
+export const CLC_HEADER_LEN = H.body.at;
+/** The eyecatcher (and the trailer that repeats it) is 4 bytes. */
+export const CLC_EYECATCHER_LEN = H.eyecatcher.size;
+/** The shortest Length a CLC message can have: header + trailer. */
+export const CLC_MIN_LEN = CLC_HEADER_LEN + CLC_TRAILER_LEN;
+
+/** Is there an SMC eyecatcher ("SMCR"/"SMCD") at b[o]: a message's start, or its trailer at
+ *  Length − 4? Bytes past the end of b read as 0 (no eyecatcher). */
+export function isClcEyecatcherAt(b: Uint8Array, o: number): boolean {
+  return isEc(trailerV.reset(b, o - H.eyecatcher.at).eyecatcher);
+}
+
+/** The Length field of the CLC header at b[0] (0 for the bytes not present). */
+export function clcLengthField(b: Uint8Array): number { return headerV.reset(b, 0).length; }
+
 /**
  * Peek at a TCP payload: if its first 8 bytes look like a CLC header (eyecatcher SMCR/SMCD,
  * type 1..4, Length ≥ 12 = header + trailer), return the Length field, else undefined.
  * Used by the reassembler to find CLC messages on any port.
  */
 export function clcMessageLength(b: Uint8Array): number | undefined {
-  if (b.length < 8) return undefined;
-  if (!isEc(u32(b, 0))) return undefined;
-  const type = b[4]!;
+  if (b.length < CLC_HEADER_LEN) return undefined;
+  const v = headerV.reset(b, 0);
+  if (!isEc(v.eyecatcher)) return undefined;
+  const type = v.typeCode;
   if (type < CLC_PROPOSAL || type > CLC_DECLINE) return undefined;
-  const len = u16(b, 5);
-  return len >= 12 ? len : undefined;
+  const len = v.length;
+  return len >= CLC_MIN_LEN ? len : undefined;
 }
 
 // ---- decode ----
@@ -337,22 +386,23 @@ export function clcMessageLength(b: Uint8Array): number | undefined {
 export function decodeClc(b: Uint8Array, t?: Tree): Decoded<ClcMessage> {
   const issues: Issue[] = [];
   const n = b.length;
-  if (n < 8) issue(issues, 'error', 'clc.truncated', `truncated CLC header: ${n} of 8 bytes`, 0, n);
-  const ecv = u32(b, 0);
+  if (n < CLC_HEADER_LEN) issue(issues, 'error', 'clc.truncated', `truncated CLC header: ${n} of 8 bytes`, 0, n);
+  const hv = headerV.reset(b, 0);
+  const ecv = hv.eyecatcher;
   const eyecatcher = eyecatcherName(ecv);
-  if (n >= 4 && !isEc(ecv)) issue(issues, 'error', 'clc.eyecatcher', `bad eyecatcher ${eyecatcher}`, 0, 4);
-  const typeCode = u8(b, 4);
-  const length = u16(b, 5);
-  const b7 = u8(b, 7);
-  const version = b7 >>> 4;
+  if (n >= H.typeCode.at && !isEc(ecv)) issue(issues, 'error', 'clc.eyecatcher', `bad eyecatcher ${eyecatcher}`, H.eyecatcher.at, H.eyecatcher.size);
+  const typeCode = hv.typeCode;
+  const length = hv.length;
+  const b7 = hv.byte7;
+  const version = hv.version;
 
   // Where the message ends in b, and whether its trailer is there.
   let end = n;
   let complete = false;
-  if (n >= 7) {
-    if (length < 12) {
-      issue(issues, 'error', 'clc.length', `Length ${length} is less than header + trailer (12)`, 5, 2);
-      complete = n >= 12;
+  if (n >= H.byte7.at) {
+    if (length < CLC_MIN_LEN) {
+      issue(issues, 'error', 'clc.length', `Length ${length} is less than header + trailer (12)`, H.length.at, H.length.size);
+      complete = n >= CLC_MIN_LEN;
     } else if (n < length) {
       issue(issues, 'error', 'clc.truncated', `truncated message: Length ${length}, have ${n} bytes`, n, 0);
     } else {
@@ -361,55 +411,50 @@ export function decodeClc(b: Uint8Array, t?: Tree): Decoded<ClcMessage> {
       complete = true;
     }
   }
-  const bodyEnd = complete ? end - 4 : end;
+  const bodyEnd = complete ? end - CLC_TRAILER_LEN : end;
   let trailer = '';
   if (complete) {
-    const tv = u32(b, bodyEnd);
+    // the trailer repeats the eyecatcher: read with the header's eyecatcher field, at Length − 4
+    const tv = trailerV.reset(b, bodyEnd - H.eyecatcher.at).eyecatcher;
     trailer = eyecatcherName(tv);
-    if (!isEc(tv)) issue(issues, 'error', 'clc.trailer', `bad trailer eyecatcher ${trailer}`, bodyEnd, 4);
-    else if (tv !== ecv && isEc(ecv)) issue(issues, 'warn', 'clc.trailer', `trailer ${trailer} differs from eyecatcher ${eyecatcher}`, bodyEnd, 4);
+    if (!isEc(tv)) issue(issues, 'error', 'clc.trailer', `bad trailer eyecatcher ${trailer}`, bodyEnd, CLC_TRAILER_LEN);
+    else if (tv !== ecv && isEc(ecv)) issue(issues, 'warn', 'clc.trailer', `trailer ${trailer} differs from eyecatcher ${eyecatcher}`, bodyEnd, CLC_TRAILER_LEN);
   }
-  if (n >= 8 && (version === 0 || version > 2)) issue(issues, 'note', 'clc.version', `unusual CLC version ${version}`, 7, 1);
+  if (n >= CLC_HEADER_LEN && (version === 0 || version > 2)) issue(issues, 'note', 'clc.version', `unusual CLC version ${version}`, H.version.at, 1);
 
   if (t) {
-    t.add('Eyecatcher', 0, 4, eyecatcher);
-    t.add('Type', 4, 1, `${typeCode} (${typeName(typeCode)})`);
-    t.add('Length', 5, 2, length);
-    t.add('Version', 7, 1, `${version} (byte 0x${b7.toString(16).padStart(2, '0')})`);
+    addField(t, H.eyecatcher, eyecatcher);
+    addField(t, H.typeCode, `${typeCode} (${typeName(typeCode)})`);
+    addField(t, H.length, length);
+    addField(t, H.version, `${version} (byte 0x${b7.toString(16).padStart(2, '0')})`);
   }
 
   const body = bodyEnd < n ? b.subarray(0, bodyEnd) : b;
   let value: ClcMessage;
   switch (typeCode) {
     case CLC_PROPOSAL:
-      value = decodeProposal(body, complete, issues, t, eyecatcher, length, b7, trailer);
+      value = decodeProposal(body, complete, issues, t, eyecatcher, length, version, trailer);
       break;
     case CLC_ACCEPT:
     case CLC_CONFIRM:
-      value = decodeAcceptConfirm(body, complete, issues, t, eyecatcher, typeCode, length, b7, trailer);
+      value = decodeAcceptConfirm(body, complete, issues, t, eyecatcher, typeCode, length, version, trailer);
       break;
     case CLC_DECLINE:
-      value = decodeDecline(body, complete, issues, t, eyecatcher, length, b7, trailer);
+      value = decodeDecline(body, complete, issues, t, eyecatcher, length, version, trailer);
       break;
     default: {
-      if (n >= 5) issue(issues, 'error', 'clc.type', `unknown CLC type ${typeCode}`, 4, 1);
-      const m: ClcUnknown = { type: 'unknown', eyecatcher, typeCode, length, version, flags: b7 & 0x0f, body: copyBytes(b, 8, Math.max(8, bodyEnd)), trailer };
-      t?.add('Body', 8, Math.max(0, bodyEnd - 8));
+      if (n > H.typeCode.at) issue(issues, 'error', 'clc.type', `unknown CLC type ${typeCode}`, H.typeCode.at, 1);
+      const m: ClcUnknown = { type: 'unknown', eyecatcher, typeCode, length, version, flags: headerV.reset(b, 0).flags, body: copyBytes(b, H.body.at, Math.max(H.body.at, bodyEnd)), trailer };
+      t?.add(H.body.label, H.body.at, Math.max(0, bodyEnd - H.body.at));
       value = m;
     }
   }
-  if (t && complete) t.add('Trailer', bodyEnd, 4, trailer);
+  if (t && complete) t.add('Trailer', bodyEnd, CLC_TRAILER_LEN, trailer);
   return { value, issues };
 }
 
 function typeName(code: number): string {
-  switch (code) {
-    case CLC_PROPOSAL: return 'Proposal';
-    case CLC_ACCEPT: return 'Accept';
-    case CLC_CONFIRM: return 'Confirm';
-    case CLC_DECLINE: return 'Decline';
-    default: return 'unknown';
-  }
+  return (H.typeCode.names as Readonly<Record<number, string>>)[code] ?? 'unknown';
 }
 
 /** Bytes after `pos` up to the trailer → `extra` (with an issue). */
@@ -420,78 +465,103 @@ function takeExtra(b: Uint8Array, pos: number, issues: Issue[], t: Tree | undefi
   return copyBytes(b, pos, b.length);
 }
 
+/** Reserved bytes of a table at base + spec.at must be zero. */
+function rsvField(b: Uint8Array, base: number, s: BytesSpec, issues: Issue[], what: string): void {
+  rsv(b, base + s.at, s.len, issues, what);
+}
+
+/** The 5 bytes at o as one big-endian unsigned bigint (the Proposal's vendor options: no
+ *  40-bit width in a field table): the high byte, then a u32. */
+function readUint40(b: Uint8Array, o: number): bigint {
+  return (BigInt(u8(b, o)) << 32n) | BigInt(u32(b, o + 1));
+}
+function writeUint40(b: Uint8Array, o: number, v: bigint): void {
+  b[o] = Number((v >> 32n) & 0xffn);
+  put32(b, o + 1, Number(v & 0xffffffffn));
+}
+
 function decodeProposal(b: Uint8Array, complete: boolean, issues: Issue[], t: Tree | undefined,
-  eyecatcher: string, length: number, b7: number, trailer: string): ClcProposal {
+  eyecatcher: string, length: number, version: number, trailer: string): ClcProposal {
   const end = b.length;
-  const version = b7 >>> 4;
-  const typev2 = (b7 >>> 2) & 3;
-  const typev1 = b7 & 3;
-  has(end, complete, 0, 40, issues, 'Proposal fixed part');
-  const ipAreaOffset = u16(b, 38);
+  const F = CLC_PROPOSAL_FIELDS;
+  const pv = proposalV.reset(b, 0);
+  const typev2 = pv.typev2;
+  const typev1 = pv.typev1;
+  const fixedEnd = CLC_PROPOSAL_SMCD_AT;
+  has(end, complete, 0, fixedEnd, issues, 'Proposal fixed part');
+  const ipAreaOffset = pv.ipAreaOffset;
   const m: ClcProposal = {
     type: 'proposal', eyecatcher, typeCode: CLC_PROPOSAL, length, version, typev2, typev1,
-    peerId: peerIdStr(b, 8), gid: ipv6Str(b, 16), mac: macStr(b, 32), ipAreaOffset, trailer,
+    peerId: peerIdStr(b, F.peerId.at), gid: ipv6Str(b, F.gid.at), mac: macStr(b, F.mac.at), ipAreaOffset, trailer,
   };
   if (t) {
-    t.add('Paths', 7, 1, `v2 ${PATH_NAMES[typev2]} v1 ${PATH_NAMES[typev1]}`);
-    t.add('Peer ID', 8, 8, m.peerId);
-    t.add('GID', 16, 16, m.gid);
-    t.add('MAC', 32, 6, m.mac);
-    t.add('IP area offset', 38, 2, ipAreaOffset);
+    addField(t, F.paths, `v2 ${PATH_NAMES[typev2]} v1 ${PATH_NAMES[typev1]}`);
+    addField(t, F.peerId, m.peerId);
+    addField(t, F.gid, m.gid);
+    addField(t, F.mac, m.mac);
+    addField(t, F.ipAreaOffset, ipAreaOffset);
   }
-  if (typev1 === PATH_N && version < 2) issue(issues, 'warn', 'clc.path', 'v1 Proposal offers no v1 path (typev1 N)', 7, 1);
-  if (ipAreaOffset !== 0 && ipAreaOffset !== 40) {
-    issue(issues, 'warn', 'clc.offset', `IP area offset ${ipAreaOffset} (expected 0 or 40${ipAreaOffset > 40 ? '; Linux rejects > 40' : ''})`, 38, 2);
+  if (typev1 === PATH_N && version < 2) issue(issues, 'warn', 'clc.path', 'v1 Proposal offers no v1 path (typev1 N)', F.paths.at, 1);
+  if (ipAreaOffset !== 0 && ipAreaOffset !== CLC_PROPOSAL_SMCD_AT) {
+    issue(issues, 'warn', 'clc.offset', `IP area offset ${ipAreaOffset} (expected 0 or 40${ipAreaOffset > 40 ? '; Linux rejects > 40' : ''})`, F.ipAreaOffset.at, F.ipAreaOffset.size);
   }
-  let structEnd = Math.min(40, end);
+  let structEnd = Math.min(fixedEnd, end);
 
   // SMC-D / v2 info area: at 40 when the IP area offset says so (v1) and always in v2
   // (Linux v2-only proposals carry IP area offset 0 and the area anyway).
-  const P = 40 + ipAreaOffset;
-  if ((ipAreaOffset >= 40 || version >= 2) && end > 40) {
-    has(end, complete, 40, 40, issues, 'SMC-D area');
+  const P = fixedEnd + ipAreaOffset;
+  const S = CLC_PROPOSAL_SMCD_AT;
+  const SF = CLC_PROPOSAL_SMCD_FIELDS;
+  const smcdLen = CLC_PROPOSAL_SMCD_LEN;
+  if ((ipAreaOffset >= fixedEnd || version >= 2) && end > S) {
+    has(end, complete, S, smcdLen, issues, 'SMC-D area');
+    const sv = propSmcdV.reset(b, S);
     const smcd: ClcProposalSmcd = {
-      ismGid: u64(b, 40), ismChid: u16(b, 48), v2ExtOffset: u16(b, 50), vendorOui: u24(b, 52),
-      vendorExp: (BigInt(u8(b, 55)) << 32n) | BigInt(u32(b, 56)),
+      ismGid: sv.ismGid, ismChid: sv.ismChid, v2ExtOffset: sv.v2ExtOffset, vendorOui: sv.vendorOui,
+      vendorExp: readUint40(b, S + SF.vendorExp.at),
     };
-    rsv(b, 60, 20, issues, 'SMC-D area bytes');
+    rsvField(b, S, SF.reserved, issues, 'SMC-D area bytes');
     m.smcd = smcd;
-    structEnd = 80;
+    structEnd = S + smcdLen;
     if (t) {
-      const s = t.sub('SMC-D area', 40, 40);
-      s.add('ISM GID', 0, 8, ismGidStr(smcd.ismGid));
-      s.add('ISM CHID', 8, 2, '0x' + smcd.ismChid.toString(16).padStart(4, '0'));
-      s.add('v2 extension offset', 10, 2, `${smcd.v2ExtOffset} (at ${52 + smcd.v2ExtOffset!})`);
-      s.add('Vendor OUI', 12, 3, '0x' + smcd.vendorOui.toString(16).padStart(6, '0'));
-      s.add('Vendor options', 15, 5, '0x' + smcd.vendorExp.toString(16).padStart(10, '0'));
+      const s = t.sub('SMC-D area', S, smcdLen);
+      addField(s, SF.ismGid, ismGidStr(smcd.ismGid));
+      addField(s, SF.ismChid, '0x' + smcd.ismChid.toString(16).padStart(4, '0'));
+      addField(s, SF.v2ExtOffset, `${smcd.v2ExtOffset} (at ${CLC_V2_EXT_BASE + smcd.v2ExtOffset!})`);
+      addField(s, SF.vendorOui, '0x' + smcd.vendorOui.toString(16).padStart(6, '0'));
+      addField(s, SF.vendorExp, '0x' + smcd.vendorExp.toString(16).padStart(10, '0'));
     }
   }
 
   // IP prefix area
+  const PF = CLC_PREFIX_AREA_FIELDS;
+  const prefixFixed = PF.ipv6.at;
   if (typev1 !== PATH_N) {
-    if (m.smcd && P < 80) issue(issues, 'warn', 'clc.offset', `IP prefix area at ${P} overlaps the SMC-D area`, 38, 2);
+    if (m.smcd && P < S + smcdLen) issue(issues, 'warn', 'clc.offset', `IP prefix area at ${P} overlaps the SMC-D area`, F.ipAreaOffset.at, F.ipAreaOffset.size);
     if (P < end) {
-      has(end, complete, P, 8, issues, 'IP prefix area');
-      const cnt = u8(b, P + 7);
-      const area: ClcIpPrefixArea = { ipv4: ipv4Str(b, P), ipv4Len: u8(b, P + 4), ipv6: [] };
-      rsv(b, P + 5, 2, issues, 'IP prefix area bytes');
-      if (area.ipv4Len > 32) issue(issues, 'warn', 'clc.prefix', `IPv4 prefix length ${area.ipv4Len} > 32`, P + 4, 1);
-      if (cnt > 8) issue(issues, 'warn', 'clc.count', `IPv6 prefix count ${cnt} > 8 (Linux rejects)`, P + 7, 1);
-      const s = t?.sub('IP prefix area', P, 8 + 17 * cnt);
-      s?.add('IPv4 prefix', 0, 5, `${area.ipv4}/${area.ipv4Len}`);
-      s?.add('IPv6 prefix count', 7, 1, cnt);
+      has(end, complete, P, prefixFixed, issues, 'IP prefix area');
+      const av = prefixV.reset(b, P);
+      const cnt = av.ipv6Count;
+      const area: ClcIpPrefixArea = { ipv4: ipv4Str(b, P + PF.ipv4.at), ipv4Len: av.ipv4Len, ipv6: [] };
+      rsvField(b, P, PF.reserved, issues, 'IP prefix area bytes');
+      if (area.ipv4Len > 32) issue(issues, 'warn', 'clc.prefix', `IPv4 prefix length ${area.ipv4Len} > 32`, P + PF.ipv4Len.at, 1);
+      if (cnt > 8) issue(issues, 'warn', 'clc.count', `IPv6 prefix count ${cnt} > 8 (Linux rejects)`, P + PF.ipv6Count.at, 1);
+      const s = t?.sub('IP prefix area', P, entryAt(PF.ipv6, cnt));
+      if (s) addSpan(s, PF.ipv4, PF.ipv4Len, `${area.ipv4}/${area.ipv4Len}`);
+      if (s) addField(s, PF.ipv6Count, cnt);
+      const E = CLC_IPV6_PREFIX_FIELDS;
       for (let i = 0; i < cnt; i++) {
-        const o = P + 8 + 17 * i;
-        if (!has(end, complete, o, 17, issues, `IPv6 prefix ${i}`)) break;
-        const p: ClcIpv6Prefix = { prefix: ipv6Str(b, o), len: u8(b, o + 16) };
-        if (p.len > 128) issue(issues, 'warn', 'clc.prefix', `IPv6 prefix length ${p.len} > 128`, o + 16, 1);
+        const o = P + entryAt(PF.ipv6, i);
+        if (!has(end, complete, o, PF.ipv6.len, issues, `IPv6 prefix ${i}`)) break;
+        const p: ClcIpv6Prefix = { prefix: ipv6Str(b, o + E.prefix.at), len: ipv6PrefixV.reset(b, o).prefixLen };
+        if (p.len > 128) issue(issues, 'warn', 'clc.prefix', `IPv6 prefix length ${p.len} > 128`, o + E.prefixLen.at, 1);
         area.ipv6.push(p);
-        s?.add(`IPv6 prefix ${i}`, 8 + 17 * i, 17, `${p.prefix}/${p.len}`);
+        s?.add(`${PF.ipv6.label} ${i}`, entryAt(PF.ipv6, i), PF.ipv6.len, `${p.prefix}/${p.len}`);
       }
       m.prefix = area;
-      structEnd = Math.max(structEnd, Math.min(end, P + 8 + 17 * cnt));
+      structEnd = Math.max(structEnd, Math.min(end, P + entryAt(PF.ipv6, cnt)));
     } else {
-      has(end, complete, P, 8, issues, 'IP prefix area');
+      has(end, complete, P, prefixFixed, issues, 'IP prefix area');
     }
   }
 
@@ -499,91 +569,10 @@ function decodeProposal(b: Uint8Array, complete: boolean, issues: Issue[], t: Tr
   if (version >= 2 && typev2 !== PATH_N) {
     const smcd = m.smcd;
     if (!smcd) {
-      has(end, complete, 40, 40, issues, 'SMC-D area');
+      has(end, complete, S, smcdLen, issues, 'SMC-D area');
     } else {
-      const V = 52 + (smcd.v2ExtOffset ?? 0);
-      const expected = m.prefix ? P + 8 + 17 * m.prefix.ipv6.length : Math.max(80, P);
-      if (V !== expected) issue(issues, V < expected ? 'warn' : 'note', 'clc.offset', `v2 extension at ${V}, expected ${expected}`, 50, 2);
-      if (V < end) {
-        has(end, complete, V, 40, issues, 'v2 extension');
-        const eidCnt = u8(b, V);
-        const gidCnt = u8(b, V + 1);
-        const flags = u8(b, V + 3);
-        const v2: ClcProposalV2Ext = {
-          eids: [], release: flags >>> 4, seidFlag: (flags & 1) !== 0, smcdv2ExtOffset: u16(b, V + 6),
-          roceV2Gid: ipv6Str(b, V + 8), maxConns: u8(b, V + 24), maxLinks: u8(b, V + 25), featureMask: u16(b, V + 26),
-        };
-        rsv(b, V + 2, 1, issues, 'v2 extension byte');
-        if (flags & 0x0e) issue(issues, 'warn', 'clc.reserved', `reserved v2 flag bits set: 0x${(flags & 0x0e).toString(16)}`, V + 3, 1);
-        rsv(b, V + 4, 2, issues, 'v2 extension bytes');
-        rsv(b, V + 28, 12, issues, 'v2 extension bytes');
-        if (eidCnt > 8) issue(issues, 'warn', 'clc.count', `EID count ${eidCnt} > 8`, V, 1);
-        if (gidCnt > 8) issue(issues, 'warn', 'clc.count', `ISM GID count ${gidCnt} > 8`, V + 1, 1);
-        const s = t?.sub('v2 extension', V, 40 + 32 * eidCnt);
-        if (s) {
-          s.add('EID count', 0, 1, eidCnt);
-          s.add('ISM GID count', 1, 1, gidCnt);
-          s.add('Flags', 3, 1, `release ${v2.release}${v2.seidFlag ? ' SEID' : ''}`);
-          s.add('SMC-Dv2 extension offset', 6, 2, typev2 === PATH_D || typev2 === PATH_B ? `${v2.smcdv2ExtOffset} (at ${V + 8 + v2.smcdv2ExtOffset!})` : `${v2.smcdv2ExtOffset} (no SMC-Dv2)`);
-          s.add('RoCEv2 GID', 8, 16, v2.roceV2Gid);
-          s.add('max conns', 24, 1, v2.maxConns);
-          s.add('max links', 25, 1, v2.maxLinks);
-          s.add('Feature mask', 26, 2, '0x' + v2.featureMask.toString(16).padStart(4, '0'));
-        }
-        for (let i = 0; i < eidCnt; i++) {
-          const o = V + 40 + 32 * i;
-          if (!has(end, complete, o, 32, issues, `EID ${i}`)) break;
-          if (!eidValid(b, o)) issue(issues, 'note', 'clc.eid', `EID ${i} is not a valid UEID (A-Z 0-9 . -)`, o, 32);
-          v2.eids.push(text(b, o, 32, issues, `EID ${i}`));
-          s?.add(`EID ${i}`, 40 + 32 * i, 32, v2.eids[i]);
-        }
-        m.v2 = v2;
-        structEnd = Math.max(structEnd, Math.min(end, V + 40 + 32 * eidCnt));
-        if (typev2 === PATH_R && gidCnt > 0) issue(issues, 'note', 'clc.count', `ISM GID count ${gidCnt} without SMC-Dv2 offered`, V + 1, 1);
-
-        // SMC-Dv2 extension
-        if (typev2 === PATH_D || typev2 === PATH_B) {
-          const D = V + 8 + (v2.smcdv2ExtOffset ?? 0);
-          const dExp = V + 40 + 32 * eidCnt;
-          if (D !== dExp) issue(issues, D < dExp ? 'warn' : 'note', 'clc.offset', `SMC-Dv2 extension at ${D}, expected ${dExp}`, V + 6, 2);
-          if (D < end) {
-            has(end, complete, D, 48, issues, 'SMC-Dv2 extension');
-            const ext: ClcProposalSmcdV2Ext = { seid: text(b, D, 32, issues, 'System EID'), gids: [] };
-            rsv(b, D + 32, 16, issues, 'SMC-Dv2 extension bytes');
-            const ds = t?.sub('SMC-Dv2 extension', D, 48 + 10 * gidCnt);
-            ds?.add('System EID', 0, 32, ext.seid);
-            for (let i = 0; i < gidCnt; i++) {
-              const o = D + 48 + 10 * i;
-              if (!has(end, complete, o, 10, issues, `ISM GID entry ${i}`)) break;
-              const g: ClcIsmGid = { chid: u16(b, o + 8), gid: u64(b, o) };
-              if ((g.chid & EMULATED_ISM_CHID_MASK) === EMULATED_ISM_CHID_MASK) {
-                if (i + 1 < gidCnt && o + 20 <= end) {
-                  g.gidExt = u64(b, o + 10);
-                  const c2 = u16(b, o + 18);
-                  if (c2 !== g.chid) {
-                    g.chidExt = c2;
-                    issue(issues, 'warn', 'clc.ism', `emulated ISM entry pair ${i}/${i + 1} with different CHIDs`, o + 18, 2);
-                  }
-                  ds?.add(`ISM GID ${i}+${i + 1} (emulated)`, 48 + 10 * i, 20, `${ismGidStr(g.gid)}:${ismGidStr(g.gidExt).slice(2)} chid 0x${g.chid.toString(16)}`);
-                  i++;
-                } else {
-                  issue(issues, 'warn', 'clc.ism', `emulated ISM entry ${i} (CHID 0x${g.chid.toString(16)}) without its second entry`, o, 10);
-                  ds?.add(`ISM GID ${i}`, 48 + 10 * i, 10, `${ismGidStr(g.gid)} chid 0x${g.chid.toString(16)}`);
-                }
-              } else {
-                ds?.add(`ISM GID ${i}`, 48 + 10 * i, 10, `${ismGidStr(g.gid)} chid 0x${g.chid.toString(16)}`);
-              }
-              ext.gids.push(g);
-            }
-            m.smcdv2 = ext;
-            structEnd = Math.max(structEnd, Math.min(end, D + 48 + 10 * gidCnt));
-          } else {
-            has(end, complete, D, 48, issues, 'SMC-Dv2 extension');
-          }
-        }
-      } else {
-        has(end, complete, V, 40, issues, 'v2 extension');
-      }
+      const structEnd2 = decodeV2Ext(b, complete, issues, t, m, smcd, P, S + smcdLen, typev2);
+      structEnd = Math.max(structEnd, structEnd2);
     }
   }
   const extra = takeExtra(b, structEnd, issues, t);
@@ -591,29 +580,137 @@ function decodeProposal(b: Uint8Array, complete: boolean, issues: Issue[], t: Tr
   return m;
 }
 
+/** The Proposal's v2 extension and, if offered, its SMC-Dv2 extension; returns where they end. */
+function decodeV2Ext(b: Uint8Array, complete: boolean, issues: Issue[], t: Tree | undefined, m: ClcProposal,
+  smcd: ClcProposalSmcd, P: number, smcdEnd: number, typev2: number): number {
+  const end = b.length;
+  const X = CLC_V2_EXT_FIELDS;
+  const fixed = X.eids.at;
+  const V = CLC_V2_EXT_BASE + (smcd.v2ExtOffset ?? 0);
+  const expected = m.prefix ? P + entryAt(CLC_PREFIX_AREA_FIELDS.ipv6, m.prefix.ipv6.length) : Math.max(smcdEnd, P);
+  const offAt = CLC_PROPOSAL_SMCD_AT + CLC_PROPOSAL_SMCD_FIELDS.v2ExtOffset.at;
+  if (V !== expected) issue(issues, V < expected ? 'warn' : 'note', 'clc.offset', `v2 extension at ${V}, expected ${expected}`, offAt, 2);
+  if (V >= end) {
+    has(end, complete, V, fixed, issues, 'v2 extension');
+    return 0;
+  }
+  has(end, complete, V, fixed, issues, 'v2 extension');
+  const xv = v2ExtV.reset(b, V);
+  const eidCnt = xv.eidCount;
+  const gidCnt = xv.gidCount;
+  const v2: ClcProposalV2Ext = {
+    eids: [], release: xv.release, seidFlag: xv.seidFlag, smcdv2ExtOffset: xv.smcdv2ExtOffset,
+    roceV2Gid: ipv6Str(b, V + X.roceV2Gid.at), maxConns: xv.maxConns, maxLinks: xv.maxLinks, featureMask: xv.featureMask,
+  };
+  rsvField(b, V, X.reserved2, issues, 'v2 extension byte');
+  if (xv.flagsReserved) issue(issues, 'warn', 'clc.reserved', `reserved v2 flag bits set: 0x${(xv.flagsReserved << X.flagsReserved.shift).toString(16)}`, V + X.flags.at, 1);
+  rsvField(b, V, X.reserved4, issues, 'v2 extension bytes');
+  rsvField(b, V, X.reserved28, issues, 'v2 extension bytes');
+  if (eidCnt > 8) issue(issues, 'warn', 'clc.count', `EID count ${eidCnt} > 8`, V + X.eidCount.at, 1);
+  if (gidCnt > 8) issue(issues, 'warn', 'clc.count', `ISM GID count ${gidCnt} > 8`, V + X.gidCount.at, 1);
+  const dOffered = typev2 === PATH_D || typev2 === PATH_B;
+  const s = t?.sub('v2 extension', V, entryAt(X.eids, eidCnt));
+  if (s) {
+    addField(s, X.eidCount, eidCnt);
+    addField(s, X.gidCount, gidCnt);
+    addField(s, X.flags, `release ${v2.release}${v2.seidFlag ? ' SEID' : ''}`);
+    addField(s, X.smcdv2ExtOffset, dOffered ? `${v2.smcdv2ExtOffset} (at ${V + CLC_SMCDV2_EXT_BASE + v2.smcdv2ExtOffset!})` : `${v2.smcdv2ExtOffset} (no SMC-Dv2)`);
+    addField(s, X.roceV2Gid, v2.roceV2Gid);
+    addField(s, X.maxConns, v2.maxConns);
+    addField(s, X.maxLinks, v2.maxLinks);
+    addField(s, X.featureMask, '0x' + v2.featureMask.toString(16).padStart(4, '0'));
+  }
+  for (let i = 0; i < eidCnt; i++) {
+    const o = V + entryAt(X.eids, i);
+    if (!has(end, complete, o, X.eids.len, issues, `EID ${i}`)) break;
+    if (!eidValid(b, o)) issue(issues, 'note', 'clc.eid', `EID ${i} is not a valid UEID (A-Z 0-9 . -)`, o, X.eids.len);
+    v2.eids.push(text(b, o, X.eids.len, issues, `EID ${i}`));
+    s?.add(`${X.eids.label} ${i}`, entryAt(X.eids, i), X.eids.len, v2.eids[i]);
+  }
+  m.v2 = v2;
+  let structEnd = Math.min(end, V + entryAt(X.eids, eidCnt));
+  if (typev2 === PATH_R && gidCnt > 0) issue(issues, 'note', 'clc.count', `ISM GID count ${gidCnt} without SMC-Dv2 offered`, V + X.gidCount.at, 1);
+
+  // SMC-Dv2 extension
+  if (dOffered) {
+    const DX = CLC_SMCDV2_EXT_FIELDS;
+    const dFixed = DX.gids.at;
+    const D = V + CLC_SMCDV2_EXT_BASE + (v2.smcdv2ExtOffset ?? 0);
+    const dExp = V + entryAt(X.eids, eidCnt);
+    if (D !== dExp) issue(issues, D < dExp ? 'warn' : 'note', 'clc.offset', `SMC-Dv2 extension at ${D}, expected ${dExp}`, V + X.smcdv2ExtOffset.at, 2);
+    if (D < end) {
+      has(end, complete, D, dFixed, issues, 'SMC-Dv2 extension');
+      const ext: ClcProposalSmcdV2Ext = { seid: text(b, D + DX.seid.at, DX.seid.len, issues, 'System EID'), gids: [] };
+      rsvField(b, D, DX.reserved, issues, 'SMC-Dv2 extension bytes');
+      const ds = t?.sub('SMC-Dv2 extension', D, entryAt(DX.gids, gidCnt));
+      if (ds) addField(ds, DX.seid, ext.seid);
+      decodeIsmGids(b, complete, D, gidCnt, issues, ds, ext.gids);
+      m.smcdv2 = ext;
+      structEnd = Math.max(structEnd, Math.min(end, D + entryAt(DX.gids, gidCnt)));
+    } else {
+      has(end, complete, D, dFixed, issues, 'SMC-Dv2 extension');
+    }
+  }
+  return structEnd;
+}
+
+/** ISM GID entries of the SMC-Dv2 extension at D; an emulated ISM device takes two entries. */
+function decodeIsmGids(b: Uint8Array, complete: boolean, D: number, gidCnt: number, issues: Issue[], ds: Tree | undefined, out: ClcIsmGid[]): void {
+  const end = b.length;
+  const first = CLC_SMCDV2_EXT_FIELDS.gids;
+  const G = CLC_ISM_GID_FIELDS;
+  const len = first.len;
+  const name = first.label;
+  for (let i = 0; i < gidCnt; i++) {
+    const o = D + entryAt(first, i);
+    if (!has(end, complete, o, len, issues, `ISM GID entry ${i}`)) break;
+    const gv = ismGidV.reset(b, o);
+    const g: ClcIsmGid = { chid: gv.chid, gid: gv.gid };
+    if ((g.chid & EMULATED_ISM_CHID_MASK) === EMULATED_ISM_CHID_MASK) {
+      if (i + 1 < gidCnt && o + 2 * len <= end) {
+        const gv2 = ismGidV.reset(b, o + len);
+        g.gidExt = gv2.gid;
+        const c2 = gv2.chid;
+        if (c2 !== g.chid) {
+          g.chidExt = c2;
+          issue(issues, 'warn', 'clc.ism', `emulated ISM entry pair ${i}/${i + 1} with different CHIDs`, o + len + G.chid.at, G.chid.size);
+        }
+        ds?.add(`${name} ${i}+${i + 1} (emulated)`, entryAt(first, i), 2 * len, `${ismGidStr(g.gid)}:${ismGidStr(g.gidExt).slice(2)} chid 0x${g.chid.toString(16)}`);
+        i++;
+      } else {
+        issue(issues, 'warn', 'clc.ism', `emulated ISM entry ${i} (CHID 0x${g.chid.toString(16)}) without its second entry`, o, len);
+        ds?.add(`${name} ${i}`, entryAt(first, i), len, `${ismGidStr(g.gid)} chid 0x${g.chid.toString(16)}`);
+      }
+    } else {
+      ds?.add(`${name} ${i}`, entryAt(first, i), len, `${ismGidStr(g.gid)} chid 0x${g.chid.toString(16)}`);
+    }
+    out.push(g);
+  }
+}
+
 function decodeFce(b: Uint8Array, o: number, len: number, issues: Issue[], t: Tree | undefined): ClcFce {
-  const flags = u8(b, o);
-  const osr = u8(b, o + 1);
-  const f: ClcFce = { v2Direct: (flags & 0x80) !== 0, osType: osr >>> 4, release: osr & 0x0f, hostname: text(b, o + 4, 32, issues, 'FCE hostname') };
-  if (flags & 0x7f) issue(issues, 'warn', 'clc.reserved', `reserved FCE flag bits set: 0x${(flags & 0x7f).toString(16)}`, o, 1);
-  rsv(b, o + 2, 2, issues, 'FCE bytes');
+  const F = CLC_FCE_FIELDS;
+  const v = fceV.reset(b, o);
+  const f: ClcFce = { v2Direct: v.v2Direct, osType: v.osType, release: v.release, hostname: text(b, o + F.hostname.at, F.hostname.len, issues, 'FCE hostname') };
+  if (v.flagsReserved) issue(issues, 'warn', 'clc.reserved', `reserved FCE flag bits set: 0x${v.flagsReserved.toString(16)}`, o + F.flags.at, 1);
+  rsvField(b, o, F.reserved2, issues, 'FCE bytes');
   if (len >= CLC_FCE_LEN) {
-    f.maxConns = u8(b, o + 36);
-    f.maxLinks = u8(b, o + 37);
-    f.featureMask = u16(b, o + 38);
-    f.vendorExp = u32(b, o + 40);
-    rsv(b, o + 44, 8, issues, 'FCE bytes');
+    f.maxConns = v.maxConns;
+    f.maxLinks = v.maxLinks;
+    f.featureMask = v.featureMask;
+    f.vendorExp = v.vendorExp;
+    rsvField(b, o, F.reserved44, issues, 'FCE bytes');
   }
   if (t) {
     const s = t.sub('First-contact extension', o, len);
-    s.add('Flags', 0, 1, f.v2Direct ? 'v2 direct' : 'indirect');
-    s.add('OS / release', 1, 1, `os ${f.osType} (${osName(f.osType)}) release ${f.release}`);
-    s.add('Hostname', 4, 32, f.hostname);
+    addField(s, F.flags, f.v2Direct ? 'v2 direct' : 'indirect');
+    addField(s, F.osRelease, `os ${f.osType} (${osName(f.osType)}) release ${f.release}`);
+    addField(s, F.hostname, f.hostname);
     if (f.maxConns !== undefined) {
-      s.add('max conns', 36, 1, f.maxConns);
-      s.add('max links', 37, 1, f.maxLinks);
-      s.add('Feature mask', 38, 2, '0x' + f.featureMask!.toString(16).padStart(4, '0'));
-      s.add('Vendor options', 40, 4, hex32(f.vendorExp!));
+      addField(s, F.maxConns, f.maxConns);
+      addField(s, F.maxLinks, f.maxLinks!);
+      addField(s, F.featureMask, '0x' + f.featureMask!.toString(16).padStart(4, '0'));
+      addField(s, F.vendorExp, hex32(f.vendorExp!));
     }
   }
   return f;
@@ -630,158 +727,175 @@ export function osName(os: number): string {
 }
 
 function decodeAcceptConfirm(b: Uint8Array, complete: boolean, issues: Issue[], t: Tree | undefined,
-  eyecatcher: string, typeCode: number, length: number, b7: number, trailer: string): ClcAcceptConfirm {
+  eyecatcher: string, typeCode: number, length: number, version: number, trailer: string): ClcAcceptConfirm {
   const end = b.length;
-  const version = b7 >>> 4;
-  const typev1 = b7 & 3;
-  const firstContact = (b7 & 0x08) !== 0;
+  const A = CLC_ACCEPT_FLAGS_FIELDS;
+  const av = acceptFlagsV.reset(b, 0);
+  const typev1 = av.path;
+  const firstContact = av.firstContact;
   const what = typeCode === CLC_ACCEPT ? 'Accept' : 'Confirm';
   const m: ClcAcceptConfirm = {
     type: typeCode === CLC_ACCEPT ? 'accept' : 'confirm', eyecatcher, typeCode, length, version, firstContact, typev1, trailer,
   };
-  if (b7 & 0x04) issue(issues, 'warn', 'clc.reserved', 'reserved byte-7 bit 2 set', 7, 1);
-  if (typev1 !== PATH_R && typev1 !== PATH_D) issue(issues, 'warn', 'clc.path', `${what} path ${PATH_NAMES[typev1]} (expected R or D); decoded as SMC-R`, 7, 1);
+  if (av.reservedBit) issue(issues, 'warn', 'clc.reserved', 'reserved byte-7 bit 2 set', A.flags.at, 1);
+  if (typev1 !== PATH_R && typev1 !== PATH_D) issue(issues, 'warn', 'clc.path', `${what} path ${PATH_NAMES[typev1]} (expected R or D); decoded as SMC-R`, A.flags.at, 1);
   const isD = typev1 === PATH_D;
   const ecv = eyecatcherValue(eyecatcher);
   if (isEc(ecv) && (ecv === CLC_EYECATCHER_SMCD) !== isD) {
-    issue(issues, 'note', 'clc.eyecatcher', `eyecatcher ${eyecatcher} with path ${PATH_NAMES[typev1]} (Linux uses ${isD ? 'SMCD' : 'SMCR'})`, 0, 4);
+    issue(issues, 'note', 'clc.eyecatcher', `eyecatcher ${eyecatcher} with path ${PATH_NAMES[typev1]} (Linux uses ${isD ? 'SMCD' : 'SMCR'})`, H.eyecatcher.at, H.eyecatcher.size);
   }
-  t?.add('Flags', 7, 1, `${firstContact ? 'first contact, ' : ''}path ${PATH_NAMES[typev1]}`);
-  let pos: number;
-  if (!isD) {
-    has(end, complete, 0, 64, issues, `SMC-R ${what} fixed part`);
-    const sm = u8(b, 50);
-    const r: ClcSmcrAcceptConfirm = {
-      peerId: peerIdStr(b, 8), gid: ipv6Str(b, 16), mac: macStr(b, 32), qpn: u24(b, 38), rkey: u32(b, 41),
-      rmbeIdx: u8(b, 45), token: u32(b, 46), rmbeSizeCode: sm >>> 4, mtuCode: sm & 0x0f, rmbVa: u64(b, 52), psn: u24(b, 61),
-    };
-    rsv(b, 51, 1, issues, 'byte 51');
-    rsv(b, 60, 1, issues, 'byte 60');
-    if (r.mtuCode < 1 || r.mtuCode > 5) issue(issues, 'warn', 'clc.mtu', `invalid QP MTU code ${r.mtuCode}`, 50, 1);
-    if (t) {
-      t.add('Peer ID', 8, 8, r.peerId);
-      t.add('GID', 16, 16, r.gid);
-      t.add('MAC', 32, 6, r.mac);
-      t.add('QP number', 38, 3, '0x' + r.qpn.toString(16));
-      t.add('RMB rkey', 41, 4, hex32(r.rkey));
-      t.add('RMBE index', 45, 1, r.rmbeIdx);
-      t.add('RMBE alert token', 46, 4, hex32(r.token));
-      t.add('RMBE size / QP MTU', 50, 1, `${r.rmbeSizeCode} (${fmtSize(bufSizeFromCode(r.rmbeSizeCode))}) / ${r.mtuCode} (${mtuFromCode(r.mtuCode)})`);
-      t.add('RMB virtual address', 52, 8, '0x' + r.rmbVa.toString(16));
-      t.add('Initial PSN', 61, 3, '0x' + r.psn.toString(16));
+  if (t) addField(t, A.flags, `${firstContact ? 'first contact, ' : ''}path ${PATH_NAMES[typev1]}`);
+  const pos = isD ? decodeSmcdAccept(b, complete, issues, t, m, what) : decodeSmcrAccept(b, complete, issues, t, m, what);
+  const extra = takeExtra(b, Math.min(pos, end), issues, t);
+  if (extra) m.extra = extra;
+  return m;
+}
+
+/** SMC-R Accept/Confirm body into m.r; returns where the decoded structure ends. */
+function decodeSmcrAccept(b: Uint8Array, complete: boolean, issues: Issue[], t: Tree | undefined, m: ClcAcceptConfirm, what: string): number {
+  const end = b.length;
+  const R = CLC_SMCR_ACCEPT_FIELDS;
+  const v1End = R.eid.at;
+  has(end, complete, 0, v1End, issues, `SMC-R ${what} fixed part`);
+  const v = smcrV.reset(b, 0);
+  const r: ClcSmcrAcceptConfirm = {
+    peerId: peerIdStr(b, R.peerId.at), gid: ipv6Str(b, R.gid.at), mac: macStr(b, R.mac.at), qpn: v.qpn, rkey: v.rkey,
+    rmbeIdx: v.rmbeIdx, token: v.token, rmbeSizeCode: v.rmbeSizeCode, mtuCode: v.mtuCode, rmbVa: v.rmbVa, psn: v.psn,
+  };
+  rsvField(b, 0, R.reserved51, issues, 'byte 51');
+  rsvField(b, 0, R.reserved60, issues, 'byte 60');
+  if (r.mtuCode < 1 || r.mtuCode > 5) issue(issues, 'warn', 'clc.mtu', `invalid QP MTU code ${r.mtuCode}`, R.sizeMtu.at, 1);
+  if (t) {
+    addField(t, R.peerId, r.peerId);
+    addField(t, R.gid, r.gid);
+    addField(t, R.mac, r.mac);
+    addField(t, R.qpn, '0x' + r.qpn.toString(16));
+    addField(t, R.rkey, hex32(r.rkey));
+    addField(t, R.rmbeIdx, r.rmbeIdx);
+    addField(t, R.token, hex32(r.token));
+    addField(t, R.sizeMtu, `${r.rmbeSizeCode} (${fmtSize(bufSizeFromCode(r.rmbeSizeCode))}) / ${r.mtuCode} (${mtuFromCode(r.mtuCode)})`);
+    addField(t, R.rmbVa, '0x' + r.rmbVa.toString(16));
+    addField(t, R.psn, '0x' + r.psn.toString(16));
+  }
+  m.r = r;
+  let pos: number = v1End;
+  if (m.version < 2) return pos;
+  if (!has(end, complete, v1End, CLC_SMCR_FCE_AT - v1End, issues, 'v2 EID')) return pos;
+  r.eid = text(b, R.eid.at, R.eid.len, issues, 'EID');
+  rsvField(b, 0, R.reserved96, issues, 'bytes 96-103');
+  if (t) addField(t, R.eid, r.eid);
+  pos = CLC_SMCR_FCE_AT;
+  if (!m.firstContact || !has(end, complete, CLC_SMCR_FCE_AT, CLC_FCE_LEN, issues, 'first-contact extension')) return pos;
+  r.fce = decodeFce(b, CLC_SMCR_FCE_AT, CLC_FCE_LEN, issues, t);
+  pos = CLC_SMCR_FCE_AT + CLC_FCE_LEN;
+  const GL = CLC_GID_LIST_FIELDS;
+  const G = CLC_SMCR_GID_LIST_AT;
+  if (m.typeCode === CLC_CONFIRM && has(end, complete, G, GL.gids.at, issues, 'Confirm GID list')) {
+    const cnt = gidListV.reset(b, G).count;
+    rsvField(b, G, GL.reserved, issues, 'GID list bytes');
+    if (cnt > 2) issue(issues, 'warn', 'clc.count', `GID list count ${cnt} > 2`, G + GL.count.at, 1);
+    const s = t?.sub('GID list', G, entryAt(GL.gids, cnt));
+    if (s) addField(s, GL.count, cnt);
+    r.gidList = [];
+    for (let i = 0; i < cnt; i++) {
+      if (!has(end, complete, G + entryAt(GL.gids, i), GL.gids.len, issues, `GID list entry ${i}`)) break;
+      r.gidList.push(ipv6Str(b, G + entryAt(GL.gids, i)));
+      s?.add(`${GL.gids.label} ${i}`, entryAt(GL.gids, i), GL.gids.len, r.gidList[i]);
     }
-    pos = 64;
-    if (version >= 2) {
-      if (has(end, complete, 64, 40, issues, 'v2 EID')) {
-        r.eid = text(b, 64, 32, issues, 'EID');
-        rsv(b, 96, 8, issues, 'bytes 96-103');
-        t?.add('EID', 64, 32, r.eid);
-        pos = 104;
-        if (firstContact) {
-          if (has(end, complete, 104, CLC_FCE_LEN, issues, 'first-contact extension')) {
-            r.fce = decodeFce(b, 104, CLC_FCE_LEN, issues, t);
-            pos = 156;
-            if (typeCode === CLC_CONFIRM && has(end, complete, 156, 4, issues, 'Confirm GID list')) {
-              const cnt = u8(b, 156);
-              rsv(b, 157, 3, issues, 'GID list bytes');
-              if (cnt > 2) issue(issues, 'warn', 'clc.count', `GID list count ${cnt} > 2`, 156, 1);
-              const s = t?.sub('GID list', 156, 4 + 16 * cnt);
-              s?.add('Count', 0, 1, cnt);
-              r.gidList = [];
-              for (let i = 0; i < cnt; i++) {
-                if (!has(end, complete, 160 + 16 * i, 16, issues, `GID list entry ${i}`)) break;
-                r.gidList.push(ipv6Str(b, 160 + 16 * i));
-                s?.add(`GID ${i}`, 4 + 16 * i, 16, r.gidList[i]);
-              }
-              pos = Math.min(end, 160 + 16 * cnt);
-            }
-          }
+    pos = Math.min(end, G + entryAt(GL.gids, cnt));
+  }
+  return pos;
+}
+
+/** SMC-D Accept/Confirm body into m.d; returns where the decoded structure ends. */
+function decodeSmcdAccept(b: Uint8Array, complete: boolean, issues: Issue[], t: Tree | undefined, m: ClcAcceptConfirm, what: string): number {
+  const end = b.length;
+  const D = CLC_SMCD_ACCEPT_FIELDS;
+  const v1Fixed = D.reservedV1.at;
+  has(end, complete, 0, v1Fixed, issues, `SMC-D ${what} fixed part`);
+  const v = smcdV.reset(b, 0);
+  const d: ClcSmcdAcceptConfirm = {
+    gid: v.gid, dmbToken: v.dmbToken, dmbeIdx: v.dmbeIdx, dmbeSizeCode: v.dmbeSizeCode, linkId: v.linkId,
+  };
+  if (v.dmbeSizeReserved) issue(issues, 'warn', 'clc.reserved', 'reserved low nibble of byte 25 not zero', D.dmbeSize.at, 1);
+  rsvField(b, 0, D.reserved26, issues, 'bytes 26-27');
+  if (t) {
+    addField(t, D.gid, ismGidStr(d.gid));
+    addField(t, D.dmbToken, '0x' + d.dmbToken.toString(16));
+    addField(t, D.dmbeIdx, d.dmbeIdx);
+    addField(t, D.dmbeSize, `${d.dmbeSizeCode} (${fmtSize(bufSizeFromCode(d.dmbeSizeCode))})`);
+    addField(t, D.linkId, hex32(d.linkId));
+  }
+  m.d = d;
+  let pos: number = v1Fixed;
+  if (m.version >= 2) {
+    if (has(end, complete, v1Fixed, CLC_SMCD_FCE_AT - v1Fixed, issues, 'SMC-D v2 fields')) {
+      d.chid = v.chid;
+      d.eid = text(b, D.eid.at, D.eid.len, issues, 'EID');
+      d.gidExt = v.gidExt;
+      if (t) {
+        addField(t, D.chid, '0x' + d.chid.toString(16).padStart(4, '0'));
+        addField(t, D.eid, d.eid);
+        addField(t, D.gidExt, ismGidStr(d.gidExt));
+      }
+      pos = CLC_SMCD_FCE_AT;
+      if (m.firstContact) {
+        const rem = end - CLC_SMCD_FCE_AT;
+        const fl = rem >= CLC_FCE_LEN ? CLC_FCE_LEN : CLC_FCE_V20_SMCD_LEN;
+        if (has(end, complete, CLC_SMCD_FCE_AT, fl, issues, 'first-contact extension')) {
+          d.fce = decodeFce(b, CLC_SMCD_FCE_AT, fl, issues, t);
+          pos = CLC_SMCD_FCE_AT + fl;
         }
       }
     }
-    m.r = r;
-  } else {
-    has(end, complete, 0, 32, issues, `SMC-D ${what} fixed part`);
-    const sz = u8(b, 25);
-    const d: ClcSmcdAcceptConfirm = {
-      gid: u64(b, 8), dmbToken: u64(b, 16), dmbeIdx: u8(b, 24), dmbeSizeCode: sz >>> 4, linkId: u32(b, 28),
-    };
-    if (sz & 0x0f) issue(issues, 'warn', 'clc.reserved', 'reserved low nibble of byte 25 not zero', 25, 1);
-    rsv(b, 26, 2, issues, 'bytes 26-27');
-    if (t) {
-      t.add('ISM GID', 8, 8, ismGidStr(d.gid));
-      t.add('DMB token', 16, 8, '0x' + d.dmbToken.toString(16));
-      t.add('DMBE index', 24, 1, d.dmbeIdx);
-      t.add('DMBE size', 25, 1, `${d.dmbeSizeCode} (${fmtSize(bufSizeFromCode(d.dmbeSizeCode))})`);
-      t.add('Link ID', 28, 4, hex32(d.linkId));
-    }
-    pos = 32;
-    if (version >= 2) {
-      if (has(end, complete, 32, 42, issues, 'SMC-D v2 fields')) {
-        d.chid = u16(b, 32);
-        d.eid = text(b, 34, 32, issues, 'EID');
-        d.gidExt = u64(b, 66);
-        if (t) {
-          t.add('CHID', 32, 2, '0x' + d.chid.toString(16).padStart(4, '0'));
-          t.add('EID', 34, 32, d.eid);
-          t.add('GID extension', 66, 8, ismGidStr(d.gidExt));
-        }
-        pos = 74;
-        if (firstContact) {
-          const rem = end - 74;
-          const fl = rem >= CLC_FCE_LEN ? CLC_FCE_LEN : CLC_FCE_V20_SMCD_LEN;
-          if (has(end, complete, 74, fl, issues, 'first-contact extension')) {
-            d.fce = decodeFce(b, 74, fl, issues, t);
-            pos = 74 + fl;
-          }
-        }
-      }
-    } else if (has(end, complete, 32, 12, issues, 'SMC-D v1 reserved bytes')) {
-      rsv(b, 32, 12, issues, 'bytes 32-43');
-      pos = 44;
-    }
-    m.d = d;
+  } else if (has(end, complete, v1Fixed, D.reservedV1.len, issues, 'SMC-D v1 reserved bytes')) {
+    rsvField(b, 0, D.reservedV1, issues, 'bytes 32-43');
+    pos = v1Fixed + D.reservedV1.len;
+  }
+  return pos;
+}
+
+function decodeDecline(b: Uint8Array, complete: boolean, issues: Issue[], t: Tree | undefined,
+  eyecatcher: string, length: number, version: number, trailer: string): ClcDecline {
+  const end = b.length;
+  const D = CLC_DECLINE_FIELDS;
+  const v1End = D.diagExtra.at;
+  has(end, complete, 0, v1End, issues, 'Decline');
+  const v = declineV.reset(b, 0);
+  const typev1 = v.typev1;
+  const m: ClcDecline = {
+    type: 'decline', eyecatcher, typeCode: CLC_DECLINE, length, version, outOfSync: v.outOfSync, typev1,
+    peerId: peerIdStr(b, D.peerId.at), diagnosis: v.diagnosis, osType: v.osType, trailer,
+  };
+  if (v.reservedBit) issue(issues, 'warn', 'clc.reserved', 'reserved byte-7 bit 2 set', D.flags.at, 1);
+  if (typev1 === PATH_N || typev1 === PATH_B) {
+    issue(issues, 'warn', 'clc.reserved', `Decline typev1 bits = ${typev1} (reserved; Linux <= 6.16 aborts instead of falling back)`, D.flags.at, 1);
+  }
+  if (v.osReserved) issue(issues, 'warn', 'clc.reserved', 'reserved low nibble of byte 20 not zero', D.os.at, 1);
+  rsvField(b, 0, D.reserved21, issues, 'bytes 21-23');
+  if (eyecatcherValue(eyecatcher) === CLC_EYECATCHER_SMCD) issue(issues, 'note', 'clc.eyecatcher', 'Decline with eyecatcher SMCD (Linux uses SMCR)', H.eyecatcher.at, H.eyecatcher.size);
+  const r = declineReason(m.diagnosis);
+  if (r.name === 'UNKNOWN' && end >= D.os.at) issue(issues, 'note', 'clc.reason', `unknown decline reason ${hex32(m.diagnosis)}`, D.diagnosis.at, D.diagnosis.size);
+  if (t) {
+    addField(t, D.flags, `${m.outOfSync ? 'out of sync, ' : ''}typev1 ${typev1}`);
+    addField(t, D.peerId, m.peerId);
+    addField(t, D.diagnosis, formatReason(m.diagnosis));
+    addField(t, D.os, `${m.osType} (${osName(m.osType)})`);
+  }
+  let pos: number = v1End;
+  if (version >= 2 && has(end, complete, D.diagExtra.at, D.diagExtra.len, issues, 'v2 diagnosis words')) {
+    m.diagExtra = [];
+    for (let i = 0; i < DECLINE_DIAG_WORDS; i++) m.diagExtra.push(u32(b, D.diagExtra.at + 4 * i));
+    if (t) addField(t, D.diagExtra, m.diagExtra.map(hex32).join(' '));
+    pos = D.diagExtra.at + D.diagExtra.len;
   }
   const extra = takeExtra(b, Math.min(pos, end), issues, t);
   if (extra) m.extra = extra;
   return m;
 }
 
-function decodeDecline(b: Uint8Array, complete: boolean, issues: Issue[], t: Tree | undefined,
-  eyecatcher: string, length: number, b7: number, trailer: string): ClcDecline {
-  const end = b.length;
-  const version = b7 >>> 4;
-  const typev1 = b7 & 3;
-  has(end, complete, 0, 24, issues, 'Decline');
-  const m: ClcDecline = {
-    type: 'decline', eyecatcher, typeCode: CLC_DECLINE, length, version, outOfSync: (b7 & 0x08) !== 0, typev1,
-    peerId: peerIdStr(b, 8), diagnosis: u32(b, 16), osType: u8(b, 20) >>> 4, trailer,
-  };
-  if (b7 & 0x04) issue(issues, 'warn', 'clc.reserved', 'reserved byte-7 bit 2 set', 7, 1);
-  if (typev1 === PATH_N || typev1 === PATH_B) {
-    issue(issues, 'warn', 'clc.reserved', `Decline typev1 bits = ${typev1} (reserved; Linux <= 6.16 aborts instead of falling back)`, 7, 1);
-  }
-  if (u8(b, 20) & 0x0f) issue(issues, 'warn', 'clc.reserved', 'reserved low nibble of byte 20 not zero', 20, 1);
-  rsv(b, 21, 3, issues, 'bytes 21-23');
-  if (eyecatcherValue(eyecatcher) === CLC_EYECATCHER_SMCD) issue(issues, 'note', 'clc.eyecatcher', 'Decline with eyecatcher SMCD (Linux uses SMCR)', 0, 4);
-  const r = declineReason(m.diagnosis);
-  if (r.name === 'UNKNOWN' && end >= 20) issue(issues, 'note', 'clc.reason', `unknown decline reason ${hex32(m.diagnosis)}`, 16, 4);
-  if (t) {
-    t.add('Flags', 7, 1, `${m.outOfSync ? 'out of sync, ' : ''}typev1 ${typev1}`);
-    t.add('Peer ID', 8, 8, m.peerId);
-    t.add('Peer diagnosis', 16, 4, formatReason(m.diagnosis));
-    t.add('OS type', 20, 1, `${m.osType} (${osName(m.osType)})`);
-  }
-  let pos = 24;
-  if (version >= 2 && has(end, complete, 24, 16, issues, 'v2 diagnosis words')) {
-    m.diagExtra = [u32(b, 24), u32(b, 28), u32(b, 32), u32(b, 36)];
-    t?.add('Further diagnosis', 24, 16, m.diagExtra.map(hex32).join(' '));
-    pos = 40;
-  }
-  const extra = takeExtra(b, Math.min(pos, end), issues, t);
-  if (extra) m.extra = extra;
-  return m;
-}
+/** The v2 Decline's further diagnosis: 4 u32 words (a list of equal words, not named fields). */
+const DECLINE_DIAG_WORDS = CLC_DECLINE_FIELDS.diagExtra.len / 4;
 
 // ---- encode ----
 
@@ -789,190 +903,223 @@ function decodeDecline(b: Uint8Array, complete: boolean, issues: Issue[], t: Tre
 function proposalLayout(m: Omit<ClcProposal, 'length'>): {
   smcd?: ClcProposalSmcd; off: number; P: number; v2Off: number; V: number; dOff: number; D: number; entries: number; end: number;
 } {
+  const S = CLC_PROPOSAL_SMCD_AT;
+  const smcdEnd = S + CLC_PROPOSAL_SMCD_LEN;
+  const eids = CLC_V2_EXT_FIELDS.eids;
   const smcd0 = m.smcd ?? (m.v2 ? { ismGid: 0n, ismChid: 0, vendorOui: 0, vendorExp: 0n } : undefined);
-  const off = m.ipAreaOffset ?? (smcd0 && m.prefix ? 40 : 0);
-  const smcd = smcd0 && (off >= 40 || m.version >= 2) ? smcd0 : undefined;
-  const P = 40 + off;
-  let end = smcd ? 80 : 40;
+  const off = m.ipAreaOffset ?? (smcd0 && m.prefix ? S : 0);
+  const smcd = smcd0 && (off >= S || m.version >= 2) ? smcd0 : undefined;
+  const P = S + off;
+  let end = smcd ? smcdEnd : S;
   let afterPrefix = Math.max(P, end);
-  if (m.prefix) { afterPrefix = P + 8 + 17 * m.prefix.ipv6.length; end = Math.max(end, afterPrefix); }
+  if (m.prefix) { afterPrefix = P + entryAt(CLC_PREFIX_AREA_FIELDS.ipv6, m.prefix.ipv6.length); end = Math.max(end, afterPrefix); }
   const v2 = smcd ? m.v2 : undefined;
-  const v2Off = smcd?.v2ExtOffset ?? (v2 ? afterPrefix - 52 : 0);
-  const V = 52 + v2Off;
+  const v2Off = smcd?.v2ExtOffset ?? (v2 ? afterPrefix - CLC_V2_EXT_BASE : 0);
+  const V = CLC_V2_EXT_BASE + v2Off;
   let dOff = 0, D = 0, entries = 0;
   if (v2) {
-    end = Math.max(end, V + 40 + 32 * v2.eids.length);
-    dOff = v2.smcdv2ExtOffset ?? (m.smcdv2 ? 32 + 32 * v2.eids.length : 0);
-    D = V + 8 + dOff;
+    end = Math.max(end, V + entryAt(eids, v2.eids.length));
+    dOff = v2.smcdv2ExtOffset ?? (m.smcdv2 ? entryAt(eids, v2.eids.length) - CLC_SMCDV2_EXT_BASE : 0);
+    D = V + CLC_SMCDV2_EXT_BASE + dOff;
     if (m.smcdv2) {
       for (const g of m.smcdv2.gids) entries += g.gidExt !== undefined ? 2 : 1;
-      end = Math.max(end, D + 48 + 10 * entries);
+      end = Math.max(end, D + entryAt(CLC_SMCDV2_EXT_FIELDS.gids, entries));
     }
   }
   return { ...(smcd ? { smcd } : {}), off, P, v2Off, V, dOff, D, entries, end };
 }
 
 function putFce(b: Uint8Array, o: number, f: ClcFce): void {
-  put8(b, o, f.v2Direct ? 0x80 : 0);
-  put8(b, o + 1, ((f.osType & 0x0f) << 4) | (f.release & 0x0f));
-  putText(b, o + 4, 32, f.hostname);
+  const w = fceV.reset(b, o);
+  w.v2Direct = f.v2Direct;
+  w.osType = f.osType & 0x0f;
+  w.release = f.release & 0x0f;
+  putText(b, o + CLC_FCE_FIELDS.hostname.at, CLC_FCE_FIELDS.hostname.len, f.hostname);
   if (f.maxConns !== undefined) {
-    put8(b, o + 36, f.maxConns);
-    put8(b, o + 37, f.maxLinks ?? 0);
-    put16(b, o + 38, f.featureMask ?? 0);
-    put32(b, o + 40, f.vendorExp ?? 0);
+    w.maxConns = f.maxConns & 0xff;
+    w.maxLinks = (f.maxLinks ?? 0) & 0xff;
+    w.featureMask = f.featureMask ?? 0;
+    w.vendorExp = f.vendorExp ?? 0;
   }
 }
 
 function fceLen(f: ClcFce): number { return f.maxConns !== undefined ? CLC_FCE_LEN : CLC_FCE_V20_SMCD_LEN; }
 
-/** Value → exact bytes. Length = `m.length` if given, else the size of the encoded layout. */
-export function encodeClc(m: ClcInput): Uint8Array {
-  let size: number;
-  let lay: ReturnType<typeof proposalLayout> | undefined;
-  const extraLen = m.extra?.length ?? 0;
+/** Size of the structure after the header and before `extra` and the trailer. */
+function structSize(m: ClcInput, lay: ReturnType<typeof proposalLayout> | undefined): number {
   switch (m.type) {
     case 'proposal':
-      lay = proposalLayout(m);
-      size = lay.end;
-      break;
+      return lay!.end;
     case 'accept':
     case 'confirm':
       if (m.d) {
-        size = m.version >= 2 ? 74 + (m.firstContact && m.d.fce ? fceLen(m.d.fce) : 0) : 44;
+        const D = CLC_SMCD_ACCEPT_FIELDS;
+        return m.version >= 2 ? CLC_SMCD_FCE_AT + (m.firstContact && m.d.fce ? fceLen(m.d.fce) : 0) : D.reservedV1.at + D.reservedV1.len;
       } else {
         const r = m.r;
-        size = m.version >= 2 ? 104 : 64;
+        let size = m.version >= 2 ? CLC_SMCR_FCE_AT : CLC_SMCR_ACCEPT_FIELDS.eid.at;
         if (m.version >= 2 && m.firstContact && r?.fce) {
           size += CLC_FCE_LEN;
-          if (m.type === 'confirm' && r.gidList) size += 4 + 16 * r.gidList.length;
+          if (m.type === 'confirm' && r.gidList) size += entryAt(CLC_GID_LIST_FIELDS.gids, r.gidList.length);
         }
+        return size;
       }
-      break;
-    case 'decline':
-      size = m.version >= 2 ? 40 : 24;
-      break;
+    case 'decline': {
+      const X = CLC_DECLINE_FIELDS.diagExtra;
+      return m.version >= 2 ? X.at + X.len : X.at;
+    }
     default:
-      size = 8 + m.body.length;
+      return CLC_HEADER_LEN + m.body.length;
   }
-  const structEnd = size;
-  size += extraLen + 4;
+}
+
+/** Value → exact bytes. Length = `m.length` if given, else the size of the encoded layout. */
+export function encodeClc(m: ClcInput): Uint8Array {
+  const lay = m.type === 'proposal' ? proposalLayout(m) : undefined;
+  const structEnd = structSize(m, lay);
+  const size = structEnd + (m.extra?.length ?? 0) + CLC_TRAILER_LEN;
   const b = new Uint8Array(size);
-  put32(b, 0, eyecatcherValue(m.eyecatcher));
-  put8(b, 4, m.typeCode);
-  put16(b, 5, m.length ?? size);
-  put32(b, size - 4, eyecatcherValue(m.trailer));
+  const h = headerV.reset(b, 0);
+  h.eyecatcher = eyecatcherValue(m.eyecatcher);
+  h.typeCode = m.typeCode & 0xff;
+  h.length = m.length ?? size;
+  h.version = m.version & 0x0f;
+  trailerV.reset(b, size - CLC_TRAILER_LEN - H.eyecatcher.at).eyecatcher = eyecatcherValue(m.trailer);
   if (m.extra) b.set(m.extra, structEnd);
 
   switch (m.type) {
-    case 'proposal': {
-      const L = lay!;
-      put8(b, 7, ((m.version & 0x0f) << 4) | ((m.typev2 & 3) << 2) | (m.typev1 & 3));
-      putPeerId(b, 8, m.peerId);
-      b.set(parseIpv6(m.gid), 16);
-      b.set(parseMac(m.mac), 32);
-      put16(b, 38, L.off);
-      if (L.smcd) {
-        put64(b, 40, L.smcd.ismGid);
-        put16(b, 48, L.smcd.ismChid);
-        put16(b, 50, L.v2Off);
-        put24(b, 52, L.smcd.vendorOui);
-        put8(b, 55, Number((L.smcd.vendorExp >> 32n) & 0xffn));
-        put32(b, 56, Number(L.smcd.vendorExp & 0xffffffffn));
-      }
-      if (m.prefix) {
-        const P = L.P;
-        b.set(parseIpv4(m.prefix.ipv4), P);
-        put8(b, P + 4, m.prefix.ipv4Len);
-        put8(b, P + 7, m.prefix.ipv6.length);
-        m.prefix.ipv6.forEach((p, i) => {
-          b.set(parseIpv6(p.prefix), P + 8 + 17 * i);
-          put8(b, P + 24 + 17 * i, p.len);
-        });
-      }
-      const v2 = L.smcd ? m.v2 : undefined;
-      if (v2) {
-        const V = L.V;
-        put8(b, V, v2.eids.length);
-        put8(b, V + 1, L.entries);
-        put8(b, V + 3, ((v2.release & 0x0f) << 4) | (v2.seidFlag ? 1 : 0));
-        put16(b, V + 6, L.dOff);
-        b.set(parseIpv6(v2.roceV2Gid), V + 8);
-        put8(b, V + 24, v2.maxConns);
-        put8(b, V + 25, v2.maxLinks);
-        put16(b, V + 26, v2.featureMask);
-        v2.eids.forEach((e, i) => putText(b, V + 40 + 32 * i, 32, e));
-        if (m.smcdv2) {
-          const D = L.D;
-          putText(b, D, 32, m.smcdv2.seid);
-          let o = D + 48;
-          for (const g of m.smcdv2.gids) {
-            put64(b, o, g.gid);
-            put16(b, o + 8, g.chid);
-            o += 10;
-            if (g.gidExt !== undefined) {
-              put64(b, o, g.gidExt);
-              put16(b, o + 8, g.chidExt ?? g.chid);
-              o += 10;
-            }
-          }
-        }
-      }
+    case 'proposal':
+      putProposal(b, m, lay!);
       break;
-    }
     case 'accept':
     case 'confirm': {
-      put8(b, 7, ((m.version & 0x0f) << 4) | (m.firstContact ? 0x08 : 0) | (m.typev1 & 3));
-      if (m.d) {
-        const d = m.d;
-        put64(b, 8, d.gid);
-        put64(b, 16, d.dmbToken);
-        put8(b, 24, d.dmbeIdx);
-        put8(b, 25, (d.dmbeSizeCode & 0x0f) << 4);
-        put32(b, 28, d.linkId);
-        if (m.version >= 2) {
-          put16(b, 32, d.chid ?? 0);
-          putText(b, 34, 32, d.eid ?? '');
-          put64(b, 66, d.gidExt ?? 0n);
-          if (m.firstContact && d.fce) putFce(b, 74, d.fce);
-        }
-      } else if (m.r) {
-        const r = m.r;
-        putPeerId(b, 8, r.peerId);
-        b.set(parseIpv6(r.gid), 16);
-        b.set(parseMac(r.mac), 32);
-        put24(b, 38, r.qpn);
-        put32(b, 41, r.rkey);
-        put8(b, 45, r.rmbeIdx);
-        put32(b, 46, r.token);
-        put8(b, 50, ((r.rmbeSizeCode & 0x0f) << 4) | (r.mtuCode & 0x0f));
-        put64(b, 52, r.rmbVa);
-        put24(b, 61, r.psn);
-        if (m.version >= 2) {
-          putText(b, 64, 32, r.eid ?? '');
-          if (m.firstContact && r.fce) {
-            putFce(b, 104, r.fce);
-            if (m.type === 'confirm' && r.gidList) {
-              put8(b, 156, r.gidList.length);
-              r.gidList.forEach((g, i) => b.set(parseIpv6(g), 160 + 16 * i));
-            }
-          }
-        }
-      }
+      const a = acceptFlagsV.reset(b, 0);
+      a.firstContact = m.firstContact;
+      a.path = m.typev1 & 3;
+      if (m.d) putSmcdAccept(b, m, m.d);
+      else if (m.r) putSmcrAccept(b, m, m.r);
       break;
     }
-    case 'decline':
-      put8(b, 7, ((m.version & 0x0f) << 4) | (m.outOfSync ? 0x08 : 0) | (m.typev1 & 3));
-      putPeerId(b, 8, m.peerId);
-      put32(b, 16, m.diagnosis);
-      put8(b, 20, (m.osType & 0x0f) << 4);
-      if (m.version >= 2) for (let i = 0; i < 4; i++) put32(b, 24 + 4 * i, m.diagExtra?.[i] ?? 0);
+    case 'decline': {
+      const D = CLC_DECLINE_FIELDS;
+      const w = declineV.reset(b, 0);
+      w.outOfSync = m.outOfSync;
+      w.typev1 = m.typev1 & 3;
+      putPeerId(b, D.peerId.at, m.peerId);
+      w.diagnosis = m.diagnosis;
+      w.osType = m.osType & 0x0f;
+      if (m.version >= 2) for (let i = 0; i < DECLINE_DIAG_WORDS; i++) put32(b, D.diagExtra.at + 4 * i, m.diagExtra?.[i] ?? 0);
       break;
+    }
     default:
-      put8(b, 7, ((m.version & 0x0f) << 4) | (m.flags & 0x0f));
-      b.set(m.body, 8);
+      headerV.reset(b, 0).flags = m.flags & 0x0f;
+      b.set(m.body, H.body.at);
   }
   return b;
+}
+
+function putProposal(b: Uint8Array, m: Omit<ClcProposal, 'length'>, L: ReturnType<typeof proposalLayout>): void {
+  const F = CLC_PROPOSAL_FIELDS;
+  const w = proposalV.reset(b, 0);
+  w.typev2 = m.typev2 & 3;
+  w.typev1 = m.typev1 & 3;
+  putPeerId(b, F.peerId.at, m.peerId);
+  b.set(parseIpv6(m.gid), F.gid.at);
+  b.set(parseMac(m.mac), F.mac.at);
+  w.ipAreaOffset = L.off;
+  if (L.smcd) {
+    const SF = CLC_PROPOSAL_SMCD_FIELDS;
+    const S = CLC_PROPOSAL_SMCD_AT;
+    const s = propSmcdV.reset(b, S);
+    s.ismGid = L.smcd.ismGid;
+    s.ismChid = L.smcd.ismChid;
+    s.v2ExtOffset = L.v2Off;
+    s.vendorOui = L.smcd.vendorOui;
+    writeUint40(b, S + SF.vendorExp.at, L.smcd.vendorExp);
+  }
+  if (m.prefix) {
+    const PF = CLC_PREFIX_AREA_FIELDS;
+    const P = L.P;
+    const a = prefixV.reset(b, P);
+    b.set(parseIpv4(m.prefix.ipv4), P + PF.ipv4.at);
+    a.ipv4Len = m.prefix.ipv4Len & 0xff;
+    a.ipv6Count = m.prefix.ipv6.length;
+    m.prefix.ipv6.forEach((p, i) => {
+      const o = P + entryAt(PF.ipv6, i);
+      b.set(parseIpv6(p.prefix), o + CLC_IPV6_PREFIX_FIELDS.prefix.at);
+      ipv6PrefixV.reset(b, o).prefixLen = p.len & 0xff;
+    });
+  }
+  const v2 = L.smcd ? m.v2 : undefined;
+  if (!v2) return;
+  const X = CLC_V2_EXT_FIELDS;
+  const V = L.V;
+  const x = v2ExtV.reset(b, V);
+  x.eidCount = v2.eids.length;
+  x.gidCount = L.entries;
+  x.release = v2.release & 0x0f;
+  x.seidFlag = v2.seidFlag;
+  x.smcdv2ExtOffset = L.dOff;
+  b.set(parseIpv6(v2.roceV2Gid), V + X.roceV2Gid.at);
+  x.maxConns = v2.maxConns & 0xff;
+  x.maxLinks = v2.maxLinks & 0xff;
+  x.featureMask = v2.featureMask;
+  v2.eids.forEach((e, i) => putText(b, V + entryAt(X.eids, i), X.eids.len, e));
+  if (!m.smcdv2) return;
+  const DX = CLC_SMCDV2_EXT_FIELDS;
+  const D = L.D;
+  putText(b, D + DX.seid.at, DX.seid.len, m.smcdv2.seid);
+  let i = 0;
+  for (const g of m.smcdv2.gids) {
+    const e = ismGidV.reset(b, D + entryAt(DX.gids, i++));
+    e.gid = g.gid;
+    e.chid = g.chid;
+    if (g.gidExt !== undefined) {
+      const e2 = ismGidV.reset(b, D + entryAt(DX.gids, i++));
+      e2.gid = g.gidExt;
+      e2.chid = g.chidExt ?? g.chid;
+    }
+  }
+}
+
+function putSmcrAccept(b: Uint8Array, m: Omit<ClcAcceptConfirm, 'length'>, r: ClcSmcrAcceptConfirm): void {
+  const R = CLC_SMCR_ACCEPT_FIELDS;
+  const w = smcrV.reset(b, 0);
+  putPeerId(b, R.peerId.at, r.peerId);
+  b.set(parseIpv6(r.gid), R.gid.at);
+  b.set(parseMac(r.mac), R.mac.at);
+  w.qpn = r.qpn;
+  w.rkey = r.rkey;
+  w.rmbeIdx = r.rmbeIdx & 0xff;
+  w.token = r.token;
+  w.rmbeSizeCode = r.rmbeSizeCode & 0x0f;
+  w.mtuCode = r.mtuCode & 0x0f;
+  w.rmbVa = r.rmbVa;
+  w.psn = r.psn;
+  if (m.version < 2) return;
+  putText(b, R.eid.at, R.eid.len, r.eid ?? '');
+  if (!m.firstContact || !r.fce) return;
+  putFce(b, CLC_SMCR_FCE_AT, r.fce);
+  if (m.type !== 'confirm' || !r.gidList) return;
+  const GL = CLC_GID_LIST_FIELDS;
+  const G = CLC_SMCR_GID_LIST_AT;
+  gidListV.reset(b, G).count = r.gidList.length & 0xff;
+  r.gidList.forEach((g, i) => b.set(parseIpv6(g), G + entryAt(GL.gids, i)));
+}
+
+function putSmcdAccept(b: Uint8Array, m: Omit<ClcAcceptConfirm, 'length'>, d: ClcSmcdAcceptConfirm): void {
+  const D = CLC_SMCD_ACCEPT_FIELDS;
+  const w = smcdV.reset(b, 0);
+  w.gid = d.gid;
+  w.dmbToken = d.dmbToken;
+  w.dmbeIdx = d.dmbeIdx & 0xff;
+  w.dmbeSizeCode = d.dmbeSizeCode & 0x0f;
+  w.linkId = d.linkId;
+  if (m.version < 2) return;
+  w.chid = d.chid ?? 0;
+  putText(b, D.eid.at, D.eid.len, d.eid ?? '');
+  w.gidExt = d.gidExt ?? 0n;
+  if (m.firstContact && d.fce) putFce(b, CLC_SMCD_FCE_AT, d.fce);
 }
 
 // ---- summary ----

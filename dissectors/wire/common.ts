@@ -104,7 +104,10 @@ export function fromHex(s: string): Uint8Array {
   return out;
 }
 
-export function hex32(v: number): string { return '0x' + (v >>> 0).toString(16).padStart(8, '0'); }
+/** `0x` + v in hex, zero-padded to `digits` (the one formatter for fixed-width hex fields). */
+export function hexN(v: number, digits: number): string { return '0x' + (v >>> 0).toString(16).padStart(digits, '0'); }
+
+export function hex32(v: number): string { return hexN(v, 8); }
 
 /** MAC as aa:bb:cc:dd:ee:ff. */
 export function macStr(b: Uint8Array, o: number): string {

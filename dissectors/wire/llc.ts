@@ -12,23 +12,23 @@
 // its byte order, flag bits without a name (`flagsOther`), non-zero reserved bytes (`reserved`, OR-ed
 // back on encode) and bytes past the message structure (`trailing`).
 
+//
+// Every offset and flag bit is declared once, in ./views/llc.ts; decode, the `-V` tree and
+// encode read and write through those views.
+
 import type { Decoded, Issue, Tree } from './common.js';
+import { hex, hex32, ipv6Str, issue, macStr, mtuFromCode, need, parseIpv6, parseMac, put32, u32 } from './common.js';
+import { addField, addSpan, entryAt, fieldBits, type BytesSpec, type FieldSpec } from './views/field.js';
 import {
-  hex, hex32, ipv6Str, issue, macStr, mtuFromCode, need, parseIpv6, parseMac,
-  put16, put16le, put24, put32, put64, u16, u16le, u24, u32, u64, u8,
-} from './common.js';
+  LLC_HEADER_FIELDS, LLC_MSG_SIZE, LLC_CONFIRM_LINK_FIELDS, LLC_ADD_LINK_FIELDS, LLC_ADD_LINK_CONT_FIELDS, LLC_ADD_LINK_CONT_SLOTS,
+  LLC_DELETE_LINK_FIELDS, LLC_REQUEST_ADD_LINK_FIELDS, LLC_CONFIRM_RKEY_FIELDS, LLC_CONFIRM_RKEY_SLOTS,
+  LLC_CONFIRM_RKEY_CONT_FIELDS, LLC_CONFIRM_RKEY_CONT_SLOTS, LLC_TEST_LINK_FIELDS, LLC_DELETE_RKEY_FIELDS, LLC_DELETE_RKEY_SLOTS,
+  LLC_UNKNOWN_FIELDS, LlcHeaderView, LlcConfirmLinkView, LlcAddLinkView, LlcRkeyEntryView, LlcAddLinkContView, LlcDeleteLinkView,
+  LlcRequestAddLinkView, LlcConfirmRkeyView, LlcRtokenView, LlcConfirmRkeyContView, LlcDeleteRkeyView,
+} from './views/llc.js';
 
-export const LLC_MSG_SIZE = 44;
+export { LLC_MSG_SIZE } from './views/llc.js';
 export const LLC_V2_MAX_SIZE = 8192;
-
-export const LLC_FLAG_RESP = 0x80;
-export const LLC_FLAG_CONFIRM_LINK_NO_RMBE_EYEC = 0x03;
-export const LLC_FLAG_ADD_LINK_REJ = 0x40;
-export const LLC_FLAG_DEL_LINK_ALL = 0x40;
-export const LLC_FLAG_DEL_LINK_ORDERLY = 0x20;
-export const LLC_FLAG_RKEY_NEG = 0x20;
-export const LLC_FLAG_RKEY_RETRY = 0x10;
-export const LLC_ADD_LINK_V2_DIRECT = 0x80;
 
 /** Type codes (low nibble; v2 = 0x20 | code). */
 export const LlcCode = {
@@ -266,10 +266,16 @@ function rsv(b: Uint8Array, o: number, n: number, end: number, issues: Issue[], 
   return out;
 }
 
-/** Same for reserved bits of one byte. */
-function rsvBits(b: Uint8Array, o: number, mask: number, issues: Issue[], list: LlcReservedBytes[] | undefined): LlcReservedBytes[] | undefined {
+/** rsv() for a reserved run declared in a table. */
+function rsvRun(b: Uint8Array, s: BytesSpec, end: number, issues: Issue[], list: LlcReservedBytes[] | undefined, t: Tree | undefined): LlcReservedBytes[] | undefined {
+  return rsv(b, s.at, s.len, end, issues, list, t);
+}
+
+/** Same for reserved bits of one byte (a bit field declared in a table). */
+function rsvBits(b: Uint8Array, s: FieldSpec, issues: Issue[], list: LlcReservedBytes[] | undefined): LlcReservedBytes[] | undefined {
+  const o = s.at;
   if (o >= b.length) return list;
-  const v = b[o]! & mask;
+  const v = b[o]! & fieldBits(s);
   if (v === 0) return list;
   const out = list ?? [];
   out.push({ offset: o, bytes: Uint8Array.of(v) });
@@ -277,17 +283,71 @@ function rsvBits(b: Uint8Array, o: number, mask: number, issues: Issue[], list: 
   return out;
 }
 
-function gidAt(b: Uint8Array, o: number): string { return ipv6Str(b, o); }
+// One view per table, re-pointed per message (decode and encode run one at a time).
+const headerV = new LlcHeaderView();
+const confirmLinkV = new LlcConfirmLinkView();
+const addLinkV = new LlcAddLinkView();
+const rkeyEntryV = new LlcRkeyEntryView();
+const addLinkContV = new LlcAddLinkContView();
+const deleteLinkV = new LlcDeleteLinkView();
+const requestAddLinkV = new LlcRequestAddLinkView();
+const confirmRkeyV = new LlcConfirmRkeyView();
+const rtokenV = new LlcRtokenView();
+const confirmRkeyContV = new LlcConfirmRkeyContView();
+const deleteRkeyV = new LlcDeleteRkeyView();
+
+const HF = LLC_HEADER_FIELDS;
+/** Size of the header (type, length, flags): type-specific fields start here. */
+const LLC_HEADER_LEN = LLC_UNKNOWN_FIELDS.body.at;
+
+// Flag bits of byte 3 (from the tables) and, per type, the bits that have no meaning.
+const FLAG_RESP = fieldBits(HF.response);
+const FLAG_NO_RMBE_EYEC = fieldBits(LLC_CONFIRM_LINK_FIELDS.noRmbeEyecatcher);
+const FLAG_REJ = fieldBits(LLC_ADD_LINK_FIELDS.rejected);
+const FLAG_ALL = fieldBits(LLC_DELETE_LINK_FIELDS.all);
+const FLAG_ORDERLY = fieldBits(LLC_DELETE_LINK_FIELDS.orderly);
+const FLAG_NEG = fieldBits(LLC_CONFIRM_RKEY_FIELDS.negative);
+const FLAG_RETRY = fieldBits(LLC_CONFIRM_RKEY_FIELDS.retry);
+const OTHER_FLAGS = 0xff & ~FLAG_RESP;
+const OTHER_ADD_LINK = OTHER_FLAGS & ~FLAG_REJ;
+const OTHER_DELETE_LINK = OTHER_FLAGS & ~FLAG_ALL & ~FLAG_ORDERLY;
+const OTHER_CONFIRM_RKEY = OTHER_FLAGS & ~FLAG_NEG & ~FLAG_RETRY;
+const OTHER_DELETE_RKEY = OTHER_FLAGS & ~FLAG_NEG;
 
 function rkeyEntry(b: Uint8Array, o: number): LlcRkeyEntry {
-  return { rkey: u32(b, o), rkeyNew: u32(b, o + 4), vaddrNew: u64(b, o + 8) };
+  const v = rkeyEntryV.reset(b, o);
+  return { rkey: v.rkey, rkeyNew: v.rkeyNew, vaddrNew: v.vaddrNew };
 }
 
 function rtoken(b: Uint8Array, o: number): LlcRtoken {
-  return { linkId: u8(b, o), rkey: u32(b, o + 1), vaddr: u64(b, o + 5) };
+  const v = rtokenV.reset(b, o);
+  return { linkId: v.linkId, rkey: v.rkey, vaddr: v.vaddr };
 }
 
 function lenPlausible(n: number): boolean { return n >= LLC_MSG_SIZE && n <= LLC_V2_MAX_SIZE; }
+
+/** The v2 length is in the sender's host order (formats.md §12): which reading fits the bytes
+ *  present, and the issues when neither clearly does. */
+function v2Length(le: number, be: number, avail: number, rejectNibbleInLength: boolean, issues: Issue[]): { length: number; order: LengthOrder; handled: boolean } {
+  const at = HF.lengthLe.at, n = HF.lengthLe.size;
+  if (rejectNibbleInLength) {
+    // formats.md §12.16: reject reason nibble written into byte 2 = high byte of an LE length
+    issue(issues, 'warn', 'llc.reject-length', `length 0x${le.toString(16).padStart(4, '0')} (LE) carries the reject reason nibble ${(le >> 8) & 0x0f} in byte 2; ${avail} bytes sent (formats.md §12.16)`, at, n);
+    return { length: le, order: 'le', handled: true };
+  }
+  if (le === be || le === avail) return { length: le, order: 'le', handled: false };
+  if (be === avail) return { length: be, order: 'be', handled: false };
+  if (lenPlausible(le) && !lenPlausible(be)) return { length: le, order: 'le', handled: false };
+  if (lenPlausible(be) && !lenPlausible(le)) return { length: be, order: 'be', handled: false };
+  if (lenPlausible(le)) {
+    issue(issues, 'warn', 'llc.length-order', `v2 length byte order ambiguous (LE ${le}, BE ${be}, ${avail} bytes present); assuming LE`, at, n);
+    return { length: le, order: 'le', handled: false };
+  }
+  // neither plausible: take the one closer to the bytes present
+  const order: LengthOrder = Math.abs(be - avail) < Math.abs(le - avail) ? 'be' : 'le';
+  issue(issues, 'warn', 'llc.length-order', `v2 length implausible in both byte orders (LE ${le}, BE ${be}, ${avail} bytes present); assuming ${order.toUpperCase()}`, at, n);
+  return { length: order === 'be' ? be : le, order, handled: false };
+}
 
 // ---- decode ----
 
@@ -298,355 +358,125 @@ function lenPlausible(n: number): boolean { return n >= LLC_MSG_SIZE && n <= LLC
 export function decodeLlc(b: Uint8Array, t?: Tree): Decoded<LlcMessage> {
   const issues: Issue[] = [];
   const avail = b.length;
-  if (avail < 4) issue(issues, 'error', 'llc.truncated', `truncated LLC header: ${avail} of 4 bytes`, 0, avail);
+  if (avail < LLC_HEADER_LEN) issue(issues, 'error', 'llc.truncated', `truncated LLC header: ${avail} of 4 bytes`, 0, avail);
 
-  const type = u8(b, 0);
-  const nib = type >> 4;
+  const h = headerV.reset(b, 0);
+  const type = h.type;
+  const nib = h.typeVersion;
   const v2 = nib === 2;
   const llcVersion: 1 | 2 = v2 ? 2 : 1;
-  const code = nib === 0 || nib === 2 ? type & 0x0f : 0;
+  const code = nib === 0 || nib === 2 ? h.typeCode : 0;
   const known = code >= 1 && code <= 9;
-  const flags = u8(b, 3);
-  const response = (flags & LLC_FLAG_RESP) !== 0;
-  const b1 = u8(b, 1), b2 = u8(b, 2);
+  const flags = h.flags;
+  const response = h.response;
+  const b2 = h.byte2;
 
-  if (t) t.add('type', 0, 1, `0x${hex2(type)} ${llcTypeName(type)} v${llcVersion}`);
+  if (t) addField(t, HF.type, `0x${hex2(type)} ${llcTypeName(type)} v${llcVersion}`);
   if (!known) {
     if (type >= 0x80 && type <= 0xbf) {
-      issue(issues, 'note', 'llc.optional', `optional LLC message ${llcTypeName(type)} (z/OS; Linux never sends these)`, 0, 1);
+      issue(issues, 'note', 'llc.optional', `optional LLC message ${llcTypeName(type)} (z/OS; Linux never sends these)`, HF.type.at, 1);
     } else {
-      issue(issues, 'warn', 'llc.type', `unknown LLC type 0x${hex2(type)}`, 0, 1);
+      issue(issues, 'warn', 'llc.type', `unknown LLC type 0x${hex2(type)}`, HF.type.at, 1);
     }
   } else if ((!v2 && code === LlcCode.REQUEST_ADD_LINK) || (v2 && (code === LlcCode.ADD_LINK_CONT || code === LlcCode.CONFIRM_RKEY_CONT))) {
-    issue(issues, 'note', 'llc.type', `type 0x${hex2(type)}: ${CODE_NAMES[code]} is not defined for LLC v${llcVersion}`, 0, 1);
+    issue(issues, 'note', 'llc.type', `type 0x${hex2(type)}: ${CODE_NAMES[code]} is not defined for LLC v${llcVersion}`, HF.type.at, 1);
   }
 
   // ---- length ----
   let length: number;
   let lengthOrder: LengthOrder | undefined;
-  const rejectFlag = (code === LlcCode.ADD_LINK || code === LlcCode.REQUEST_ADD_LINK) && (flags & LLC_FLAG_ADD_LINK_REJ) !== 0;
+  const addLinkLike = code === LlcCode.ADD_LINK || code === LlcCode.REQUEST_ADD_LINK;
+  const rejectFlag = addLinkLike && (flags & FLAG_REJ) !== 0;
   if (!v2) {
-    length = b1;
-    if (t) t.add('length', 1, 1, length);
-    if (length !== LLC_MSG_SIZE && known && avail >= 2) issue(issues, 'warn', 'llc.length', `LLC v1 length ${length}, must be 44`, 1, 1);
+    length = h.length;
+    if (t) addField(t, HF.length, length);
+    if (length !== LLC_MSG_SIZE && known && avail >= 2) issue(issues, 'warn', 'llc.length', `LLC v1 length ${length}, must be 44`, HF.length.at, 1);
   } else {
-    const le = b1 | (b2 << 8);
-    const be = (b1 << 8) | b2;
-    let handled = false;
-    if (rejectFlag && (b2 & 0x0f) !== 0 && (b1 | ((b2 & 0xf0) << 8)) === avail && avail >= 4) {
-      // formats.md §12.16: reject reason nibble written into byte 2 = high byte of an LE length
-      length = le; lengthOrder = 'le'; handled = true;
-      issue(issues, 'warn', 'llc.reject-length', `length 0x${le.toString(16).padStart(4, '0')} (LE) carries the reject reason nibble ${b2 & 0x0f} in byte 2; ${avail} bytes sent (formats.md §12.16)`, 1, 2);
-    } else if (le === be) {
-      length = le; lengthOrder = 'le';
-    } else if (le === avail) {
-      length = le; lengthOrder = 'le';
-    } else if (be === avail) {
-      length = be; lengthOrder = 'be';
-    } else if (lenPlausible(le) && !lenPlausible(be)) {
-      length = le; lengthOrder = 'le';
-    } else if (lenPlausible(be) && !lenPlausible(le)) {
-      length = be; lengthOrder = 'be';
-    } else if (lenPlausible(le)) {
-      length = le; lengthOrder = 'le';
-      issue(issues, 'warn', 'llc.length-order', `v2 length byte order ambiguous (LE ${le}, BE ${be}, ${avail} bytes present); assuming LE`, 1, 2);
-    } else {
-      // neither plausible: take the one closer to the bytes present
-      if (Math.abs(be - avail) < Math.abs(le - avail)) { length = be; lengthOrder = 'be'; } else { length = le; lengthOrder = 'le'; }
-      issue(issues, 'warn', 'llc.length-order', `v2 length implausible in both byte orders (LE ${le}, BE ${be}, ${avail} bytes present); assuming ${lengthOrder.toUpperCase()}`, 1, 2);
-    }
-    if (t) t.add('length (host order)', 1, 2, `${length} [${lengthOrder}]`);
-    if (!handled && avail >= 4) {
+    const le = h.lengthLe;
+    const nibbleInLength = rejectFlag && h.rejectReason !== 0 && (le & 0xf0ff) === avail && avail >= LLC_HEADER_LEN;
+    const r = v2Length(le, h.lengthBe, avail, nibbleInLength, issues);
+    length = r.length; lengthOrder = r.order;
+    if (t) addField(t, HF.lengthLe, `${length} [${lengthOrder}]`);
+    if (!r.handled && avail >= LLC_HEADER_LEN) {
       if (!lenPlausible(length)) {
-        issue(issues, 'warn', 'llc.length', `LLC v2 length ${length} outside 44..8192`, 1, 2);
+        issue(issues, 'warn', 'llc.length', `LLC v2 length ${length} outside 44..8192`, HF.lengthLe.at, HF.lengthLe.size);
       }
-      if (length > avail && avail >= 4) {
+      if (length > avail && avail >= LLC_HEADER_LEN) {
         issue(issues, 'note', 'llc.partial', `message declares ${length} bytes, ${avail} present`, 0, avail);
       }
     }
   }
-  if (t) t.add('flags', 3, 1, '0x' + hex2(flags) + (response ? ' response' : ' request'));
+  if (t) addField(t, HF.flags, '0x' + hex2(flags) + (response ? ' response' : ' request'));
 
   // Structure end for variable-size messages: the declared length when it fits, else what is present.
-  const varEnd = length >= 4 && length <= avail ? length : avail;
+  const varEnd = length >= LLC_HEADER_LEN && length <= avail ? length : avail;
 
   let reserved: LlcReservedBytes[] | undefined;
-  let flagsOther: number;
-  let m: LlcMessage;
-  let structEnd = LLC_MSG_SIZE;
 
   // v1 header byte 2: reserved (reject reason nibble for ADD LINK / REQUEST ADD LINK)
   let rejectReason = 0;
-  if (code === LlcCode.ADD_LINK || code === LlcCode.REQUEST_ADD_LINK) {
+  if (addLinkLike) {
     if (!v2) {
-      rejectReason = b2 & 0x0f;
-      reserved = rsvBits(b, 2, 0xf0, issues, reserved);
-      if (rejectReason !== 0 && !rejectFlag) issue(issues, 'note', 'llc.reject-reason', `reject reason ${rejectReason} without the reject flag`, 2, 1);
+      rejectReason = h.rejectReason;
+      reserved = rsvBits(b, HF.byte2High, issues, reserved);
+      if (rejectReason !== 0 && !rejectFlag) issue(issues, 'note', 'llc.reject-reason', `reject reason ${rejectReason} without the reject flag`, HF.byte2.at, 1);
     } else if (rejectFlag) {
       rejectReason = b2 & 0x0f;
       issue(issues, 'note', 'llc.reject-reason', lengthOrder === 'le'
         ? `v2 reject: the reason nibble shares byte 2 with the host-order length (reason ${rejectReason}${rejectReason === 0 ? ', i.e. lost: Linux 6.12 sends the reject with a fresh 44-byte header' : ''})`
-        : `v2 reject with a big-endian length: byte 2 low nibble (${rejectReason}) is part of the length, not a reason`, 2, 1);
+        : `v2 reject with a big-endian length: byte 2 low nibble (${rejectReason}) is part of the length, not a reason`, HF.byte2.at, 1);
     }
-    if (t && (rejectFlag || rejectReason !== 0)) t.add('reject reason', 2, 1, `${rejectReason} ${addLinkRejectReason(rejectReason)}`);
+    if (t && (rejectFlag || rejectReason !== 0)) addField(t, HF.rejectReason, `${rejectReason} ${addLinkRejectReason(rejectReason)}`);
   } else if (!v2) {
-    reserved = rsv(b, 2, 1, 3, issues, reserved, t);
+    reserved = rsv(b, HF.byte2.at, HF.byte2.size, HF.byte2.at + HF.byte2.size, issues, reserved, t);
   }
 
+  // the header as the per-type decoders see it (one module-level record: nothing allocated)
+  const x = ctx;
+  x.llcVersion = llcVersion; x.type = type; x.length = length; x.response = response; x.flags = flags; x.v2 = v2;
+  x.varEnd = varEnd; x.avail = avail; x.rejectFlag = rejectFlag; x.rejectReason = rejectReason;
+  x.lengthOrder = lengthOrder; x.reserved = reserved; x.flagsOther = 0; x.structEnd = LLC_MSG_SIZE;
+  let m: LlcMessage;
   switch (known ? code : 0) {
-    case LlcCode.CONFIRM_LINK: {
-      need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'CONFIRM LINK');
-      const noRmbe = (flags & 0x03) === 0x03;
-      flagsOther = flags & (noRmbe ? 0x7c : 0x7f);
-      const cl: LlcConfirmLink = {
-        kind: 'confirm_link', llcVersion, type, length, response, noRmbeEyecatcher: noRmbe,
-        mac: macStr(b, 4), gid: gidAt(b, 10), qpn: u24(b, 26), linkId: u8(b, 29),
-        linkUid: u32(b, 30), maxLinks: u8(b, 34), maxConns: u8(b, 35),
-      };
-      if (t) {
-        t.add('no RMBE eyecatcher', 3, 1, String(noRmbe));
-        t.add('sender MAC', 4, 6, cl.mac);
-        t.add('sender GID', 10, 16, cl.gid);
-        t.add('sender QPN', 26, 3, hx(cl.qpn));
-        t.add('link id', 29, 1, cl.linkId);
-        t.add('link user id', 30, 4, hex32(cl.linkUid));
-        t.add('max links', 34, 1, cl.maxLinks);
-        t.add('max conns', 35, 1, cl.maxConns);
-      }
-      reserved = rsv(b, 36, 8, LLC_MSG_SIZE, issues, reserved, t);
-      m = cl;
+    case LlcCode.CONFIRM_LINK:
+      m = llcConfirmLink(b, t, issues, x);
       break;
-    }
-    case LlcCode.ADD_LINK: {
-      need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'ADD LINK');
-      flagsOther = flags & 0x3f;
-      const al: LlcAddLink = {
-        kind: 'add_link', llcVersion, type, length, response, rejected: rejectFlag, rejectReason,
-        mac: macStr(b, 4), gid: gidAt(b, 12), qpn: u24(b, 28), linkId: u8(b, 31),
-        mtu: u8(b, 32) & 0x0f, psn: u24(b, 33),
-      };
-      reserved = rsv(b, 10, 2, LLC_MSG_SIZE, issues, reserved, t);
-      reserved = rsvBits(b, 32, 0xf0, issues, reserved);
-      if (t) {
-        t.add('rejected', 3, 1, String(rejectFlag));
-        t.add('sender MAC', 4, 6, al.mac);
-        t.add('sender GID', 12, 16, al.gid);
-        t.add('sender QPN', 28, 3, hx(al.qpn));
-        t.add('link id', 31, 1, al.linkId);
-        t.add('QP MTU', 32, 1, `${al.mtu} (${mtuFromCode(al.mtu)})`);
-        t.add('initial PSN', 33, 3, hx(al.psn));
-      }
-      reserved = rsv(b, 36, 8, LLC_MSG_SIZE, issues, reserved, t);
-      if (v2 && varEnd > LLC_MSG_SIZE) {
-        if (varEnd < 72) {
-          issue(issues, 'error', 'llc.truncated', `truncated ADD LINK v2 extension: ${varEnd - LLC_MSG_SIZE} of 28 bytes`, LLC_MSG_SIZE, varEnd - LLC_MSG_SIZE);
-        } else {
-          const ef = u8(b, 44);
-          reserved = rsvBits(b, 44, 0x7f, issues, reserved);
-          reserved = rsv(b, 45, 1, varEnd, issues, reserved, t);
-          reserved = rsv(b, 62, 8, varEnd, issues, reserved, t);
-          const nle = u16le(b, 70), nbe = u16(b, 70);
-          const room = (varEnd - 72) >> 4;
-          const fitLe = 72 + 16 * nle === varEnd, fitBe = 72 + 16 * nbe === varEnd;
-          let order: LengthOrder;
-          if (nle === nbe) order = lengthOrder ?? 'le';
-          else if (fitLe && !fitBe) order = 'le';
-          else if (fitBe && !fitLe) order = 'be';
-          else if (nle <= room && nbe > room) order = 'le';
-          else if (nbe <= room && nle > room) order = 'be';
-          else order = lengthOrder ?? 'le';
-          if (nle !== nbe && order !== lengthOrder) {
-            issue(issues, 'warn', 'llc.rkeys-order', `ADD LINK v2 rkey count read ${order.toUpperCase()}, but the length was ${String(lengthOrder).toUpperCase()}`, 70, 2);
-          }
-          const numRkeys = order === 'le' ? nle : nbe;
-          const k = Math.min(numRkeys, room);
-          const rkeys: LlcRkeyEntry[] = [];
-          for (let i = 0; i < k; i++) rkeys.push(rkeyEntry(b, 72 + 16 * i));
-          if (numRkeys > room) {
-            if (length > avail) issue(issues, 'note', 'llc.partial', `ADD LINK v2: ${k} of ${numRkeys} rkey entries present`, 72, varEnd - 72);
-            else issue(issues, 'warn', 'llc.rkeys', `ADD LINK v2 announces ${numRkeys} rkeys, room for ${room}`, 70, 2);
-          }
-          al.v2 = { direct: (ef & LLC_ADD_LINK_V2_DIRECT) !== 0, targetGid: gidAt(b, 46), numRkeys, numRkeysOrder: order, rkeys };
-          structEnd = 72 + 16 * k;
-          if (t) {
-            t.add('v2 direct', 44, 1, String(al.v2.direct));
-            t.add('client target GID', 46, 16, al.v2.targetGid);
-            t.add('number of rkeys (host order)', 70, 2, `${numRkeys} [${order}]`);
-            for (let i = 0; i < k; i++) {
-              const e = rkeys[i]!;
-              t.add(`rkey entry ${i}`, 72 + 16 * i, 16, `rkey ${hex32(e.rkey)} new ${hex32(e.rkeyNew)} va ${hx64(e.vaddrNew)}`);
-            }
-          }
-        }
-      }
-      m = al;
+    case LlcCode.ADD_LINK:
+      m = llcAddLink(b, t, issues, x);
       break;
-    }
-    case LlcCode.ADD_LINK_CONT: {
-      need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'ADD LINK CONT');
-      flagsOther = flags & 0x7f;
-      const ac: LlcAddLinkCont = {
-        kind: 'add_link_cont', llcVersion, type, length, response,
-        linkId: u8(b, 4), numRkeys: u8(b, 5), rkeys: [rkeyEntry(b, 8), rkeyEntry(b, 24)],
-      };
-      if (t) {
-        t.add('link id', 4, 1, ac.linkId);
-        t.add('rkeys remaining', 5, 1, ac.numRkeys);
-        for (let i = 0; i < 2; i++) {
-          const e = ac.rkeys[i]!;
-          t.add(`rkey entry ${i}`, 8 + 16 * i, 16, `rkey ${hex32(e.rkey)} new ${hex32(e.rkeyNew)} va ${hx64(e.vaddrNew)}`);
-        }
-      }
-      reserved = rsv(b, 6, 2, LLC_MSG_SIZE, issues, reserved, t);
-      reserved = rsv(b, 40, 4, LLC_MSG_SIZE, issues, reserved, t);
-      m = ac;
+    case LlcCode.ADD_LINK_CONT:
+      m = llcAddLinkCont(b, t, issues, x);
       break;
-    }
-    case LlcCode.DELETE_LINK: {
-      need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'DELETE LINK');
-      flagsOther = flags & 0x1f;
-      const dl: LlcDeleteLink = {
-        kind: 'delete_link', llcVersion, type, length, response,
-        all: (flags & LLC_FLAG_DEL_LINK_ALL) !== 0, orderly: (flags & LLC_FLAG_DEL_LINK_ORDERLY) !== 0,
-        linkId: u8(b, 4), reason: u32(b, 5),
-      };
-      if (t) {
-        t.add('all', 3, 1, String(dl.all));
-        t.add('orderly', 3, 1, String(dl.orderly));
-        t.add('link id', 4, 1, dl.linkId);
-        t.add('reason', 5, 4, `${hex32(dl.reason)} ${deleteLinkReason(dl.reason)}`);
-      }
-      if (DELETE_LINK_REASONS[dl.reason] === undefined && avail >= 9) {
-        issue(issues, 'note', 'llc.reason', `DELETE LINK reason ${hex32(dl.reason)} is not a known code`, 5, 4);
-      }
-      reserved = rsv(b, 9, 35, LLC_MSG_SIZE, issues, reserved, t);
-      m = dl;
+    case LlcCode.DELETE_LINK:
+      m = llcDeleteLink(b, t, issues, x);
       break;
-    }
-    case LlcCode.REQUEST_ADD_LINK: {
-      need(b, 0, 28, issues, 'llc.truncated', 'REQUEST ADD LINK');
-      flagsOther = flags & 0x3f;
-      const gidCount = u8(b, 24);
-      const room = varEnd > 28 ? (varEnd - 28) >> 4 : 0;
-      const k = Math.min(gidCount, room);
-      const gids: string[] = [];
-      for (let i = 0; i < k; i++) gids.push(gidAt(b, 28 + 16 * i));
-      if (gidCount > room && avail >= 28) {
-        if (length > avail) issue(issues, 'note', 'llc.partial', `REQUEST ADD LINK: ${k} of ${gidCount} GIDs present`, 28, varEnd - 28);
-        else issue(issues, 'warn', 'llc.gids', `REQUEST ADD LINK announces ${gidCount} GIDs, room for ${room}`, 24, 1);
-      }
-      reserved = rsv(b, 4, 20, varEnd, issues, reserved, t);
-      reserved = rsv(b, 25, 3, varEnd, issues, reserved, t);
-      if (t) {
-        t.add('rejected', 3, 1, String(rejectFlag));
-        t.add('GID count', 24, 1, gidCount);
-        for (let i = 0; i < k; i++) t.add(`GID ${i}`, 28 + 16 * i, 16, gids[i]!);
-      }
-      structEnd = 28 + 16 * k;
-      m = { kind: 'request_add_link', llcVersion, type, length, response, rejected: rejectFlag, rejectReason, gidCount, gids };
+    case LlcCode.REQUEST_ADD_LINK:
+      m = llcRequestAddLink(b, t, issues, x);
       break;
-    }
-    case LlcCode.CONFIRM_RKEY: {
-      need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'CONFIRM RKEY');
-      flagsOther = flags & 0x4f;
-      const cr: LlcConfirmRkey = {
-        kind: 'confirm_rkey', llcVersion, type, length, response,
-        negative: (flags & LLC_FLAG_RKEY_NEG) !== 0, retry: (flags & LLC_FLAG_RKEY_RETRY) !== 0,
-        numRtokens: u8(b, 4), rkey: u32(b, 5), vaddr: u64(b, 9), others: [rtoken(b, 17), rtoken(b, 30)],
-      };
-      if (cr.numRtokens > 2 && avail > 4) issue(issues, 'warn', 'llc.rtokens', `CONFIRM RKEY announces ${cr.numRtokens} additional rtokens (max 2)`, 4, 1);
-      if (t) {
-        t.add('negative', 3, 1, String(cr.negative));
-        t.add('retry', 3, 1, String(cr.retry));
-        t.add('additional rtokens', 4, 1, cr.numRtokens);
-        t.add('rtoken 0', 5, 12, `rkey ${hex32(cr.rkey)} va ${hx64(cr.vaddr)}`);
-        for (let i = 0; i < 2; i++) {
-          const r = cr.others[i]!;
-          t.add(`rtoken ${i + 1}`, 17 + 13 * i, 13, `link ${r.linkId} rkey ${hex32(r.rkey)} va ${hx64(r.vaddr)}`);
-        }
-      }
-      reserved = rsv(b, 43, 1, LLC_MSG_SIZE, issues, reserved, t);
-      m = cr;
+    case LlcCode.CONFIRM_RKEY:
+      m = llcConfirmRkey(b, t, issues, x);
       break;
-    }
-    case LlcCode.CONFIRM_RKEY_CONT: {
-      need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'CONFIRM RKEY CONT');
-      flagsOther = flags & 0x7f;
-      const cc: LlcConfirmRkeyCont = {
-        kind: 'confirm_rkey_cont', llcVersion, type, length, response,
-        numRemaining: u8(b, 4), rtokens: [rtoken(b, 5), rtoken(b, 18), rtoken(b, 31)],
-      };
-      if (t) {
-        t.add('rkeys remaining', 4, 1, cc.numRemaining);
-        for (let i = 0; i < 3; i++) {
-          const r = cc.rtokens[i]!;
-          t.add(`rtoken ${i}`, 5 + 13 * i, 13, `link ${r.linkId} rkey ${hex32(r.rkey)} va ${hx64(r.vaddr)}`);
-        }
-      }
-      m = cc;
+    case LlcCode.CONFIRM_RKEY_CONT:
+      m = llcConfirmRkeyCont(b, t, issues, x);
       break;
-    }
-    case LlcCode.TEST_LINK: {
-      need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'TEST LINK');
-      flagsOther = flags & 0x7f;
-      const ud = new Uint8Array(16);
-      ud.set(b.subarray(4, Math.min(20, avail)));
-      if (t) t.add('user data', 4, 16, hex(ud));
-      reserved = rsv(b, 20, 24, LLC_MSG_SIZE, issues, reserved, t);
-      m = { kind: 'test_link', llcVersion, type, length, response, userData: ud };
+    case LlcCode.TEST_LINK:
+      m = llcTestLink(b, t, issues, x);
       break;
-    }
-    case LlcCode.DELETE_RKEY: {
-      const variable = v2 && length !== LLC_MSG_SIZE;
-      flagsOther = flags & 0x5f;
-      const numRkeys = u8(b, 4);
-      const errorMask = u8(b, 5);
-      const rkeys: number[] = [];
-      if (!variable) {
-        need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'DELETE RKEY');
-        if (numRkeys > 8) issue(issues, 'warn', 'llc.rkeys', `DELETE RKEY announces ${numRkeys} rkeys (max 8)`, 4, 1);
-        const k = Math.min(numRkeys, 8);
-        for (let i = 0; i < k; i++) rkeys.push(u32(b, 8 + 4 * i));
-        reserved = rsv(b, 6, 2, LLC_MSG_SIZE, issues, reserved, t);
-        reserved = rsv(b, 8 + 4 * k, 32 - 4 * k, LLC_MSG_SIZE, issues, reserved, t);
-        reserved = rsv(b, 40, 4, LLC_MSG_SIZE, issues, reserved, t);
-      } else {
-        need(b, 0, 8, issues, 'llc.truncated', 'DELETE RKEY v2');
-        const room = varEnd > 8 ? (varEnd - 8) >> 2 : 0;
-        const k = Math.min(numRkeys, room);
-        for (let i = 0; i < k; i++) rkeys.push(u32(b, 8 + 4 * i));
-        if (numRkeys > room && avail >= 8) {
-          if (length > avail) issue(issues, 'note', 'llc.partial', `DELETE RKEY v2: ${k} of ${numRkeys} rkeys present`, 8, varEnd - 8);
-          else issue(issues, 'warn', 'llc.rkeys', `DELETE RKEY v2 announces ${numRkeys} rkeys, room for ${room}`, 4, 1);
-        }
-        reserved = rsv(b, 6, 2, varEnd, issues, reserved, t);
-        structEnd = 8 + 4 * k;
-      }
-      if (t) {
-        t.add('negative', 3, 1, String((flags & LLC_FLAG_RKEY_NEG) !== 0));
-        t.add('number of rkeys', 4, 1, numRkeys);
-        t.add(variable ? 'invalid rkeys' : 'error mask', 5, 1, '0x' + hex2(errorMask));
-        for (let i = 0; i < rkeys.length; i++) t.add(`rkey ${i}`, 8 + 4 * i, 4, hex32(rkeys[i]!));
-      }
-      m = { kind: 'delete_rkey', llcVersion, type, length, response, negative: (flags & LLC_FLAG_RKEY_NEG) !== 0, numRkeys, errorMask, variable, rkeys };
+    case LlcCode.DELETE_RKEY:
+      m = llcDeleteRkey(b, t, issues, x);
       break;
-    }
-    default: {
-      flagsOther = flags & 0x7f;
-      if (!v2 && length > avail && avail >= 4) issue(issues, 'error', 'llc.truncated', `truncated ${llcTypeName(type)}: ${avail} of ${length} bytes`, 0, avail);
-      const end = Math.max(4, varEnd);
-      const body = avail > 4 ? b.slice(4, Math.min(end, avail)) : new Uint8Array(0);
-      if (t && body.length) t.add('body', 4, body.length, hex(body));
-      structEnd = 4 + body.length;
-      m = { kind: 'unknown', llcVersion, type, length, response, body };
+    default:
+      m = llcUnknown(b, t, issues, x);
       break;
-    }
   }
+  const { flagsOther, structEnd } = x;
+  reserved = x.reserved;
+  x.reserved = undefined;
 
   if (v2) m.lengthOrder = lengthOrder;
   if (flagsOther !== 0) {
     m.flagsOther = flagsOther;
-    if (m.kind !== 'unknown') issue(issues, 'warn', 'llc.flags', `undefined flag bits 0x${hex2(flagsOther)} for ${llcTypeName(type)}`, 3, 1);
+    if (m.kind !== 'unknown') issue(issues, 'warn', 'llc.flags', `undefined flag bits 0x${hex2(flagsOther)} for ${llcTypeName(type)}`, HF.flags.at, 1);
   }
   if (reserved) m.reserved = reserved;
   if (avail > structEnd) {
@@ -654,10 +484,326 @@ export function decodeLlc(b: Uint8Array, t?: Tree): Decoded<LlcMessage> {
     issue(issues, 'warn', 'llc.trailing', `${avail - structEnd} bytes after the ${llcTypeName(type)} message`, structEnd, avail - structEnd);
     t?.add('trailing', structEnd, avail - structEnd, hex(b, structEnd));
   }
-  if (v2 && known && isFixedV2(code) && length !== LLC_MSG_SIZE && avail >= 4) {
-    issue(issues, 'warn', 'llc.length', `${llcTypeName(type)} v2 length ${length}, expected 44`, 1, 2);
+  if (v2 && known && isFixedV2(code) && length !== LLC_MSG_SIZE && avail >= LLC_HEADER_LEN) {
+    issue(issues, 'warn', 'llc.length', `${llcTypeName(type)} v2 length ${length}, expected 44`, HF.lengthLe.at, HF.lengthLe.size);
   }
   return { value: m, issues };
+}
+
+/** What decodeLlc hands its per-type decoders, and what they hand back (reserved bytes found,
+ *  flag bits without meaning, where the structure ends). */
+interface LlcCtx {
+  llcVersion: 1 | 2; type: number; length: number; response: boolean; flags: number; v2: boolean;
+  /** End of a variable-size structure: the declared length when it fits, else the bytes present. */
+  varEnd: number; avail: number; rejectFlag: boolean; rejectReason: number; lengthOrder: LengthOrder | undefined;
+  reserved: LlcReservedBytes[] | undefined; flagsOther: number; structEnd: number;
+}
+const ctx: LlcCtx = {
+  llcVersion: 1, type: 0, length: 0, response: false, flags: 0, v2: false, varEnd: 0, avail: 0, rejectFlag: false,
+  rejectReason: 0, lengthOrder: undefined, reserved: undefined, flagsOther: 0, structEnd: LLC_MSG_SIZE,
+};
+
+function llcConfirmLink(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcCtx): LlcMessage {
+  const { llcVersion, type, length, response, flags } = x;
+  let reserved = x.reserved;
+  need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'CONFIRM LINK');
+  const F = LLC_CONFIRM_LINK_FIELDS;
+  const v = confirmLinkV.reset(b, 0);
+  const noRmbe = v.noRmbeEyecatcher === F.noRmbeEyecatcher.mask;
+  x.flagsOther = flags & (noRmbe ? OTHER_FLAGS & ~FLAG_NO_RMBE_EYEC : OTHER_FLAGS);
+  const cl: LlcConfirmLink = {
+    kind: 'confirm_link', llcVersion, type, length, response, noRmbeEyecatcher: noRmbe,
+    mac: macStr(b, F.mac.at), gid: ipv6Str(b, F.gid.at), qpn: v.qpn, linkId: v.linkId,
+    linkUid: v.linkUid, maxLinks: v.maxLinks, maxConns: v.maxConns,
+  };
+  if (t) {
+    addField(t, F.noRmbeEyecatcher, String(noRmbe));
+    addField(t, F.mac, cl.mac);
+    addField(t, F.gid, cl.gid);
+    addField(t, F.qpn, hx(cl.qpn));
+    addField(t, F.linkId, cl.linkId);
+    addField(t, F.linkUid, hex32(cl.linkUid));
+    addField(t, F.maxLinks, cl.maxLinks);
+    addField(t, F.maxConns, cl.maxConns);
+  }
+  reserved = rsvRun(b, F.reserved36, LLC_MSG_SIZE, issues, reserved, t);
+  x.reserved = reserved;
+  return cl;
+}
+
+function llcAddLink(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcCtx): LlcMessage {
+  const { llcVersion, type, length, response, flags, v2, varEnd, rejectFlag, rejectReason } = x;
+  let reserved = x.reserved;
+  need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'ADD LINK');
+  x.flagsOther = flags & OTHER_ADD_LINK;
+  const F = LLC_ADD_LINK_FIELDS;
+  const v = addLinkV.reset(b, 0);
+  const al: LlcAddLink = {
+    kind: 'add_link', llcVersion, type, length, response, rejected: rejectFlag, rejectReason,
+    mac: macStr(b, F.mac.at), gid: ipv6Str(b, F.gid.at), qpn: v.qpn, linkId: v.linkId,
+    mtu: v.mtu, psn: v.psn,
+  };
+  reserved = rsvRun(b, F.reserved10, LLC_MSG_SIZE, issues, reserved, t);
+  reserved = rsvBits(b, F.mtuReserved, issues, reserved);
+  if (t) {
+    addField(t, F.rejected, String(rejectFlag));
+    addField(t, F.mac, al.mac);
+    addField(t, F.gid, al.gid);
+    addField(t, F.qpn, hx(al.qpn));
+    addField(t, F.linkId, al.linkId);
+    addField(t, F.mtuByte, `${al.mtu} (${mtuFromCode(al.mtu)})`);
+    addField(t, F.psn, hx(al.psn));
+  }
+  reserved = rsvRun(b, F.reserved36, LLC_MSG_SIZE, issues, reserved, t);
+  if (v2 && varEnd > LLC_MSG_SIZE) {
+    x.reserved = reserved;
+    const ext = decodeAddLinkV2(b, x, issues, t);
+    if (ext) al.v2 = ext;
+    return al;
+  }
+  x.reserved = reserved;
+  return al;
+}
+
+function llcAddLinkCont(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcCtx): LlcMessage {
+  const { llcVersion, type, length, response, flags } = x;
+  let reserved = x.reserved;
+  need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'ADD LINK CONT');
+  x.flagsOther = flags & OTHER_FLAGS;
+  const F = LLC_ADD_LINK_CONT_FIELDS;
+  const v = addLinkContV.reset(b, 0);
+  const ac: LlcAddLinkCont = { kind: 'add_link_cont', llcVersion, type, length, response, linkId: v.linkId, numRkeys: v.numRkeys, rkeys: [] };
+  for (let i = 0; i < LLC_ADD_LINK_CONT_SLOTS; i++) ac.rkeys.push(rkeyEntry(b, entryAt(F.rkeys, i)));
+  if (t) {
+    addField(t, F.linkId, ac.linkId);
+    addField(t, F.numRkeys, ac.numRkeys);
+    for (let i = 0; i < LLC_ADD_LINK_CONT_SLOTS; i++) addRkeyEntry(t, F.rkeys, i, ac.rkeys[i]!);
+  }
+  reserved = rsvRun(b, F.reserved6, LLC_MSG_SIZE, issues, reserved, t);
+  reserved = rsvRun(b, F.reserved40, LLC_MSG_SIZE, issues, reserved, t);
+  x.reserved = reserved;
+  return ac;
+}
+
+function llcDeleteLink(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcCtx): LlcMessage {
+  const { llcVersion, type, length, response, flags, avail } = x;
+  let reserved = x.reserved;
+  need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'DELETE LINK');
+  x.flagsOther = flags & OTHER_DELETE_LINK;
+  const F = LLC_DELETE_LINK_FIELDS;
+  const v = deleteLinkV.reset(b, 0);
+  const dl: LlcDeleteLink = { kind: 'delete_link', llcVersion, type, length, response, all: v.all, orderly: v.orderly, linkId: v.linkId, reason: v.reason };
+  if (t) {
+    addField(t, F.all, String(dl.all));
+    addField(t, F.orderly, String(dl.orderly));
+    addField(t, F.linkId, dl.linkId);
+    addField(t, F.reason, `${hex32(dl.reason)} ${deleteLinkReason(dl.reason)}`);
+  }
+  if (DELETE_LINK_REASONS[dl.reason] === undefined && avail >= F.reason.at + F.reason.size) {
+    issue(issues, 'note', 'llc.reason', `DELETE LINK reason ${hex32(dl.reason)} is not a known code`, F.reason.at, F.reason.size);
+  }
+  reserved = rsvRun(b, F.reserved9, LLC_MSG_SIZE, issues, reserved, t);
+  x.reserved = reserved;
+  return dl;
+}
+
+function llcRequestAddLink(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcCtx): LlcMessage {
+  const { llcVersion, type, length, response, flags, varEnd, avail, rejectFlag, rejectReason } = x;
+  let reserved = x.reserved;
+  let structEnd = LLC_MSG_SIZE;
+  const F = LLC_REQUEST_ADD_LINK_FIELDS;
+  const fixed = F.gids.at;
+  need(b, 0, fixed, issues, 'llc.truncated', 'REQUEST ADD LINK');
+  x.flagsOther = flags & OTHER_ADD_LINK;
+  const gidCount = requestAddLinkV.reset(b, 0).gidCount;
+  const room = varEnd > fixed ? Math.floor((varEnd - fixed) / F.gids.len) : 0;
+  const k = Math.min(gidCount, room);
+  const gids: string[] = [];
+  for (let i = 0; i < k; i++) gids.push(ipv6Str(b, entryAt(F.gids, i)));
+  if (gidCount > room && avail >= fixed) {
+    if (length > avail) issue(issues, 'note', 'llc.partial', `REQUEST ADD LINK: ${k} of ${gidCount} GIDs present`, fixed, varEnd - fixed);
+    else issue(issues, 'warn', 'llc.gids', `REQUEST ADD LINK announces ${gidCount} GIDs, room for ${room}`, F.gidCount.at, 1);
+  }
+  reserved = rsvRun(b, F.reserved4, varEnd, issues, reserved, t);
+  reserved = rsvRun(b, F.reserved25, varEnd, issues, reserved, t);
+  if (t) {
+    addField(t, F.rejected, String(rejectFlag));
+    addField(t, F.gidCount, gidCount);
+    for (let i = 0; i < k; i++) addField(t, F.gids, gids[i]!, entryAt(F.gids, i) - F.gids.at, `${F.gids.label} ${i}`);
+  }
+  structEnd = entryAt(F.gids, k);
+  x.reserved = reserved; x.structEnd = structEnd;
+  return { kind: 'request_add_link', llcVersion, type, length, response, rejected: rejectFlag, rejectReason, gidCount, gids };
+}
+
+function llcConfirmRkey(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcCtx): LlcMessage {
+  const { llcVersion, type, length, response, flags, avail } = x;
+  let reserved = x.reserved;
+  need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'CONFIRM RKEY');
+  x.flagsOther = flags & OTHER_CONFIRM_RKEY;
+  const F = LLC_CONFIRM_RKEY_FIELDS;
+  const v = confirmRkeyV.reset(b, 0);
+  const cr: LlcConfirmRkey = {
+    kind: 'confirm_rkey', llcVersion, type, length, response, negative: v.negative, retry: v.retry,
+    numRtokens: v.numRtokens, rkey: v.rkey, vaddr: v.vaddr, others: [],
+  };
+  for (let i = 0; i < LLC_CONFIRM_RKEY_SLOTS; i++) cr.others.push(rtoken(b, entryAt(F.others, i)));
+  if (cr.numRtokens > LLC_CONFIRM_RKEY_SLOTS && avail > F.numRtokens.at) issue(issues, 'warn', 'llc.rtokens', `CONFIRM RKEY announces ${cr.numRtokens} additional rtokens (max 2)`, F.numRtokens.at, 1);
+  if (t) {
+    addField(t, F.negative, String(cr.negative));
+    addField(t, F.retry, String(cr.retry));
+    addField(t, F.numRtokens, cr.numRtokens);
+    addSpan(t, F.rkey, F.vaddr, `rkey ${hex32(cr.rkey)} va ${hx64(cr.vaddr)}`);
+    for (let i = 0; i < LLC_CONFIRM_RKEY_SLOTS; i++) addRtoken(t, F.others, i, i + 1, cr.others[i]!);
+  }
+  reserved = rsvRun(b, F.reserved43, LLC_MSG_SIZE, issues, reserved, t);
+  x.reserved = reserved;
+  return cr;
+}
+
+function llcConfirmRkeyCont(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcCtx): LlcMessage {
+  const { llcVersion, type, length, response, flags } = x;
+  need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'CONFIRM RKEY CONT');
+  x.flagsOther = flags & OTHER_FLAGS;
+  const F = LLC_CONFIRM_RKEY_CONT_FIELDS;
+  const cc: LlcConfirmRkeyCont = { kind: 'confirm_rkey_cont', llcVersion, type, length, response, numRemaining: confirmRkeyContV.reset(b, 0).numRemaining, rtokens: [] };
+  for (let i = 0; i < LLC_CONFIRM_RKEY_CONT_SLOTS; i++) cc.rtokens.push(rtoken(b, entryAt(F.rtokens, i)));
+  if (t) {
+    addField(t, F.numRemaining, cc.numRemaining);
+    for (let i = 0; i < LLC_CONFIRM_RKEY_CONT_SLOTS; i++) addRtoken(t, F.rtokens, i, i, cc.rtokens[i]!);
+  }
+  return cc;
+}
+
+function llcTestLink(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcCtx): LlcMessage {
+  const { llcVersion, type, length, response, flags, avail } = x;
+  let reserved = x.reserved;
+  need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'TEST LINK');
+  x.flagsOther = flags & OTHER_FLAGS;
+  const F = LLC_TEST_LINK_FIELDS;
+  const ud = new Uint8Array(F.userData.len);
+  ud.set(b.subarray(F.userData.at, Math.min(F.userData.at + F.userData.len, avail)));
+  if (t) addField(t, F.userData, hex(ud));
+  reserved = rsvRun(b, F.reserved20, LLC_MSG_SIZE, issues, reserved, t);
+  x.reserved = reserved;
+  return { kind: 'test_link', llcVersion, type, length, response, userData: ud };
+}
+
+function llcUnknown(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcCtx): LlcMessage {
+  const { llcVersion, type, length, response, flags, v2, varEnd, avail } = x;
+  let structEnd = LLC_MSG_SIZE;
+  x.flagsOther = flags & OTHER_FLAGS;
+  if (!v2 && length > avail && avail >= LLC_HEADER_LEN) issue(issues, 'error', 'llc.truncated', `truncated ${llcTypeName(type)}: ${avail} of ${length} bytes`, 0, avail);
+  const B = LLC_UNKNOWN_FIELDS.body;
+  const end = Math.max(B.at, varEnd);
+  const body = avail > B.at ? b.slice(B.at, Math.min(end, avail)) : new Uint8Array(0);
+  if (t && body.length) t.add(B.label, B.at, body.length, hex(body));
+  structEnd = B.at + body.length;
+  x.structEnd = structEnd;
+  return { kind: 'unknown', llcVersion, type, length, response, body };
+}
+
+/** Tree node of rkey entry i of the list that starts at `first`. */
+function addRkeyEntry(t: Tree, first: BytesSpec, i: number, e: LlcRkeyEntry): void {
+  addField(t, first, `rkey ${hex32(e.rkey)} new ${hex32(e.rkeyNew)} va ${hx64(e.vaddrNew)}`, entryAt(first, i) - first.at, `${first.label} ${i}`);
+}
+
+/** Tree node of rtoken slot i of the list that starts at `first`, shown as rtoken `n`. */
+function addRtoken(t: Tree, first: BytesSpec, i: number, n: number, r: LlcRtoken): void {
+  addField(t, first, `link ${r.linkId} rkey ${hex32(r.rkey)} va ${hx64(r.vaddr)}`, entryAt(first, i) - first.at, `${first.label} ${n}`);
+}
+
+/** The ADD LINK v2 extension (bytes 44…, up to varEnd); its rkey count is in host order. */
+function decodeAddLinkV2(b: Uint8Array, x: LlcCtx, issues: Issue[], t: Tree | undefined): LlcAddLinkV2Ext | undefined {
+  const { varEnd, length, avail, lengthOrder } = x;
+  let reserved = x.reserved;
+  const F = LLC_ADD_LINK_FIELDS;
+  const first = F.rkeys;
+  const fixedEnd = first.at;
+  if (varEnd < fixedEnd) {
+    issue(issues, 'error', 'llc.truncated', `truncated ADD LINK v2 extension: ${varEnd - LLC_MSG_SIZE} of 28 bytes`, LLC_MSG_SIZE, varEnd - LLC_MSG_SIZE);
+    return undefined;
+  }
+  const v = addLinkV.reset(b, 0);
+  reserved = rsvBits(b, F.extFlagsReserved, issues, reserved);
+  reserved = rsvRun(b, F.reserved45, varEnd, issues, reserved, t);
+  reserved = rsvRun(b, F.reserved62, varEnd, issues, reserved, t);
+  const nle = v.numRkeysLe, nbe = v.numRkeysBe;
+  const room = Math.floor((varEnd - fixedEnd) / first.len);
+  const fitLe = entryAt(first, nle) === varEnd, fitBe = entryAt(first, nbe) === varEnd;
+  let order: LengthOrder;
+  if (nle === nbe) order = lengthOrder ?? 'le';
+  else if (fitLe && !fitBe) order = 'le';
+  else if (fitBe && !fitLe) order = 'be';
+  else if (nle <= room && nbe > room) order = 'le';
+  else if (nbe <= room && nle > room) order = 'be';
+  else order = lengthOrder ?? 'le';
+  if (nle !== nbe && order !== lengthOrder) {
+    issue(issues, 'warn', 'llc.rkeys-order', `ADD LINK v2 rkey count read ${order.toUpperCase()}, but the length was ${String(lengthOrder).toUpperCase()}`, F.numRkeysLe.at, F.numRkeysLe.size);
+  }
+  const numRkeys = order === 'le' ? nle : nbe;
+  const k = Math.min(numRkeys, room);
+  const rkeys: LlcRkeyEntry[] = [];
+  for (let i = 0; i < k; i++) rkeys.push(rkeyEntry(b, entryAt(first, i)));
+  if (numRkeys > room) {
+    if (length > avail) issue(issues, 'note', 'llc.partial', `ADD LINK v2: ${k} of ${numRkeys} rkey entries present`, fixedEnd, varEnd - fixedEnd);
+    else issue(issues, 'warn', 'llc.rkeys', `ADD LINK v2 announces ${numRkeys} rkeys, room for ${room}`, F.numRkeysLe.at, F.numRkeysLe.size);
+  }
+  const ext: LlcAddLinkV2Ext = { direct: v.direct, targetGid: ipv6Str(b, F.targetGid.at), numRkeys, numRkeysOrder: order, rkeys };
+  if (t) {
+    addField(t, F.extFlags, String(ext.direct));
+    addField(t, F.targetGid, ext.targetGid);
+    addField(t, F.numRkeysLe, `${numRkeys} [${order}]`);
+    for (let i = 0; i < k; i++) addRkeyEntry(t, first, i, rkeys[i]!);
+  }
+  x.reserved = reserved;
+  x.structEnd = entryAt(first, k);
+  return ext;
+}
+
+/** DELETE RKEY: the fixed 44-byte form with 8 slots, or the v2 variable form (length ≠ 44). */
+function llcDeleteRkey(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcCtx): LlcMessage {
+  const { llcVersion, type, length, response, flags, v2, varEnd } = x;
+  let reserved = x.reserved;
+  x.flagsOther = flags & OTHER_DELETE_RKEY;
+  const F = LLC_DELETE_RKEY_FIELDS;
+  const first = F.rkeys;
+  const avail = b.length;
+  const variable = v2 && length !== LLC_MSG_SIZE;
+  const v = deleteRkeyV.reset(b, 0);
+  const numRkeys = v.numRkeys;
+  const errorMask = v.errorMask;
+  const negative = v.negative;
+  const rkeys: number[] = [];
+  let structEnd = LLC_MSG_SIZE;
+  if (!variable) {
+    need(b, 0, LLC_MSG_SIZE, issues, 'llc.truncated', 'DELETE RKEY');
+    if (numRkeys > LLC_DELETE_RKEY_SLOTS) issue(issues, 'warn', 'llc.rkeys', `DELETE RKEY announces ${numRkeys} rkeys (max 8)`, F.numRkeys.at, 1);
+    const k = Math.min(numRkeys, LLC_DELETE_RKEY_SLOTS);
+    for (let i = 0; i < k; i++) rkeys.push(u32(b, entryAt(first, i)));
+    reserved = rsvRun(b, F.reserved6, LLC_MSG_SIZE, issues, reserved, t);
+    reserved = rsv(b, entryAt(first, k), entryAt(first, LLC_DELETE_RKEY_SLOTS) - entryAt(first, k), LLC_MSG_SIZE, issues, reserved, t);
+    reserved = rsvRun(b, F.reserved40, LLC_MSG_SIZE, issues, reserved, t);
+  } else {
+    need(b, 0, first.at, issues, 'llc.truncated', 'DELETE RKEY v2');
+    const room = varEnd > first.at ? Math.floor((varEnd - first.at) / first.len) : 0;
+    const k = Math.min(numRkeys, room);
+    for (let i = 0; i < k; i++) rkeys.push(u32(b, entryAt(first, i)));
+    if (numRkeys > room && avail >= first.at) {
+      if (length > avail) issue(issues, 'note', 'llc.partial', `DELETE RKEY v2: ${k} of ${numRkeys} rkeys present`, first.at, varEnd - first.at);
+      else issue(issues, 'warn', 'llc.rkeys', `DELETE RKEY v2 announces ${numRkeys} rkeys, room for ${room}`, F.numRkeys.at, 1);
+    }
+    reserved = rsvRun(b, F.reserved6, varEnd, issues, reserved, t);
+    structEnd = entryAt(first, k);
+  }
+  if (t) {
+    addField(t, F.negative, String(negative));
+    addField(t, F.numRkeys, numRkeys);
+    addField(t, F.errorMask, '0x' + hex2(errorMask), 0, variable ? 'invalid rkeys' : F.errorMask.label);
+    for (let i = 0; i < rkeys.length; i++) addField(t, first, hex32(rkeys[i]!), entryAt(first, i) - first.at, `${first.label} ${i}`);
+  }
+  x.reserved = reserved; x.structEnd = structEnd;
+  return { kind: 'delete_rkey', llcVersion, type, length, response, negative, numRkeys, errorMask, variable, rkeys };
 }
 
 function isFixedV2(code: number): boolean {
@@ -668,110 +814,113 @@ function isFixedV2(code: number): boolean {
 
 function structSize(m: LlcMessage): number {
   switch (m.kind) {
-    case 'add_link': return LLC_MSG_SIZE + (m.v2 ? 28 + 16 * m.v2.rkeys.length : 0);
-    case 'request_add_link': return 28 + 16 * m.gids.length;
-    case 'delete_rkey': return m.variable ? 8 + 4 * m.rkeys.length : LLC_MSG_SIZE;
-    case 'unknown': return 4 + m.body.length;
+    case 'add_link': return m.v2 ? entryAt(LLC_ADD_LINK_FIELDS.rkeys, m.v2.rkeys.length) : LLC_MSG_SIZE;
+    case 'request_add_link': return entryAt(LLC_REQUEST_ADD_LINK_FIELDS.gids, m.gids.length);
+    case 'delete_rkey': return m.variable ? entryAt(LLC_DELETE_RKEY_FIELDS.rkeys, m.rkeys.length) : LLC_MSG_SIZE;
+    case 'unknown': return LLC_UNKNOWN_FIELDS.body.at + m.body.length;
     default: return LLC_MSG_SIZE;
   }
 }
 
 function putEntry(b: Uint8Array, o: number, e: LlcRkeyEntry | undefined): void {
   if (!e) return;
-  put32(b, o, e.rkey); put32(b, o + 4, e.rkeyNew); put64(b, o + 8, e.vaddrNew);
+  const w = rkeyEntryV.reset(b, o);
+  w.rkey = e.rkey; w.rkeyNew = e.rkeyNew; w.vaddrNew = e.vaddrNew;
 }
 
 function putRtoken(b: Uint8Array, o: number, r: LlcRtoken | undefined): void {
   if (!r) return;
-  b[o] = r.linkId & 0xff; put32(b, o + 1, r.rkey); put64(b, o + 5, r.vaddr);
+  const w = rtokenV.reset(b, o);
+  w.linkId = r.linkId & 0xff; w.rkey = r.rkey; w.vaddr = r.vaddr;
 }
 
 /** Value → exact bytes (length written verbatim in its byte order; reserved/trailing restored). */
 export function encodeLlc(m: LlcMessage): Uint8Array {
   const size = structSize(m);
   const b = new Uint8Array(size + (m.trailing?.length ?? 0));
-  b[0] = m.type & 0xff;
+  const h = headerV.reset(b, 0);
+  h.type = m.type & 0xff;
   if (m.llcVersion === 2) {
-    if (m.lengthOrder === 'be') put16(b, 1, m.length); else put16le(b, 1, m.length);
+    if (m.lengthOrder === 'be') h.lengthBe = m.length & 0xffff; else h.lengthLe = m.length & 0xffff;
   } else {
-    b[1] = m.length & 0xff;
+    h.length = m.length & 0xff;
   }
-  let flags = (m.response ? LLC_FLAG_RESP : 0) | (m.flagsOther ?? 0);
+  let flags = (m.response ? FLAG_RESP : 0) | (m.flagsOther ?? 0);
   switch (m.kind) {
-    case 'confirm_link':
-      if (m.noRmbeEyecatcher) flags |= LLC_FLAG_CONFIRM_LINK_NO_RMBE_EYEC;
-      b.set(parseMac(m.mac), 4);
-      b.set(parseIpv6(m.gid), 10);
-      put24(b, 26, m.qpn);
-      b[29] = m.linkId & 0xff;
-      put32(b, 30, m.linkUid);
-      b[34] = m.maxLinks & 0xff;
-      b[35] = m.maxConns & 0xff;
+    case 'confirm_link': {
+      const F = LLC_CONFIRM_LINK_FIELDS;
+      const w = confirmLinkV.reset(b, 0);
+      if (m.noRmbeEyecatcher) flags |= FLAG_NO_RMBE_EYEC;
+      b.set(parseMac(m.mac), F.mac.at);
+      b.set(parseIpv6(m.gid), F.gid.at);
+      w.qpn = m.qpn;
+      w.linkId = m.linkId & 0xff;
+      w.linkUid = m.linkUid;
+      w.maxLinks = m.maxLinks & 0xff;
+      w.maxConns = m.maxConns & 0xff;
       break;
+    }
     case 'add_link':
     case 'request_add_link':
-      if (m.rejected) flags |= LLC_FLAG_ADD_LINK_REJ;
-      if (m.llcVersion === 1) b[2] = m.rejectReason & 0x0f;
-      else if (m.rejected) b[2] = (b[2]! & 0xf0) | (m.rejectReason & 0x0f);
+      if (m.rejected) flags |= FLAG_REJ;
+      if (m.llcVersion === 1) h.byte2 = m.rejectReason & 0x0f;
+      else if (m.rejected) h.rejectReason = m.rejectReason & 0x0f;
       if (m.kind === 'request_add_link') {
-        b[24] = m.gidCount & 0xff;
-        for (let i = 0; i < m.gids.length; i++) b.set(parseIpv6(m.gids[i]!), 28 + 16 * i);
+        const F = LLC_REQUEST_ADD_LINK_FIELDS;
+        requestAddLinkV.reset(b, 0).gidCount = m.gidCount & 0xff;
+        for (let i = 0; i < m.gids.length; i++) b.set(parseIpv6(m.gids[i]!), entryAt(F.gids, i));
         break;
       }
-      b.set(parseMac(m.mac), 4);
-      b.set(parseIpv6(m.gid), 12);
-      put24(b, 28, m.qpn);
-      b[31] = m.linkId & 0xff;
-      b[32] = m.mtu & 0x0f;
-      put24(b, 33, m.psn);
-      if (m.v2) {
-        b[44] = m.v2.direct ? LLC_ADD_LINK_V2_DIRECT : 0;
-        b.set(parseIpv6(m.v2.targetGid), 46);
-        if (m.v2.numRkeysOrder === 'be') put16(b, 70, m.v2.numRkeys); else put16le(b, 70, m.v2.numRkeys);
-        for (let i = 0; i < m.v2.rkeys.length; i++) putEntry(b, 72 + 16 * i, m.v2.rkeys[i]);
-      }
+      putAddLink(b, m);
       break;
-    case 'add_link_cont':
-      b[4] = m.linkId & 0xff;
-      b[5] = m.numRkeys & 0xff;
-      putEntry(b, 8, m.rkeys[0]);
-      putEntry(b, 24, m.rkeys[1]);
+    case 'add_link_cont': {
+      const w = addLinkContV.reset(b, 0);
+      w.linkId = m.linkId & 0xff;
+      w.numRkeys = m.numRkeys & 0xff;
+      for (let i = 0; i < LLC_ADD_LINK_CONT_SLOTS; i++) putEntry(b, entryAt(LLC_ADD_LINK_CONT_FIELDS.rkeys, i), m.rkeys[i]);
       break;
-    case 'delete_link':
-      if (m.all) flags |= LLC_FLAG_DEL_LINK_ALL;
-      if (m.orderly) flags |= LLC_FLAG_DEL_LINK_ORDERLY;
-      b[4] = m.linkId & 0xff;
-      put32(b, 5, m.reason);
+    }
+    case 'delete_link': {
+      const w = deleteLinkV.reset(b, 0);
+      if (m.all) flags |= FLAG_ALL;
+      if (m.orderly) flags |= FLAG_ORDERLY;
+      w.linkId = m.linkId & 0xff;
+      w.reason = m.reason;
       break;
-    case 'confirm_rkey':
-      if (m.negative) flags |= LLC_FLAG_RKEY_NEG;
-      if (m.retry) flags |= LLC_FLAG_RKEY_RETRY;
-      b[4] = m.numRtokens & 0xff;
-      put32(b, 5, m.rkey);
-      put64(b, 9, m.vaddr);
-      putRtoken(b, 17, m.others[0]);
-      putRtoken(b, 30, m.others[1]);
+    }
+    case 'confirm_rkey': {
+      const w = confirmRkeyV.reset(b, 0);
+      if (m.negative) flags |= FLAG_NEG;
+      if (m.retry) flags |= FLAG_RETRY;
+      w.numRtokens = m.numRtokens & 0xff;
+      w.rkey = m.rkey;
+      w.vaddr = m.vaddr;
+      for (let i = 0; i < LLC_CONFIRM_RKEY_SLOTS; i++) putRtoken(b, entryAt(LLC_CONFIRM_RKEY_FIELDS.others, i), m.others[i]);
       break;
+    }
     case 'confirm_rkey_cont':
-      b[4] = m.numRemaining & 0xff;
-      for (let i = 0; i < 3; i++) putRtoken(b, 5 + 13 * i, m.rtokens[i]);
+      confirmRkeyContV.reset(b, 0).numRemaining = m.numRemaining & 0xff;
+      for (let i = 0; i < LLC_CONFIRM_RKEY_CONT_SLOTS; i++) putRtoken(b, entryAt(LLC_CONFIRM_RKEY_CONT_FIELDS.rtokens, i), m.rtokens[i]);
       break;
-    case 'test_link':
-      b.set(m.userData.subarray(0, 16), 4);
+    case 'test_link': {
+      const U = LLC_TEST_LINK_FIELDS.userData;
+      b.set(m.userData.subarray(0, U.len), U.at);
       break;
+    }
     case 'delete_rkey': {
-      if (m.negative) flags |= LLC_FLAG_RKEY_NEG;
-      b[4] = m.numRkeys & 0xff;
-      b[5] = m.errorMask & 0xff;
-      const k = m.variable ? m.rkeys.length : Math.min(8, m.rkeys.length);
-      for (let i = 0; i < k; i++) put32(b, 8 + 4 * i, m.rkeys[i]!);
+      const w = deleteRkeyV.reset(b, 0);
+      if (m.negative) flags |= FLAG_NEG;
+      w.numRkeys = m.numRkeys & 0xff;
+      w.errorMask = m.errorMask & 0xff;
+      const k = m.variable ? m.rkeys.length : Math.min(LLC_DELETE_RKEY_SLOTS, m.rkeys.length);
+      for (let i = 0; i < k; i++) put32(b, entryAt(LLC_DELETE_RKEY_FIELDS.rkeys, i), m.rkeys[i]!);
       break;
     }
     case 'unknown':
-      b.set(m.body, 4);
+      b.set(m.body, LLC_UNKNOWN_FIELDS.body.at);
       break;
   }
-  b[3] = flags & 0xff;
+  h.flags = flags & 0xff;
   if (m.reserved) {
     for (const r of m.reserved) {
       for (let i = 0; i < r.bytes.length; i++) {
@@ -782,6 +931,22 @@ export function encodeLlc(m: LlcMessage): Uint8Array {
   }
   if (m.trailing) b.set(m.trailing, size);
   return b;
+}
+
+function putAddLink(b: Uint8Array, m: LlcAddLink): void {
+  const F = LLC_ADD_LINK_FIELDS;
+  const w = addLinkV.reset(b, 0);
+  b.set(parseMac(m.mac), F.mac.at);
+  b.set(parseIpv6(m.gid), F.gid.at);
+  w.qpn = m.qpn;
+  w.linkId = m.linkId & 0xff;
+  w.mtu = m.mtu & 0x0f;
+  w.psn = m.psn;
+  if (!m.v2) return;
+  w.direct = m.v2.direct;
+  b.set(parseIpv6(m.v2.targetGid), F.targetGid.at);
+  if (m.v2.numRkeysOrder === 'be') w.numRkeysBe = m.v2.numRkeys & 0xffff; else w.numRkeysLe = m.v2.numRkeys & 0xffff;
+  for (let i = 0; i < m.v2.rkeys.length; i++) putEntry(b, entryAt(F.rkeys, i), m.v2.rkeys[i]);
 }
 
 // ---- summary ----

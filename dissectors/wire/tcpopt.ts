@@ -3,7 +3,9 @@
 // Input/output: the option bytes themselves (kind, length, data), no NOP padding.
 
 import type { Decoded, Issue } from './common.js';
-import { Tree, issue, u8, u16, u32, put16, put32, hex } from './common.js';
+import { Tree, issue, hex } from './common.js';
+import { addField } from './views/field.js';
+import { TCPOPT_FIELDS, TCPOPT_EXID_AT, TcpOptView } from './views/tcpopt.js';
 
 /** 32-bit ExID "SMCR" in EBCDIC — SMC-R (Linux sends and accepts only this one). */
 export const SMCR_EXID = 0xe2d4c3d9;
@@ -39,11 +41,15 @@ function exidName(exid: number, bits: number): string | undefined {
   return undefined;
 }
 
+// Offsets of every field: ./views/tcpopt.ts. Decode, tree and encode go through one view.
+const view = new TcpOptView();
+
 /** Decode one experimental TCP option (`b` = kind, length, data). Never throws. */
 export function decodeTcpOpt(b: Uint8Array, t?: Tree): Decoded<TcpOpt> {
   const issues: Issue[] = [];
-  const kind = u8(b, 0);
-  const length = u8(b, 1);
+  const v0 = view.reset(b, 0);
+  const kind = v0.kind;
+  const length = v0.length;
   if (b.length < 2) issue(issues, 'error', 'tcpopt.truncated', `truncated TCP option: ${b.length} bytes`, 0, b.length);
   if (kind !== TCPOPT_EXP && kind !== TCPOPT_EXP2 && b.length > 0) {
     issue(issues, 'error', 'tcpopt.kind', `option kind ${kind} is not an RFC 6994 experimental option (253/254)`, 0, 1);
@@ -58,9 +64,9 @@ export function decodeTcpOpt(b: Uint8Array, t?: Tree): Decoded<TcpOpt> {
   const avail = end - 2;
   let exid = 0;
   let exidBits: 0 | 16 | 32 = 0;
-  if (avail >= 4 && !EXID16.has(u16(b, 2))) { exid = u32(b, 2); exidBits = 32; }
-  else if (avail >= 2) { exid = u16(b, 2); exidBits = 16; }
-  const dataStart = 2 + exidBits / 8;
+  if (avail >= 4 && !EXID16.has(v0.exid16)) { exid = v0.exid32; exidBits = 32; }
+  else if (avail >= 2) { exid = v0.exid16; exidBits = 16; }
+  const dataStart = TCPOPT_EXID_AT + exidBits / 8;
   const v: TcpOpt = { kind, length, exid, exidBits, data: b.subarray(Math.min(dataStart, end), end) };
   const name = exidName(exid, exidBits);
   if (name !== undefined) v.name = name;
@@ -74,9 +80,10 @@ export function decodeTcpOpt(b: Uint8Array, t?: Tree): Decoded<TcpOpt> {
 
   if (t) {
     const s = t.sub('TCP option', 0, Math.max(0, end), summarizeTcpOpt(v));
-    s.add('Kind', 0, 1, kind);
-    if (b.length >= 2) s.add('Length', 1, 1, length);
-    if (exidBits) s.add('ExID', 2, exidBits / 8, `0x${exid.toString(16).padStart(exidBits / 4, '0')}${name ? ` (${name})` : ''}`);
+    const F = TCPOPT_FIELDS;
+    addField(s, F.kind, kind);
+    if (b.length >= 2) addField(s, F.length, length);
+    if (exidBits) addField(s, exidBits === 32 ? F.exid32 : F.exid16, `0x${exid.toString(16).padStart(exidBits / 4, '0')}${name ? ` (${name})` : ''}`);
     if (v.data.length) s.add('Data', dataStart, v.data.length, hex(v.data));
   }
   return { value: v, issues };
@@ -85,12 +92,13 @@ export function decodeTcpOpt(b: Uint8Array, t?: Tree): Decoded<TcpOpt> {
 /** Encode: kind, length byte as given, ExID (exidBits wide), data. */
 export function encodeTcpOpt(v: TcpOpt): Uint8Array {
   const n = v.exidBits / 8;
-  const out = new Uint8Array(2 + n + v.data.length);
-  out[0] = v.kind & 0xff;
-  out[1] = v.length & 0xff;
-  if (n === 4) put32(out, 2, v.exid);
-  else if (n === 2) put16(out, 2, v.exid);
-  out.set(v.data, 2 + n);
+  const out = new Uint8Array(TCPOPT_EXID_AT + n + v.data.length);
+  const w = view.reset(out, 0);
+  w.kind = v.kind & 0xff;
+  w.length = v.length & 0xff;
+  if (n === 4) w.exid32 = v.exid;
+  else if (n === 2) w.exid16 = v.exid;
+  out.set(v.data, TCPOPT_EXID_AT + n);
   return out;
 }
 

@@ -4,7 +4,8 @@
 
 import type { Socket } from 'node:net';
 import {
-  decodeClc, encodeClc, CLC_DECLINE, CLC_DECLINE_V2_LEN,
+  decodeClc, encodeClc, isClcEyecatcherAt, clcLengthField, CLC_DECLINE, CLC_DECLINE_V1_LEN, CLC_DECLINE_V2_LEN,
+  CLC_EYECATCHER_LEN, CLC_HEADER_LEN, CLC_MIN_LEN,
   type ClcInput, type ClcMessage, type ClcDecline,
 } from '../../dissectors/wire/clc.js';
 import { formatReason } from '../../dissectors/wire/reasons.js';
@@ -92,7 +93,7 @@ export class ClcChannel {
         // EOF inside a message: a partial header or body is a truncated CLC message (SYNCERR).
         this.traceProblem(this.buf.length > 0 ? 'truncated' : 'closed', this.ended);
         if (this.buf.length > 0) {
-          const of = this.buf.length >= 8 ? `${this.buf.readUInt16BE(5)}-byte` : '8-byte header of a';
+          const of = this.buf.length >= CLC_HEADER_LEN ? `${clcLengthField(this.buf)}-byte` : '8-byte header of a';
           throw new ClcError(DECL.SYNCERR, `truncated CLC ${what}: ${this.buf.length} bytes of the ${of} message, then ${this.ended}`, false, false, false, this.reset ? 'ECONNRESET' : 'EPROTO');
         }
         throw new ClcError(DECL.SYNCERR, `${this.ended} while waiting for CLC ${what}`, false, false, true, 'ECONNRESET');
@@ -156,7 +157,7 @@ export class ClcChannel {
     const v2 = version >= 2;
     const m: ClcDecline = {
       type: 'decline', eyecatcher: 'SMCR', trailer: 'SMCR', typeCode: CLC_DECLINE, version: v2 ? 2 : 1,
-      length: v2 ? CLC_DECLINE_V2_LEN : 28, outOfSync, typev1: 0, peerId, diagnosis: code >>> 0, osType: v2 ? 2 : 0,
+      length: v2 ? CLC_DECLINE_V2_LEN : CLC_DECLINE_V1_LEN, outOfSync, typev1: 0, peerId, diagnosis: code >>> 0, osType: v2 ? 2 : 0,
       ...(v2 ? { diagExtra: [0, 0, 0, 0] } : {}),
     };
     try { await this.send(m); } catch { /* the peer is gone: nothing to tell it */ }
@@ -183,28 +184,25 @@ export class ClcChannel {
 
 export type ClcFrame = { kind: 'message'; length: number } | { kind: 'partial' } | { kind: 'bad'; why: string };
 
-const EYE_R = Buffer.from([0xe2, 0xd4, 0xc3, 0xd9]);
-const EYE_D = Buffer.from([0xe2, 0xd4, 0xc3, 0xc4]);
-
 /**
  * Where the first CLC message in `b` ends, without decoding it: a complete message (its length),
  * partial (wait for more), or bad (not CLC: no eyecatcher, length out of range). Total: any bytes.
  */
 export function frameClc(b: Buffer): ClcFrame {
   // Judged from 4 bytes on: fewer that end in EOF are a truncated message, not "not CLC".
-  if (b.length < 4) return { kind: 'partial' };
-  if (b.compare(EYE_R, 0, 4, 0, 4) !== 0 && b.compare(EYE_D, 0, 4, 0, 4) !== 0) {
+  if (b.length < CLC_EYECATCHER_LEN) return { kind: 'partial' };
+  if (!isClcEyecatcherAt(b, 0)) {
     return { kind: 'bad', why: `got ${b.length} bytes that are not CLC (no SMC eyecatcher)` };
   }
-  if (b.length < 8) return { kind: 'partial' };
-  const len = b.readUInt16BE(5);
-  if (len < 12 || len > CLC_MAX_LEN) return { kind: 'bad', why: `CLC message length ${len} out of range (12…${CLC_MAX_LEN})` };
+  if (b.length < CLC_HEADER_LEN) return { kind: 'partial' };
+  const len = clcLengthField(b);
+  if (len < CLC_MIN_LEN || len > CLC_MAX_LEN) return { kind: 'bad', why: `CLC message length ${len} out of range (12…${CLC_MAX_LEN})` };
   return b.length >= len ? { kind: 'message', length: len } : { kind: 'partial' };
 }
 
 /** Is `b` (a complete frame per frameClc) a CLC message with its trailer, i.e. surely not app data? */
 export function hasClcTrailer(b: Buffer, len: number): boolean {
-  return b.length >= len && len >= 12 && (b.compare(EYE_R, 0, 4, len - 4, len) === 0 || b.compare(EYE_D, 0, 4, len - 4, len) === 0);
+  return b.length >= len && len >= CLC_MIN_LEN && isClcEyecatcherAt(b, len - CLC_EYECATCHER_LEN);
 }
 
 /** One line for a Decline received: "peer declined: 0x03030008 NOUEID (no common UEID)". */

@@ -6,8 +6,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readPcap, writePcap } from './pcap-walk.js';
+import { LINKTYPE } from '../../capture/types.js';
 import { decodeEthernet, encodeEthernet, ethernetHeader, summarizeEthernet, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_QINQ, ETHERTYPE_VLAN, type EthernetHeader } from '../../dissectors/net/ethernet.js';
-import { decodeSll, decodeSll2, encodeSll, sllHeader, summarizeSll, sllPacketTypeName, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, SLL_OUTGOING, SLL_HOST, type SllHeader } from '../../dissectors/net/sll.js';
+import { decodeSll, decodeSll2, encodeSll, sllHeader, summarizeSll, sllPacketTypeName, SLL_OUTGOING, SLL_HOST, type SllHeader } from '../../dissectors/net/sll.js';
 import { decodeIpv4, encodeIpv4, ipv4Header, ipv4Option, summarizeIpv4, type Ipv4Header } from '../../dissectors/net/ipv4.js';
 import { decodeIpv6, encodeIpv6, ipv6PseudoDestination, ipv6Header, ipv6OptionsBody, ipv6FragmentBody, ipv6RoutingBody, summarizeIpv6, type Ipv6Header } from '../../dissectors/net/ipv6.js';
 import { decodeTcp, encodeTcp, tcpHeader, summarizeTcp, summarizeTcpOptions, tcpUdpChecksum, type TcpHeader } from '../../dissectors/net/tcp.js';
@@ -105,8 +106,8 @@ test('SLL v1 and SLL2 (`-i any`) frames: decode, round trip, tshark', (t) => {
   t.deepEqual(encodeSll(dj.value), junk.subarray(0, 16));
   if (!haveTshark) return t.log('tshark not installed: cross-check skipped');
   const fields = ['sll.pkttype', 'sll.hatype', 'sll.halen', 'sll.etype', 'ip.src', 'tcp.srcport', 'tcp.option_kind'];
-  t.deepEqual(tshark([f1], LINKTYPE_LINUX_SLL, fields)[0], ['4', '1', '6', '0x0800', A, '34608', '2,4,8,1,3,1,1,254']);
-  t.deepEqual(tshark([f2], LINKTYPE_LINUX_SLL2, [...fields, 'sll.ifindex'])[0], ['0', '1', '6', '0x0800', A, '34608', '2,4,8,1,3,1,1,254', '3']);
+  t.deepEqual(tshark([f1], LINKTYPE.LINUX_SLL, fields)[0], ['4', '1', '6', '0x0800', A, '34608', '2,4,8,1,3,1,1,254']);
+  t.deepEqual(tshark([f2], LINKTYPE.LINUX_SLL2, [...fields, 'sll.ifindex'])[0], ['0', '1', '6', '0x0800', A, '34608', '2,4,8,1,3,1,1,254', '3']);
 });
 
 test('IPv6 with HBH, Destination Options, Routing (SRH) and an atomic Fragment before TCP: decode, round trip, tshark', (t) => {

@@ -21,15 +21,26 @@ export interface FieldSpec {
   readonly mask?: number;
   readonly bool?: boolean;
   readonly names?: Readonly<Record<number, string>>;
+  /** Its name in the `-V` tree, where the tree shows this field as one node. */
+  readonly label?: string;
 }
 
-export type FieldTable = Readonly<Record<string, FieldSpec>>;
+/** A run of `len` bytes that is not a number (address, GID, MAC, blank-padded text, reserved
+ *  bytes): declared in the table for its offset and tree label, read by the codec's own helper
+ *  (ipv6Str, macStr, text …) at `view.off + spec.at`. The view has no accessor for it. */
+export interface BytesSpec {
+  readonly at: number;
+  readonly len: number;
+  readonly label?: string;
+}
+
+export type FieldTable = Readonly<Record<string, FieldSpec | BytesSpec>>;
 
 /** The TypeScript type of a field's value. */
 type FieldValue<S extends FieldSpec> = S extends { bool: true } ? boolean : S extends { size: 8 } ? bigint : number;
 
-/** Getters/setters of every field in table T, plus the view's own methods. */
-export type ViewOf<T extends FieldTable> = { -readonly [K in keyof T]: FieldValue<T[K]> } & ViewBase;
+/** Getters/setters of every numeric field in table T, plus the view's own methods. */
+export type ViewOf<T extends FieldTable> = { -readonly [K in keyof T as T[K] extends FieldSpec ? K : never]: T[K] extends FieldSpec ? FieldValue<T[K]> : never } & ViewBase;
 
 /** Where a view points: a buffer, the header's offset in it, and the end of valid bytes. */
 export class ViewBase {
@@ -96,7 +107,7 @@ export function writeUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3
 export function defineView<T extends FieldTable>(name: string, table: T): new () => ViewOf<T> {
   const cls = { [name]: class extends ViewBase {} }[name]!;
   for (const [field, spec] of Object.entries(table)) {
-    Object.defineProperty(cls.prototype, field, accessor(spec));
+    if ('size' in spec) Object.defineProperty(cls.prototype, field, accessor(spec));
   }
   // reset() of its own per class: one shared ViewBase.reset sees every view class and stays a
   // call on the hot path; a per-class copy is monomorphic and inlined like the getters.
@@ -111,12 +122,7 @@ function accessor(s: FieldSpec): PropertyDescriptor {
   const le = s.le === true;
   if (s.size === 8) {
     return {
-      get(this: ViewBase): bigint {
-        const o = this.off + at;
-        const hi = readUint(this.buf, le ? o + 4 : o, this.end, 4, false);
-        const lo = readUint(this.buf, le ? o : o + 4, this.end, 4, false);
-        return le ? (BigInt(swap32(hi)) << 32n) | BigInt(swap32(lo)) : (BigInt(hi) << 32n) | BigInt(lo);
-      },
+      get: compileGetter64(at, le),
       set(this: ViewBase, v: bigint): void {
         const hi = Number((v >> 32n) & 0xffffffffn), lo = Number(v & 0xffffffffn);
         const o = this.off + at;
@@ -138,6 +144,31 @@ function accessor(s: FieldSpec): PropertyDescriptor {
   if (s.bool) return { get, set(this: ViewBase, v: boolean): void { setBits(this, at, size, le, shift, mask, v ? mask : 0); }, enumerable: true };
   if (whole) return { get, set(this: ViewBase, v: number): void { writeUint(this.buf, this.off + at, this.end, size, le, v >>> 0); }, enumerable: true };
   return { get, set(this: ViewBase, v: number): void { setBits(this, at, size, le, shift, mask, v); }, enumerable: true };
+}
+
+/** Reads a 64-bit field that may run past `end` (bytes there read as 0). */
+function read64(v: ViewBase, at: number, le: boolean): bigint {
+  const o = v.off + at;
+  const hi = readUint(v.buf, le ? o + 4 : o, v.end, 4, false);
+  const lo = readUint(v.buf, le ? o : o + 4, v.end, 4, false);
+  return le ? (BigInt(swap32(hi)) << 32n) | BigInt(swap32(lo)) : (BigInt(hi) << 32n) | BigInt(lo);
+}
+
+/** A 64-bit getter of its own per field (like compileGetter: one shared closure for every
+ *  64-bit field would stay a polymorphic call). Only numbers go into the code. */
+function compileGetter64(at: number, le: boolean): () => bigint {
+  const word = (first: number, lsbFirst: boolean): string => {
+    const idx = lsbFirst ? [3, 2, 1, 0] : [0, 1, 2, 3];
+    return `(((b[o + ${first + idx[0]!}] << 24) | (b[o + ${first + idx[1]!}] << 16) | (b[o + ${first + idx[2]!}] << 8) | b[o + ${first + idx[3]!}]) >>> 0)`;
+  };
+  const hi = le ? word(4, true) : word(0, false);
+  const lo = le ? word(0, true) : word(4, false);
+  const body = `
+    const b = this.buf, o = this.off + ${at};
+    if (o + 8 > this.end) return read64(this, ${at}, ${le});
+    return (BigInt(${hi}) << 32n) | BigInt(${lo});`;
+  // new Function: the source above is built from numbers only, never from input
+  return new Function('read64', `return function get() {${body}\n};`)(read64) as () => bigint;
 }
 
 function compileReset(): ViewBase['reset'] {
@@ -183,9 +214,40 @@ function swap32(x: number): number {
   return (((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24)) >>> 0;
 }
 
+/** Bytes a field covers: its width (a bit field: the width of the bytes holding it). */
+export function fieldLen(s: FieldSpec | BytesSpec): number { return 'size' in s ? s.size : s.len; }
+
 /** Size in bytes covered by a table (end of its last field). */
 export function tableSize(t: FieldTable): number {
   let n = 0;
-  for (const s of Object.values(t)) n = Math.max(n, s.at + s.size);
+  for (const s of Object.values(t)) n = Math.max(n, s.at + fieldLen(s));
   return n;
 }
+
+/** What `addField` needs of a tree (structurally `Tree` of ../common.ts). */
+interface TreeLike { add(name: string, offset: number, length: number, value?: string | number | bigint): unknown }
+
+/**
+ * One `-V` tree node for one declared field: name, offset and length come from the table, the
+ * codec gives only the value text. `base` is the offset of the view in the tree's buffer (the
+ * start of a sub-structure whose fields are relative to it).
+ */
+export function addField(t: TreeLike, s: FieldSpec | BytesSpec, value: string | number | bigint, base = 0, name = s.label): void {
+  t.add(name ?? '?', base + s.at, fieldLen(s), value);
+}
+
+/** One tree node spanning the declared fields `first` … `last` (e.g. an address and its prefix
+ *  length shown together), named after `first`. */
+export function addSpan(t: TreeLike, first: FieldSpec | BytesSpec, last: FieldSpec | BytesSpec, value: string | number | bigint, base = 0, name = first.label): void {
+  t.add(name ?? '?', base + first.at, last.at + fieldLen(last) - first.at, value);
+}
+
+/** The bits a bit field occupies in its (unsigned) value, e.g. 0x40 for a flag at bit 6. */
+export function fieldBits(s: FieldSpec): number {
+  const full = s.size >= 4 ? 0xffffffff : (1 << (8 * s.size)) - 1;
+  return ((s.mask ?? full) << (s.shift ?? 0)) >>> 0;
+}
+
+/** Offset of entry `i` of a list whose first entry is declared as `first` (entries of
+ *  `first`'s length follow each other). */
+export function entryAt(first: BytesSpec, i: number): number { return first.at + first.len * i; }
