@@ -8,18 +8,18 @@
 import type { Decoded, Issue, Tree } from './common.js';
 import { hex, hex32, issue } from './common.js';
 import { CDC_FIELDS, CDC_RESERVED_AT, CdcView } from './views/cdc.js';
+import { fieldBits } from './views/field.js';
 
 export const CDC_TYPE = 0xfe;
 export const CDC_MSG_SIZE = 44;
 
-export const CDC_PROD_WRITE_BLOCKED = 0x80;
-export const CDC_PROD_URG_PENDING = 0x40;
-export const CDC_PROD_URG_PRESENT = 0x20;
-export const CDC_PROD_CONS_CURS_UPD_REQ = 0x10;
-export const CDC_PROD_FAILOVER_VALIDATION = 0x08;
-export const CDC_CONN_PEER_DONE_WRITING = 0x80;
-export const CDC_CONN_PEER_CONN_CLOSED = 0x40;
-export const CDC_CONN_PEER_CONN_ABORT = 0x20;
+/** Flag bits for writers that build the flag bytes whole (the endpoint), from the table. */
+export const CDC_PROD_WRITE_BLOCKED = fieldBits(CDC_FIELDS.writeBlocked);
+export const CDC_PROD_URG_PENDING = fieldBits(CDC_FIELDS.urgentPending);
+export const CDC_PROD_URG_PRESENT = fieldBits(CDC_FIELDS.urgentPresent);
+export const CDC_CONN_PEER_DONE_WRITING = fieldBits(CDC_FIELDS.peerDoneWriting);
+export const CDC_CONN_PEER_CONN_CLOSED = fieldBits(CDC_FIELDS.peerConnClosed);
+export const CDC_CONN_PEER_CONN_ABORT = fieldBits(CDC_FIELDS.peerConnAbort);
 
 /** A ring cursor: wrap sequence + byte offset in the ring. */
 export interface CdcCursor {

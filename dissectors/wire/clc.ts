@@ -56,8 +56,6 @@ export const EMULATED_ISM_CHID_MASK = 0xff00;
 /** Whole message sizes incl. header and trailer (formats.md §5, §6), from the tables. */
 export const CLC_SMCR_V1_LEN = CLC_SMCR_ACCEPT_FIELDS.eid.at + CLC_TRAILER_LEN;
 export const CLC_SMCR_V2_MIN_LEN = CLC_SMCR_FCE_AT + CLC_TRAILER_LEN;
-export const CLC_SMCD_V1_LEN = CLC_SMCD_ACCEPT_FIELDS.reservedV1.at + CLC_SMCD_ACCEPT_FIELDS.reservedV1.len + CLC_TRAILER_LEN;
-export const CLC_SMCD_V2_MIN_LEN = CLC_SMCD_FCE_AT + CLC_TRAILER_LEN;
 export const CLC_DECLINE_V1_LEN = CLC_DECLINE_FIELDS.diagExtra.at + CLC_TRAILER_LEN;
 export const CLC_DECLINE_V2_LEN = CLC_DECLINE_FIELDS.diagExtra.at + CLC_DECLINE_FIELDS.diagExtra.len + CLC_TRAILER_LEN;
 

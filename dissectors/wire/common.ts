@@ -62,7 +62,6 @@ export function issue(issues: Issue[], severity: Severity, code: string, message
 
 export function u8(b: Uint8Array, o: number): number { return b[o] ?? 0; }
 export function u16(b: Uint8Array, o: number): number { return ((b[o] ?? 0) << 8) | (b[o + 1] ?? 0); }
-export function u16le(b: Uint8Array, o: number): number { return (b[o] ?? 0) | ((b[o + 1] ?? 0) << 8); }
 /** Little-endian u32 (e.g. the IB ICRC, transmitted least-significant byte first). */
 export function u32le(b: Uint8Array, o: number): number {
   return ((b[o] ?? 0) | ((b[o + 1] ?? 0) << 8) | ((b[o + 2] ?? 0) << 16) | ((b[o + 3] ?? 0) << 24)) >>> 0;
@@ -75,7 +74,6 @@ export function u64(b: Uint8Array, o: number): bigint { return (BigInt(u32(b, o)
 
 export function put8(b: Uint8Array, o: number, v: number): void { b[o] = v & 0xff; }
 export function put16(b: Uint8Array, o: number, v: number): void { b[o] = (v >>> 8) & 0xff; b[o + 1] = v & 0xff; }
-export function put16le(b: Uint8Array, o: number, v: number): void { b[o] = v & 0xff; b[o + 1] = (v >>> 8) & 0xff; }
 export function put32le(b: Uint8Array, o: number, v: number): void {
   b[o] = v & 0xff; b[o + 1] = (v >>> 8) & 0xff; b[o + 2] = (v >>> 16) & 0xff; b[o + 3] = (v >>> 24) & 0xff;
 }

@@ -62,8 +62,6 @@ export const IPV6_FIELDS = {
   nextHeader: { at: 6, size: 1 },
   hopLimit: { at: 7, size: 1 },
 } as const satisfies FieldTable;
-export const IPV6_SRC_AT = 8;
-export const IPV6_DST_AT = 24;
 
 /** UDP (RFC 768), 8 bytes. */
 export const UDP_FIELDS = {
