@@ -10,7 +10,7 @@ import { AsyncEventType } from '../../endpoint/verbs/index.js';
 import { SmcStack } from '../../endpoint/stack.js';
 import type { LinkGroup } from '../../endpoint/llc/linkgroup.js';
 import type { CdcConnection } from '../../endpoint/cdc/connection.js';
-import { freePair, tcpPair } from './stacks.js';
+import { freePair, send, tcpPair, until } from './stacks.js';
 
 async function v1Stacks(log: string[], octets: [number, number]): Promise<[SmcStack, SmcStack, string, string]> {
   const [a1, b1] = await freePair(octets[0]);
@@ -22,34 +22,7 @@ async function v1Stacks(log: string[], octets: [number, number]): Promise<[SmcSt
   return [a, b, a1, b1];
 }
 
-async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (!cond()) { if (Date.now() > end) return false; await new Promise((r) => setTimeout(r, 10)); }
-  return true;
-}
-
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
-
-/** Send `data` from x to y; resolves with the SHA-256 of what y read (exactly data.length bytes). */
-async function send(x: CdcConnection, y: CdcConnection, data: Buffer): Promise<string> {
-  const got: Buffer[] = [];
-  let len = 0;
-  let pull = (): void => undefined;
-  const done = new Promise<void>((resolve, reject) => {
-    pull = (): void => { for (let b = len < data.length ? y.read() : null; b; b = len < data.length ? y.read() : null) { got.push(Buffer.from(b)); len += b.length; } if (len >= data.length) resolve(); };
-    y.on('readable', pull);
-    y.once('abort', (r: string) => reject(new Error(r)));
-    pull();
-  });
-  let off = 0;
-  const pump = (): void => { while (off < data.length) { const k = x.write(data.subarray(off)); if (!k) return; off += k; } };
-  x.on('writable', pump);
-  pump();
-  await done;
-  y.off('readable', pull);
-  x.off('writable', pump);
-  return sha(Buffer.concat(got));
-}
 
 const active = (lg: LinkGroup): number[] => [...lg.links.entries()].filter(([, l]) => l.state === 'ACTIVE').map(([id]) => id);
 /** rtokens per connection of a group's snapshot: how many links know each peer RMB. */

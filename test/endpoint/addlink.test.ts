@@ -5,8 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { AsyncEventType } from '../../endpoint/verbs/index.js';
 import { SmcStack } from '../../endpoint/stack.js';
-import { freePair, tcpPair } from './stacks.js';
-import type { CdcConnection } from '../../endpoint/cdc/connection.js';
+import { freePair, send, tcpPair, until } from './stacks.js';
 
 const UEID = 'SMCSCOPE-ADDLINK';
 
@@ -16,33 +15,6 @@ async function twoDeviceStacks(extra: Record<string, unknown> = {}): Promise<[Sm
   const a = await SmcStack.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: a1 }, alternates: [{ provider: 'uroce', address: a2 }], ...extra });
   const b = await SmcStack.open({ ueids: [UEID], tcpOption: 'ignore', device: { provider: 'uroce', address: b1 }, alternates: [{ provider: 'uroce', address: b2 }], ...extra });
   return [a, b, a1, b1];
-}
-
-async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (!cond()) { if (Date.now() > end) return false; await new Promise((r) => setTimeout(r, 10)); }
-  return true;
-}
-
-async function send(x: CdcConnection, y: CdcConnection, data: Buffer): Promise<string> {
-  const got: Buffer[] = [];
-  let len = 0;
-  let pull = (): void => undefined;
-  const done = new Promise<void>((resolve, reject) => {
-    // stops at the transfer's length, so the same connection can carry the next transfer
-    pull = (): void => { for (let b = len < data.length ? y.read() : null; b; b = len < data.length ? y.read() : null) { got.push(Buffer.from(b)); len += b.length; } if (len >= data.length) resolve(); };
-    y.on('readable', pull);
-    y.once('abort', (r: string) => reject(new Error(r)));
-    pull();
-  });
-  let off = 0;
-  const pump = (): void => { while (off < data.length) { const k = x.write(data.subarray(off)); if (!k) return; off += k; } };
-  x.on('writable', pump);
-  pump();
-  await done;
-  y.off('readable', pull);
-  x.off('writable', pump);
-  return createHash('sha256').update(Buffer.concat(got)).digest('hex');
 }
 
 test.serial('server adds a second link over the other devices; both sides see two ACTIVE links; rkeys known on both', async (t) => {

@@ -2,8 +2,10 @@
 // 127.<octet>.<n>.1/.2 (other test files or developers may hold UDP 4791 on one).
 
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { SmcStack } from '../../endpoint/stack.js';
+import type { CdcConnection } from '../../endpoint/cdc/connection.js';
 import type { SmcOptions } from '../../endpoint/config.js';
 import type { UroceOptions } from '../../endpoint/verbs/uroce/index.js';
 
@@ -63,4 +65,34 @@ export async function freePair(b: number): Promise<[string, string]> {
     if (await free(x) && await free(y)) return [x, y];
   }
   throw new Error(`no free loopback pair in 127.${b}.x`);
+}
+
+/** Poll `cond` every 10 ms until it holds (true) or `ms` pass (false). */
+export async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!cond()) { if (Date.now() > end) return false; await new Promise((r) => setTimeout(r, 10)); }
+  return true;
+}
+
+/** Send `data` from x to y; resolves with the SHA-256 of what y read (exactly data.length bytes,
+ *  so the same connections can carry the next transfer). */
+export async function send(x: CdcConnection, y: CdcConnection, data: Buffer): Promise<string> {
+  const got: Buffer[] = [];
+  let len = 0;
+  let pull = (): void => undefined;
+  const done = new Promise<void>((resolve, reject) => {
+    // stops at the transfer's length, so the same connection can carry the next transfer
+    pull = (): void => { for (let b = len < data.length ? y.read() : null; b; b = len < data.length ? y.read() : null) { got.push(Buffer.from(b)); len += b.length; } if (len >= data.length) resolve(); };
+    y.on('readable', pull);
+    y.once('abort', (r: string) => reject(new Error(r)));
+    pull();
+  });
+  let off = 0;
+  const pump = (): void => { while (off < data.length) { const k = x.write(data.subarray(off)); if (!k) return; off += k; } };
+  x.on('writable', pump);
+  pump();
+  await done;
+  y.off('readable', pull);
+  x.off('writable', pump);
+  return createHash('sha256').update(Buffer.concat(got)).digest('hex');
 }
