@@ -1,0 +1,70 @@
+# (u) failover with the kernel, our endpoint over uroce on the host side with two local
+# addresses (u-uroce-failover.host.ts: 10.55.0.252 + alternate 10.55.0.253 on the bridge, TCP
+# from 10.55.0.254), guest A the kernel with two devices (rxe0/eth0, rxe1/eth1, one PNET ID).
+# Both roles, one after the other; in each the host part deletes our address under conn 2's
+# link mid-transfer (uroce: PORT_ERR, our DELETE LINK LOST_PATH and validation CDC) and we send
+# BYTES paced (CHUNK every PAUSE_MS) across it: the kernel hashes every byte and answers.
+#   phase 1, our client → kernel server: conn 1 (PORT) first contact, the kernel server adds
+#   the second link (ADD LINK); conn 2 (REVPORT): we send, the kernel server ACKs the hash.
+#   phase 2, kernel client → our server (PORT2): conn 1 first contact, we add the second link;
+#   conn 2: we send (smcpingpong client -r hashes and ACKs).
+# lab-guests: a
+# lab-nics: 2
+# lab-tcg-cpu: max,-erms
+# lab-timeout: 420
+PORT=12345
+REVPORT=12346
+PORT2=12347
+WARMPORT=12349         # the host part's warm-up connection (both kernel devices set up)
+
+check_dmesg() {
+    local bad
+    bad=$(dmesg | grep -E 'WARNING:|BUG:|Call Trace:|general protection|Oops' )
+    if [ -n "$bad" ]; then fail "kernel warnings in dmesg:"; echo "$bad"; else log "dmesg: no WARNING/BUG/call trace"; fi
+}
+links_state() {
+    log "---- SMC links: $1"
+    smcdiag sockets
+    smcdiag links
+    log "---- end SMC links: $1"
+}
+
+setup_rdma
+setup_nic2
+add_rxe rxe1 eth1
+
+log "phase 1: our client (uroce, two addresses) -> kernel server"
+run smcpingpong server $WARMPORT -n 1 &
+run smcpingpong server $PORT -n 1 -x "smcdiag sockets" &
+srv=$!
+run smcpingpong server $REVPORT -n 1 &
+rev=$!
+sleep 1
+signal listening
+wait $srv || fail "server exit $?"
+wait_host two-links 120 || fail "our client saw no second link"
+links_state "A before the transfer (two links)"
+wait $rev || fail "transfer server exit $?"
+log "transfer finished"
+wait_host transfer-done 180 || fail "our client did not finish the transfer"
+links_state "A after the transfer, one host address gone"
+signal after-dump-1
+wait_host closed-1 90 || fail "our client did not close"
+sleep 2
+smc_state "A after our client deleted its link group"
+
+log "phase 2: kernel client -> our server (uroce, two addresses)"
+wait_host srv-listening 120 || fail "our server did not listen"
+must smcpingpong client "$HOST_IP" $PORT2 -m 'SMC-R interop: kernel client to uroce, two addresses 0123456789' -x "smcdiag sockets"
+wait_host two-links 120 || fail "our server saw no second link"
+links_state "A before the transfer (two links)"
+must smcpingpong client "$HOST_IP" $PORT2 -r -x "smcdiag sockets"
+log "transfer finished"
+wait_host transfer-done 180 || fail "our server did not finish the transfer"
+links_state "A after the transfer, one host address gone"
+signal after-dump-2
+wait_host closed-2 90 || fail "our server did not close"
+sleep 2
+smc_state "A after our server deleted its link group"
+check_dmesg
+finish
