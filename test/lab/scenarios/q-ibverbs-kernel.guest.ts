@@ -405,7 +405,33 @@ if (mode === 'client') {
   say(`failover server ${ok ? 'done' : 'FAILED'}`);
   clearTimeout(giveUp);
   process.exit(ok ? 0 : 1);
+} else if (mode === 'send') {
+  // Scenario x-throughput: one connection to a kernel smcpingpong server, BYTES of the pattern in
+  // 64 KiB writes, end, wait for its "ACK <bytes> fnv1a=<hash>"; MB/s = BYTES / (first write →
+  // ACK), as the scenario computes it for a kernel client. One line "throughput LABEL: …" and
+  // $OUT/throughput-LABEL.json.
+  const [peer, portS, bytesS, label] = args as [string, string, string, string];
+  const data = pattern(Number(bytesS));
+  const h = fnv1a(data);
+  const s = await connect({ ...opts, host: peer, port: Number(portS) });
+  const parts: Buffer[] = [];
+  const replied = new Promise<void>((resolve) => { s.on('data', (d: Buffer) => parts.push(d)); s.on('end', resolve); s.on('error', () => resolve()); });
+  const w0 = process.hrtime.bigint();
+  for (let off = 0; off < data.length; off += 65536) {
+    if (!s.write(data.subarray(off, off + 65536))) await new Promise<void>((r) => s.once('drain', () => r()));
+  }
+  s.end();
+  await replied;
+  const secs = Number(process.hrtime.bigint() - w0) / 1e9;
+  const reply = Buffer.concat(parts).toString('latin1').trim();
+  const ok = s.mode === 'smcr' && reply === `ACK ${data.length} fnv1a=${h}`;
+  const res = { label, mode: s.mode, bytes: data.length, seconds: secs, mbps: data.length / secs / 1e6, reply, ok };
+  writeFileSync(join(OUT, `throughput-${label}.json`), JSON.stringify(res, null, 2));
+  console.log(`throughput ${label}: ${data.length} bytes in ${secs.toFixed(3)} s = ${res.mbps.toFixed(1)} MB/s (${s.mode}; reply ${reply}${ok ? '' : ' MISMATCH'})`);
+  await Promise.race([closeAll(), sleep(15_000)]);
+  clearTimeout(giveUp);
+  process.exit(ok ? 0 : 1);
 } else {
-  console.error('usage: guest.mjs client PEER PORT REVPORT DONE CLOSED | server PORT REVPORT DONE CLOSED');
+  console.error('usage: guest.mjs client PEER PORT REVPORT DONE CLOSED | server PORT REVPORT DONE CLOSED | send PEER PORT BYTES LABEL');
   process.exit(2);
 }
