@@ -55,14 +55,19 @@ export async function get(t: ExecutionContext, name: string): Promise<Run> {
 }
 /** smcdump --state of our endpoint's snapshot against the capture cut before the frame `cut`. */
 export async function stateCheck(r: Run, provider: string, role: string, tag: string, cut?: number): Promise<string> {
+  return stateFileCheck(r, `${provider}-${role}-state-${tag}.json`, cut);
+}
+
+/** The same for any state file of the run (e.g. limits-state-before-close.json). */
+export async function stateFileCheck(r: Run, stateFile: string, cut?: number): Promise<string> {
   let pcap = r.result.pcap;
   if (cut !== undefined) {
-    pcap = join(r.result.runDir, `capture-until-${provider}-${role}-delete.pcap`);
+    pcap = join(r.result.runDir, `capture-until-${stateFile.replace(/\.json$/, '')}.pcap`);
     const w = createCaptureWriter(pcap, { nanosecond: true });
     for (const f of r.raw.slice(0, cut - 1)) w.write(f);
     w.close();
   }
-  const s = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts'), '-r', pcap, '--state', join(r.result.runDir, `${provider}-${role}-state-${tag}.json`), '-q'],
+  const s = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts'), '-r', pcap, '--state', join(r.result.runDir, stateFile), '-q'],
     { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
   return (s.stdout + s.stderr).split('\n').filter((l) => /Endpoint state vs wire|^ +(error|warn|note) state\./.test(l)).join('\n');
 }
