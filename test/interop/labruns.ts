@@ -58,13 +58,15 @@ export async function stateCheck(r: Run, provider: string, role: string, tag: st
   return stateFileCheck(r, `${provider}-${role}-state-${tag}.json`, cut);
 }
 
-/** The same for any state file of the run (e.g. limits-state-before-close.json). */
-export async function stateFileCheck(r: Run, stateFile: string, cut?: number): Promise<string> {
+/** The same for any state file of the run (e.g. limits-state-before-close.json); with `from`,
+ *  the capture starts at that frame (a run whose earlier processes had link groups of the same
+ *  names). */
+export async function stateFileCheck(r: Run, stateFile: string, cut?: number, from = 1): Promise<string> {
   let pcap = r.result.pcap;
-  if (cut !== undefined) {
+  if (cut !== undefined || from > 1) {
     pcap = join(r.result.runDir, `capture-until-${stateFile.replace(/\.json$/, '')}.pcap`);
     const w = createCaptureWriter(pcap, { nanosecond: true });
-    for (const f of r.raw.slice(0, cut - 1)) w.write(f);
+    for (const f of r.raw.slice(from - 1, (cut ?? r.raw.length + 1) - 1)) w.write(f);
     w.close();
   }
   const s = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts'), '-r', pcap, '--state', join(r.result.runDir, stateFile), '-q'],

@@ -13,11 +13,12 @@ import type { CdcMessage } from '../../dissectors/wire/cdc.js';
 import type { ClcAcceptConfirm } from '../../dissectors/wire/clc.js';
 import { opcodeInfo } from '../../dissectors/wire/ib.js';
 import { anomalies, errorDiagnoses, fnv1a, foreignFrames, items, type Run } from './support.js';
-import { get, llcList, ourDeleteLink, stateCheck, stateLinks, type LlcItem } from './labruns.js';
+import { get, llcList, ourDeleteLink, stateFileCheck, stateLinks, type LlcItem } from './labruns.js';
 
 const NAME = 'u-uroce-failover';
-const A = '10.55.0.1', A2 = '10.55.0.11', HOST = '10.55.0.254', R1 = '10.55.0.252', R2 = '10.55.0.253';
-const OURS = [R1, R2];
+const A = '10.55.0.1', A2 = '10.55.0.11', HOST = '10.55.0.254';
+/** Our two uroce addresses in each phase (u-uroce-failover.host.ts). */
+const OURS = { 1: ['10.55.0.252', '10.55.0.253'], 2: ['10.55.0.250', '10.55.0.251'] } as const;
 const BYTES = 1572864;
 const pattern = (n: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => '0123456789abcdef'.charCodeAt(i % 16)));
 const hash = fnv1a(pattern(BYTES));
@@ -25,18 +26,18 @@ const hash = fnv1a(pattern(BYTES));
 interface Conn { n: number; mode: string; smcr?: { firstContact: boolean; version: number; release: number; link: number }; bytes: number; fnv1a: string; reply?: string; replyOk?: boolean; transferMs?: number; error?: string }
 interface Side { conns: Conn[]; closeMs: number; errors: string[] }
 
-/** Frames of one phase: phase 1 from our second Proposal (the first is the host part's warm-up
- *  connection) to the kernel client's first, phase 2 from there on. */
+/** Frames of one phase, from the SYN of its first connection: phase 1 (our client to the kernel's
+ *  12345; the host part's warm-up went to 12349 before it), phase 2 (the kernel client to our
+ *  12347). */
 function phaseRange(r: Run, phase: 1 | 2): [number, number] {
-  const proposals = items(r.frames, 'clc').filter((c) => c.value.type === 'proposal');
-  const ourSecond = proposals.filter((c) => c.f.ip!.src === HOST)[1]?.n ?? 0;
-  const kernelFirst = proposals.find((c) => c.f.ip!.src === A)?.n ?? Infinity;
-  return phase === 1 ? [ourSecond - 1, kernelFirst] : [kernelFirst - 1, Infinity];
+  const syn = (port: number): number => r.frames.find((f) => f.tcp && f.tcp.dstPort === port && f.tcp.flags.syn && !f.tcp.flags.ack)?.n ?? Infinity;
+  return phase === 1 ? [syn(12345) - 1, syn(12347)] : [syn(12347) - 1, Infinity];
 }
 
 async function failoverPhase(t: ExecutionContext, role: 'failover-client' | 'failover-server', phase: 1 | 2): Promise<void> {
   const r = await get(t, NAME);
   const [from, to] = phaseRange(r, phase);
+  const addrs: readonly string[] = OURS[phase];
   const inPhase = (n: number): boolean => n > from && n < to;
   const ours = JSON.parse(readFileSync(join(r.result.runDir, `uroce-${role}.json`), 'utf8')) as Side;
   t.log(`transfer across the failover ${ours.conns[1]?.transferMs} ms; close ${ours.closeMs} ms`);
@@ -54,11 +55,11 @@ async function failoverPhase(t: ExecutionContext, role: 'failover-client' | 'fai
   const two = stateLinks(r, 'uroce', role, 'two-links');
   t.is(two.length, 2, JSON.stringify(two));
   t.deepEqual(two.map(([, st]) => st), ['ACTIVE', 'ACTIVE']);
-  t.deepEqual(two.map(([, , g]) => g).sort(), [`::ffff:${R1}`, `::ffff:${R2}`]);
+  t.deepEqual(two.map(([, , g]) => g).sort(), addrs.map((a) => `::ffff:${a}`));
   t.deepEqual(two.map(([, , , p]) => p).sort(), [`::ffff:${A}`, `::ffff:${A2}`]);
   const llc = (items(r.frames, 'llc') as LlcItem[]).filter((l) => inPhase(l.n));
   const adds = llc.filter((l) => l.value.kind === 'add_link').slice(0, 2)
-    .map((l) => [OURS.includes(l.f.ip!.src) ? 'us' : 'kernel', l.value.response, l.value.rejected ?? false, (l.value as { v2?: { numRkeys: number } }).v2?.numRkeys ?? 0]);
+    .map((l) => [addrs.includes(l.f.ip!.src) ? 'us' : 'kernel', l.value.response, l.value.rejected ?? false, (l.value as { v2?: { numRkeys: number } }).v2?.numRkeys ?? 0]);
   t.deepEqual(adds.map(([who, rsp, rej]) => [who, rsp, rej]), phase === 1 ? [['kernel', false, false], ['us', true, false]] : [['us', false, false], ['kernel', true, false]],
     'the second link: the server\'s ADD LINK v2, accepted');
   t.true(adds.every(([, , , n]) => (n as number) >= 1), `both ADD LINKs carry the rkey list: ${JSON.stringify(adds)}`);
@@ -68,23 +69,23 @@ async function failoverPhase(t: ExecutionContext, role: 'failover-client' | 'fai
   const gone = host.filter((l) => /MARK FAILURE: ip addr del/.test(l))[phase - 1];
   t.truthy(gone, 'the host part deleted an address mid-transfer');
   const addr = /ip addr del (\S+)\/24/.exec(gone ?? '')?.[1];
-  t.true(OURS.includes(addr ?? ''), `one of our uroce addresses went: ${addr}`);
+  t.true(addrs.includes(addr ?? ''), `one of our uroce addresses went: ${addr}`);
   t.true(host.some((l) => l.includes(`uroce-${role}]`) && l.includes(`(::ffff:${addr}) port down`)), 'uroce reported PORT_ERR for it');
   // our DELETE LINK LOST_PATH on the surviving link, then the validation CDC(s) on it
-  const lost = llc.find((l) => l.value.kind === 'delete_link' && !l.value.response && !l.value.all && l.value.reason === 0x00010000 && OURS.includes(l.f.ip!.src));
+  const lost = llc.find((l) => l.value.kind === 'delete_link' && !l.value.response && !l.value.all && l.value.reason === 0x00010000 && addrs.includes(l.f.ip!.src));
   t.truthy(lost, 'our DELETE LINK LOST_PATH');
   t.not(lost?.f.ip!.src, addr, 'sent over the surviving address');
   const cdc = items(r.frames, 'cdc').filter((c) => inPhase(c.n) && c.n > (lost?.n ?? 0));
-  t.true(cdc.some((c) => (c.value as CdcMessage).prodFlags.failoverValidation && OURS.includes(c.f.ip!.src)), 'our failover validation CDC');
-  const writes = r.frames.filter((f) => inPhase(f.n) && f.roce && opcodeInfo(f.roce.ib.bth.opcode).isWrite && OURS.includes(f.ip!.src));
+  t.true(cdc.some((c) => (c.value as CdcMessage).prodFlags.failoverValidation && addrs.includes(c.f.ip!.src)), 'our failover validation CDC');
+  const writes = r.frames.filter((f) => inPhase(f.n) && f.roce && opcodeInfo(f.roce.ib.bth.opcode).isWrite && addrs.includes(f.ip!.src));
   const before = writes.filter((f) => f.n < lost!.n).length, after = writes.filter((f) => f.n > lost!.n);
   t.true(before > 50 && after.length > 50, `the failover (frame ${lost?.n}) fell mid-transfer: ${before} WRITE packets before, ${after.length} after`);
   t.false(after.some((f) => f.ip!.src === addr), 'nothing sent from the gone address after the failover');
   t.log(llcList({ ...r, frames: r.frames.filter((f) => inPhase(f.n)) }, ['add_link', 'confirm_link', 'delete_link', 'request_add_link']).join('; '));
 
   // our state before the close agrees with the capture up to our DELETE LINK (all); none at exit
-  const end = ourDeleteLink(r, OURS, lost!.n);
-  t.regex(await stateCheck(r, 'uroce', role, 'before-close', end), /no disagreements/);
+  const end = ourDeleteLink(r, addrs, lost!.n);
+  t.regex(await stateFileCheck(r, `uroce-${role}-state-before-close.json`, end, from + 1), /no disagreements/);
   const exit = JSON.parse(readFileSync(join(r.result.runDir, `uroce-${role}-state-exit.json`), 'utf8')) as { linkGroups: unknown[] };
   t.is(exit.linkGroups.length, 0, 'at exit: no link group left (DELETE LINK ALL sent)');
   // the CLC of the phase ran from the bridge's lab address, the RoCE traffic from the uroce ones

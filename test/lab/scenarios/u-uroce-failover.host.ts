@@ -1,8 +1,8 @@
 // Host-side part of scenario u-uroce-failover: our endpoint over uroce with TWO local addresses
 // on the lab bridge against guest A's kernel with two rxe devices, both roles, one after the
 // other. The TCP/CLC connections use the bridge's lab address (10.55.0.254); the two uroce
-// devices stand on two more addresses of the bridge, R1 (device) and R2 (alternate), so taking
-// one of them away leaves every TCP connection alone.
+// devices stand on two more addresses of the bridge (device and alternate: .252/.253 in phase
+// 1, .250/.251 in phase 2), so taking one of them away leaves every TCP connection alone.
 //   phase 1 (our client → kernel server): q-ibverbs-kernel.guest.ts failover-client … self
 //   phase 2 (kernel client → our server): q-ibverbs-kernel.guest.ts failover-server … self
 // In each phase the endpoint says on which address conn 2 runs (conn2-address, host.conn2-up);
@@ -25,7 +25,11 @@ const runDir = process.env.LAB_RUN, sync = process.env.LAB_SYNC;
 if (!runDir || !sync) { console.error('host part: LAB_SYNC/LAB_RUN not set (run through the lab harness)'); process.exit(2); }
 const bridge = process.env.LAB_BRIDGE ?? 'smcbr0';
 const guest = process.env.LAB_GUEST_A ?? '10.55.0.1';
-export const R1 = '10.55.0.252', R2 = '10.55.0.253';
+// Each part has its own pair of bridge addresses: QPNs and GIDs repeat otherwise (every process
+// numbers its uroce QPs from 0x11) and one capture would hold different link groups between the
+// same GIDs and QPNs (phase 1's group also stays in the kernel, see the scenario).
+const WARM = ['10.55.0.248', '10.55.0.249'] as const;
+const PHASE1 = ['10.55.0.252', '10.55.0.253'] as const, PHASE2 = ['10.55.0.250', '10.55.0.251'] as const;
 const BYTES = 1572864;
 const t0 = Date.now();
 const say = (l: string): void => console.log(`[${((Date.now() - t0) / 1000).toFixed(3).padStart(8)} host] ${l}`);
@@ -38,12 +42,12 @@ function ip(...args: string[]): boolean {
 }
 
 /** Run one phase's endpoint program; take conn 2's address away mid-transfer; put it back after. */
-async function phase(args: string[]): Promise<boolean> {
+async function phase(addrs: readonly [string, string], args: string[]): Promise<boolean> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'q-ibverbs-kernel.guest.ts'), ...args], {
     stdio: ['ignore', 'inherit', 'inherit'],
     env: {
       ...process.env, LAB_ENDPOINT: 'uroce', LAB_ENDPOINT_AS: 'host', LAB_KERNEL_AS: 'a',
-      LAB_ENDPOINT_DEVICES: JSON.stringify({ device: { provider: 'uroce', address: R1 }, alternates: [{ provider: 'uroce', address: R2 }] }),
+      LAB_ENDPOINT_DEVICES: JSON.stringify({ device: { provider: 'uroce', address: addrs[0] }, alternates: [{ provider: 'uroce', address: addrs[1] }] }),
     },
   });
   const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? 1)));
@@ -67,7 +71,7 @@ async function phase(args: string[]): Promise<boolean> {
 /** Connect once (no data) with both devices and long timeouts, wait for the second link, close. */
 async function warmUp(): Promise<void> {
   const opts = {
-    device: { provider: 'uroce' as const, address: R1 }, alternates: [{ provider: 'uroce' as const, address: R2 }], ueids: ['SMC-LAB-UEID'],
+    device: { provider: 'uroce' as const, address: WARM[0] }, alternates: [{ provider: 'uroce' as const, address: WARM[1] }], ueids: ['SMC-LAB-UEID'],
     tcpOption: 'ebpf' as const, clcTimeoutMs: 20_000, llcTimeoutMs: 20_000, log: (l: string) => say(`warm-up: ${l}`),
   };
   const w0 = Date.now();
@@ -86,11 +90,11 @@ async function warmUp(): Promise<void> {
   say(`warm-up done in ${Date.now() - w0} ms`);
 }
 
-if (!ip('addr', 'add', `${R1}/24`, 'dev', bridge) || !ip('addr', 'add', `${R2}/24`, 'dev', bridge)) process.exit(1);
+if (![...WARM, ...PHASE1, ...PHASE2].every((a) => ip('addr', 'add', `${a}/24`, 'dev', bridge))) process.exit(1);
 ip('-br', 'addr', 'show', 'dev', bridge);
 await waitForFile(join(sync, 'a.listening'));
 await warmUp();
-const ok1 = await phase(['failover-client', guest, '12345', '12346', String(BYTES), 'after-dump-1', 'closed-1', '', 'self']);
-const ok2 = await phase(['failover-server', '12347', String(BYTES), 'after-dump-2', 'closed-2', '-', 'self']);
+const ok1 = await phase(PHASE1, ['failover-client', guest, '12345', '12346', String(BYTES), 'after-dump-1', 'closed-1', '', 'self']);
+const ok2 = await phase(PHASE2, ['failover-server', '12347', String(BYTES), 'after-dump-2', 'closed-2', '-', 'self']);
 say(`host part ${ok1 && ok2 ? 'done' : 'FAILED'}`);
 process.exit(ok1 && ok2 ? 0 : 1);

@@ -1,6 +1,6 @@
 # (u) failover with the kernel, our endpoint over uroce on the host side with two local
-# addresses (u-uroce-failover.host.ts: 10.55.0.252 + alternate 10.55.0.253 on the bridge, TCP
-# from 10.55.0.254), guest A the kernel with two devices (rxe0/eth0, rxe1/eth1, one PNET ID).
+# addresses (u-uroce-failover.host.ts: 10.55.0.252 + alternate .253 in phase 1, .250 + .251 in
+# phase 2, on the bridge; TCP from 10.55.0.254), guest A the kernel with two devices (rxe0/eth0, rxe1/eth1, one PNET ID).
 # Both roles, one after the other; in each the host part deletes our address under conn 2's
 # link mid-transfer (uroce: PORT_ERR, our DELETE LINK LOST_PATH and validation CDC) and we send
 # BYTES paced (CHUNK every PAUSE_MS) across it: the kernel hashes every byte and answers.
