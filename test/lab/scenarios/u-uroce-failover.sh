@@ -17,18 +17,6 @@ REVPORT=12346
 PORT2=12347
 WARMPORT=12349         # the host part's warm-up connection (both kernel devices set up)
 
-check_dmesg() {
-    local bad
-    bad=$(dmesg | grep -E 'WARNING:|BUG:|Call Trace:|general protection|Oops' )
-    if [ -n "$bad" ]; then fail "kernel warnings in dmesg:"; echo "$bad"; else log "dmesg: no WARNING/BUG/call trace"; fi
-}
-links_state() {
-    log "---- SMC links: $1"
-    smcdiag sockets
-    smcdiag links
-    log "---- end SMC links: $1"
-}
-
 # Power-off guard: when our client's address goes, the kernel SERVER may have CDC sends in
 # flight on that path; rxe retries them without end (retry count 7 means "forever" in rxe), its
 # DELETE LINK processing waits for them (smc_wr_tx_wait_no_pending_sends), the link group stays
@@ -39,9 +27,7 @@ links_state() {
 ( cd / && mkfifo /tmp/.guard && exec 9<>/tmp/.guard && while [ ! -e "/out/guest-$ROLE.rc" ]; do read -r -t 0.5 -u 9 _; done
   read -r -t 3 -u 9 _; echo b >/proc/sysrq-trigger ) >/dev/null 2>&1 &
 
-setup_rdma
-setup_nic2
-add_rxe rxe1 eth1
+setup_two_devices
 
 log "phase 1: our client (uroce, two addresses) -> kernel server"
 run smcpingpong server $WARMPORT -n 1 &

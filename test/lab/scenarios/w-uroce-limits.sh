@@ -15,12 +15,6 @@ KPORT=12346
 N=17
 BULK=65536
 
-check_dmesg() {
-    local bad
-    bad=$(dmesg | grep -E 'WARNING:|BUG:|Call Trace:|general protection|Oops' )
-    if [ -n "$bad" ]; then fail "kernel warnings in dmesg:"; echo "$bad"; else log "dmesg: no WARNING/BUG/call trace"; fi
-}
-
 setup_rdma
 must sysctl -w net.smc.smcr_max_conns_per_lgr=16
 
