@@ -28,6 +28,13 @@ WARMPORT=12349         # the host part's warm-up connection (both kernel devices
   read -r -t 3 -u 9 _; echo b >/proc/sysrq-trigger ) >/dev/null 2>&1 &
 
 setup_two_devices
+# 256 KiB receive buffers (RMBs) in the kernel, so that our paced sender never fills the window:
+# Linux can lose a consumer-cursor update on the failing link (it sends it on the connection's
+# old link just before smc_switch_conns moves the connection, and its failover validation carries
+# no cursors), after which a sender that is write-blocked waits for good (seen in phase 1 with
+# 64 KiB: our CDC [wb] at 6:0, the kernel's update "cons 6:0" retried by rxe toward the gone
+# address, nothing after it). With room in the window the next update carries the cursor.
+must sysctl -w net.smc.rmem=262144
 
 log "phase 1: our client (uroce, two addresses) -> kernel server"
 run smcpingpong server $WARMPORT -n 1 &
