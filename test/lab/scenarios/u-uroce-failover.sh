@@ -27,6 +27,17 @@ WARMPORT=12349         # the host part's warm-up connection (both kernel devices
 ( cd / && mkfifo /tmp/.guard && exec 9<>/tmp/.guard && while [ ! -e "/out/guest-$ROLE.rc" ]; do read -r -t 0.5 -u 9 _; done
   read -r -t 3 -u 9 _; echo b >/proc/sysrq-trigger ) >/dev/null 2>&1 &
 
+# phase_end N WHO: the transfer is over; the kernel's links, then our endpoint (our WHO) closes
+phase_end() {
+    log "transfer finished"
+    wait_host transfer-done 180 || fail "our $2 did not finish the transfer"
+    links_state "A after the transfer, one host address gone"
+    signal "after-dump-$1"
+    wait_host "closed-$1" 90 || fail "our $2 did not close"
+    sleep 2
+    smc_state "A after our $2 deleted its link group"
+}
+
 setup_two_devices
 # 256 KiB receive buffers (RMBs) in the kernel, so that our paced sender never fills the window:
 # Linux can lose a consumer-cursor update on the failing link (it sends it on the connection's
@@ -48,13 +59,7 @@ wait $srv || fail "server exit $?"
 wait_host two-links 120 || fail "our client saw no second link"
 links_state "A before the transfer (two links)"
 wait $rev || fail "transfer server exit $?"
-log "transfer finished"
-wait_host transfer-done 180 || fail "our client did not finish the transfer"
-links_state "A after the transfer, one host address gone"
-signal after-dump-1
-wait_host closed-1 90 || fail "our client did not close"
-sleep 2
-smc_state "A after our client deleted its link group"
+phase_end 1 client
 
 log "phase 2: kernel client -> our server (uroce, two addresses)"
 wait_host srv-listening 120 || fail "our server did not listen"
@@ -62,12 +67,6 @@ must smcpingpong client "$HOST_IP" $PORT2 -m 'SMC-R interop: kernel client to ur
 wait_host two-links 120 || fail "our server saw no second link"
 links_state "A before the transfer (two links)"
 must smcpingpong client "$HOST_IP" $PORT2 -r -x "smcdiag sockets"
-log "transfer finished"
-wait_host transfer-done 180 || fail "our server did not finish the transfer"
-links_state "A after the transfer, one host address gone"
-signal after-dump-2
-wait_host closed-2 90 || fail "our server did not close"
-sleep 2
-smc_state "A after our server deleted its link group"
+phase_end 2 server
 check_dmesg
 finish
