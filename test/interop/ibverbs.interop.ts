@@ -12,17 +12,13 @@
 // REQUEST ADD LINK answered by us; t: our own device goes, our REQUEST ADD LINK to the kernel).
 // SMC-Rv2.1 with UEID only: rxe has RoCE v2 GIDs only, so SMC-Rv1 cannot run here.
 import test, { type ExecutionContext } from 'ava';
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import type { ClcAcceptConfirm } from '../../dissectors/wire/clc.js';
 import type { LlcMessage } from '../../dissectors/wire/llc.js';
-import { createCaptureWriter } from '../../capture/writer.js';
-import { readFrames } from '../helpers.js';
-import { FrameDecoder } from '../../dissectors/frame.js';
 import { opcodeInfo } from '../../dissectors/wire/ib.js';
-import { preflight, ROOT, runScenario, type ScenarioResult } from '../lab/harness.js';
 import { anomalies, errorDiagnoses, fnv1a, foreignFrames, items, type Run } from './support.js';
+import { get as getRun, llcList, ourDeleteLink as ourDeleteLinkOf, stateCheck as stateCheckOf, stateLinks as stateLinksOf, writesBySrc, type LlcItem } from './labruns.js';
 
 const A = '10.55.0.1', B = '10.55.0.2', A2 = '10.55.0.11', B2 = '10.55.0.12';
 const NAME = 'q-ibverbs-kernel';
@@ -35,44 +31,7 @@ const OMSG = 'SMC-R interop: the ibverbs endpoint to the kernel server 012345678
 interface Conn { n: number; mode: string; handshakeMs: number; smcr?: { firstContact: boolean; version: number; release: number; linkGroup: string }; bytes: number; fnv1a: string; reply?: string; replyOk?: boolean; transferMs?: number; error?: string }
 interface Side { role: string; conns: Conn[]; closeMs: number; errors: string[] }
 
-// One lab run per scenario, shared by the tests that check it (q: both roles; r: failover).
-const shared = new Map<string, Promise<{ run?: Run; logs: string[]; failure?: string }>>();
-function labRun(name: string): Promise<{ run?: Run; logs: string[]; failure?: string }> {
-  let p = shared.get(name);
-  if (p) return p;
-  p = (async () => {
-    const logs: string[] = [];
-    // LAB_REUSE_RUN=RUN-FOLDER[,RUN-FOLDER]: check finished runs of the scenarios again without
-    // the lab (for working on the assertions; CI never sets it)
-    const reuse = process.env.LAB_REUSE_RUN?.split(',').find((d) => basename(d).startsWith(`${name}-`));
-    if (reuse) {
-      const result = JSON.parse(readFileSync(join(reuse, 'result.json'), 'utf8')) as ScenarioResult;
-      // the analyzer's verdict of today's code, not the one stored with the run
-      const j = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts'), '-r', result.pcap, '--summary', '--json'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 << 20 });
-      result.smcSummary = JSON.parse(j.stdout) as ScenarioResult['smcSummary'];
-      const raw = await readFrames(result.pcap);
-      const d = new FrameDecoder();
-      return { logs, run: { result, raw, frames: raw.map((f) => d.decode(f)), guestLog: (g) => readFileSync(result.guests[g]!.log, 'utf8') } };
-    }
-    const why = preflight();
-    if (why) return { logs, failure: `the lab cannot run on this machine: ${why}` };
-    const result: ScenarioResult = await runScenario({ name, log: (l) => logs.push(l) });
-    if (result.leftovers.length) return { logs, failure: `left behind: ${result.leftovers.join('; ')}` };
-    if (!result.ok) return { logs, failure: `${name}: ${result.failure} (logs: ${result.runDir})` };
-    const raw = await readFrames(result.pcap);
-    const d = new FrameDecoder();
-    const frames = raw.map((f) => d.decode(f));
-    return { logs, run: { result, raw, frames, guestLog: (g) => readFileSync(result.guests[g]!.log, 'utf8') } };
-  })();
-  shared.set(name, p);
-  return p;
-}
-async function get(t: ExecutionContext, name = NAME): Promise<Run> {
-  const r = await labRun(name);
-  if (!r.run) { for (const l of r.logs.slice(-60)) t.log(l); throw new Error(r.failure); }
-  t.log(`lab run ${r.run.result.seconds.toFixed(0)} s (${r.run.result.steps.map((s) => `${s.step} ${s.seconds.toFixed(1)} s`).join(', ')})`);
-  return r.run;
-}
+const get = (t: ExecutionContext, name = NAME): Promise<Run> => getRun(t, name);
 const side = (r: Run, role: 'client' | 'server'): Side => JSON.parse(readFileSync(join(r.result.runDir, `ibverbs-${role}.json`), 'utf8')) as Side;
 
 /** The CLC messages of one role's phase: phase 1 = A proposes (our client), phase 2 = B proposes. */
@@ -82,27 +41,9 @@ function phaseOf(r: Run): { clc1: ReturnType<typeof items<'clc'>>; clc2: ReturnT
   return { clc1: firstB < 0 ? clc : clc.slice(0, firstB), clc2: firstB < 0 ? [] : clc.slice(firstB) };
 }
 
-/** smcdump --state of our endpoint's snapshot against the capture cut before the frame `cut`. */
-async function stateCheck(r: Run, role: 'client' | 'server' | 'failover-client' | 'failover-server', tag: string, cut?: number): Promise<string> {
-  let pcap = r.result.pcap;
-  if (cut !== undefined) {
-    pcap = join(r.result.runDir, `capture-until-${role}-delete.pcap`);
-    const w = createCaptureWriter(pcap, { nanosecond: true });
-    for (const f of r.raw.slice(0, cut - 1)) w.write(f);
-    w.close();
-  }
-  const s = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'bin', 'smcdump.ts'), '-r', pcap, '--state', join(r.result.runDir, `ibverbs-${role}-state-${tag}.json`), '-q'],
-    { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
-  return (s.stdout + s.stderr).split('\n').filter((l) => /Endpoint state vs wire|^ +(error|warn|note) state\./.test(l)).join('\n');
-}
-
-/** The first LLC DELETE LINK request our endpoint (A, either address) sent after frame `from`. */
-function ourDeleteLink(r: Run, from: number): number {
-  const llc = items(r.frames, 'llc') as Array<{ value: LlcMessage; n: number; f: (typeof r.frames)[number] }>;
-  const d = llc.find((l) => l.n > from && l.value.kind === 'delete_link' && (l.f.ip!.src === A || l.f.ip!.src === A2) && !l.value.response);
-  if (!d) throw new Error(`no DELETE LINK from ${A} after frame ${from}`);
-  return d.n;
-}
+const stateCheck = (r: Run, role: string, tag: string, cut?: number): Promise<string> => stateCheckOf(r, 'ibverbs', role, tag, cut);
+const ourDeleteLink = (r: Run, from: number): number => ourDeleteLinkOf(r, [A, A2], from);
+const stateLinks = (r: Run, role: string, tag: string): Array<[number, string, string, string]> => stateLinksOf(r, 'ibverbs', role, tag);
 
 test.serial('ibverbs client → kernel server: first + subsequent contact, 1 MiB each way, hashes checked', async (t) => {
   const r = await get(t);
@@ -287,20 +228,6 @@ test.serial('kernel client → ibverbs server: two links (rxe0 + rxe1), failover
     t.deepEqual(dmesg.split('\n').filter((l) => /WARNING:|BUG:|Call Trace:|Oops|general protection/.test(l)), [], `no kernel warnings in guest ${g}`);
   }
 });
-
-type LlcItem = { value: LlcMessage & { rejected?: boolean; linkId?: number; all?: boolean; reason?: number; gids?: string[] }; n: number; f: Run['frames'][number] };
-const llcList = (r: Run, kinds: string[]): string[] => (items(r.frames, 'llc') as LlcItem[]).filter((l) => kinds.includes(l.value.kind))
-  .map((l) => `${l.f.ip!.src} ${l.value.kind}${l.value.response ? ' rsp' : ''}${l.value.rejected ? ' REJECT' : ''}${l.value.all ? ' ALL' : ''}${l.value.kind === 'request_add_link' ? '' : ` link ${l.value.linkId ?? '-'}`}${l.value.kind === 'delete_link' ? ` 0x${(l.value.reason ?? 0).toString(16)}` : ''}`);
-interface LinkRow { id: number; state: string; gid: string; peer: { gid: string } }
-const stateLinks = (r: Run, role: string, tag: string): Array<[number, string, string, string]> =>
-  (JSON.parse(readFileSync(join(r.result.runDir, `ibverbs-${role}-state-${tag}.json`), 'utf8')) as { linkGroups: Array<{ links: LinkRow[] }> })
-    .linkGroups[0]!.links.map((l) => [l.id, l.state, l.gid, l.peer.gid]);
-/** RDMA WRITEs per (source address) after frame `from`: which links carried the data. */
-function writesBySrc(r: Run, from: number): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const f of r.frames) if (f.n > from && f.roce && opcodeInfo(f.roce.ib.bth.opcode).isWrite) out[f.ip!.src] = (out[f.ip!.src] ?? 0) + 1;
-  return out;
-}
 
 test.serial('ibverbs client → kernel server: device returns, link re-added (symmetric third link accepted, asymmetric one deleted), 1.5 MiB after it, every byte verified', async (t) => {
   const r = await get(t, 'r-ibverbs-failover');

@@ -23,7 +23,7 @@ for (let i = 0; i < lines.length; i++) {
     const l = /lab run (\d+) s/.exec(lines[j]!) ?? /: (?:PASS|FAIL)[^\n]* in (\d+)(?:\.\d)?s/.exec(lines[j]!);
     if (l) { lab = `${l[1]} s`; break; }
   }
-  const prov = (w: string): string => (w === 'our' ? 'uroce (host side)' : w === 'ibverbs' ? 'ibverbs (rxe0 in a guest)' : w);
+  const prov = (w: string): string => (w === 'our' || w === 'uroce' ? 'uroce (host side)' : w === 'ibverbs' ? 'ibverbs (rxe0 in a guest)' : w);
   let r: Row;
   const c = /^(our|ibverbs|uroce) client → kernel server: (.*)$/.exec(title);
   const s = /^kernel client → (our|ibverbs|uroce) server: (.*)$/.exec(title);

@@ -40,6 +40,18 @@ export interface UroceOptions {
   gso?: boolean;
   /** Ask for UDP_GRO on the receive socket so that a peer's GSO sends arrive whole. Default: on for 127/8 (or with gso). */
   gro?: boolean;
+  /**
+   * How often (ms) to check that the address is still on its network device; 0 = never. Default
+   * 500 for an address listed on a device (not for the implicit 127/8 of lo). The address is the
+   * port's link: when it goes (`ip addr del`, the device removed) port 1 goes DOWN with
+   * IBV_EVENT_PORT_ERR, and PORT_ACTIVE when it is back, as rxe reports its netdev going down/up.
+   */
+  watchMs?: number;
+}
+
+/** Is `address` configured on a network device (what port 1 of a uroce device stands on)? */
+function addressPresent(address: string): boolean {
+  return Object.values(networkInterfaces()).some((list) => list?.some((a) => a.family === 'IPv4' && a.address === address));
 }
 
 let deviceCount = 0;
@@ -137,6 +149,21 @@ export class UroceDevice extends EventEmitter implements Device {
       active = m;
     }
     this.portAttr = { state: PortState.ACTIVE, maxMtu: 5, activeMtu: active, gidTblLen: 1, lid: 0, linkLayer: 'Ethernet', ...(nd ? { netdev: nd.name } : {}) };
+    const watchMs = o.watchMs ?? (addressPresent(engine.address) ? 500 : 0);
+    if (watchMs > 0) {
+      this.watch = setInterval(() => this.checkAddress(), watchMs);
+      this.watch.unref();
+    }
+  }
+
+  private watch: NodeJS.Timeout | undefined;
+
+  /** Port 1 follows its address: gone → DOWN + PORT_ERR, back → ACTIVE + PORT_ACTIVE. */
+  private checkAddress(): void {
+    const up = addressPresent(this.engine.address);
+    if (up === (this.portAttr.state === PortState.ACTIVE)) return;
+    this.portAttr.state = up ? PortState.ACTIVE : PortState.DOWN;
+    this.emitAsync({ type: up ? AsyncEventType.PORT_ACTIVE : AsyncEventType.PORT_ERR, portNum: 1, reason: `${this.engine.address} ${up ? 'is back' : 'is gone'}` });
   }
 
   static async open(o: UroceOptions): Promise<UroceDevice> {
@@ -262,6 +289,7 @@ export class UroceDevice extends EventEmitter implements Device {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    clearInterval(this.watch);
     for (const q of [...this.qps.values()]) q.destroy();
     this.closed = true;
     await this.engine.close();

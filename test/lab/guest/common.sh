@@ -107,6 +107,27 @@ add_rxe() {
         while IFS=: read -r f v; do i=${f#gids/}; echo "  $1 gid[$i] $v $(cat gid_attrs/types/$i) $(cat gid_attrs/ndevs/$i)"; done)
     run rdma link show
 }
+# setup_two_devices: what every two-NIC scenario ("# lab-nics: 2") starts with: Soft-RoCE and
+# SMC on eth0 (setup_rdma), eth1 with its address (setup_nic2), rxe1 on eth1 under the PNET ID
+setup_two_devices() {
+    setup_rdma
+    setup_nic2
+    add_rxe rxe1 eth1
+}
+# check_dmesg: no WARNING/BUG/call trace from the kernel (smc, rxe or anything else); the
+# interop tests look for the "dmesg: no WARNING/BUG/call trace" line
+check_dmesg() {
+    local bad
+    bad=$(dmesg | grep -E 'WARNING:|BUG:|Call Trace:|general protection|Oops' )
+    if [ -n "$bad" ]; then fail "kernel warnings in dmesg:"; echo "$bad"; else log "dmesg: no WARNING/BUG/call trace"; fi
+}
+# links_state TAG: the SMC sockets and links (smc_diag), for the moments between failure steps
+links_state() {
+    log "---- SMC links: $1"
+    smcdiag sockets
+    smcdiag links
+    log "---- end SMC links: $1"
+}
 # mark WHAT: a log line with the wall clock (UTC, as the capture's timestamps) next to the
 # uptime, for the moments a test must find in the capture (failure actions)
 mark() { log "MARK $* (wall $(date -u +%Y-%m-%dT%H:%M:%S.%NZ) epoch $(date +%s.%N))"; }

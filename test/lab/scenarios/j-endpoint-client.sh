@@ -8,12 +8,6 @@
 # lab-timeout: 300
 PORT=12345
 
-check_dmesg() {
-    local bad
-    bad=$(dmesg | grep -E 'WARNING:|BUG:|Call Trace:|general protection|Oops' )
-    if [ -n "$bad" ]; then fail "kernel warnings in dmesg:"; echo "$bad"; else log "dmesg: no WARNING/BUG/call trace"; fi
-}
-
 setup_rdma
 run smcpingpong server $PORT -n 2 -x "smcdiag sockets" &
 srv=$!

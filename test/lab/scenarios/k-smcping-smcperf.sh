@@ -22,12 +22,6 @@ PACED_COUNT=40    # paced echo probes (as smcping -c 40 -i 0.2)
 PACED_IVAL=0.2
 SIZE=56           # probe size (smcping's default)
 
-check_dmesg() {
-    local bad
-    bad=$(dmesg | grep -E 'WARNING:|BUG:|Call Trace:|general protection|Oops' )
-    if [ -n "$bad" ]; then fail "kernel warnings in dmesg:"; echo "$bad"; else log "dmesg: no WARNING/BUG/call trace"; fi
-}
-
 # echo_loop LABEL COUNT INTERVAL SECONDS [smc_run]: SIZE-byte round trips to B's echo, one
 # connection; COUNT probes INTERVAL s apart, or back to back for SECONDS. Times each round trip
 # from send() to the last echoed byte (CLOCK_MONOTONIC via perf_counter) and prints one line

@@ -13,17 +13,7 @@ BYTES=1572864          # each way
 CHUNK=16384
 PAUSE_MS=80            # >= 96 x 80 ms = 7.7 s per direction: the failover falls mid-transfer
 
-# links_state TAG: the sockets (with the link each one uses) and the link groups + links
-links_state() {
-    log "---- SMC links: $1"
-    smcdiag sockets
-    smcdiag links
-    log "---- end SMC links: $1"
-}
-
-setup_rdma
-setup_nic2
-add_rxe rxe1 eth1
+setup_two_devices
 run smcdiag devs
 both rdma-ready
 

@@ -10,6 +10,9 @@
 // Then, after guest B signalled DONE (it dumped its SMC state), closeAll() deletes the link
 // group (LLC DELETE LINK) and CLOSED tells guest B. The endpoint's own state before and after
 // (stack.status()) and every connection go to /out/ibverbs-ROLE.json. Exit 0 only if all is well.
+// The same program runs on the host side over uroce (scenario u-uroce-failover: the host part
+// starts it with LAB_ENDPOINT=uroce and the devices in LAB_ENDPOINT_DEVICES, its results in
+// $LAB_RUN/uroce-ROLE*.json, its sync files as host.NAME, the kernel guest as "a").
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { networkInterfaces } from 'node:os';
@@ -19,28 +22,33 @@ import type { SmcOptions } from '../../../endpoint/config.js';
 import { FNV1A_INIT, fnv1a, fnv1aHex, fnv1aUpdate } from '../hostpart.js';
 
 const [mode, ...args] = process.argv.slice(2);
-const OUT = '/out';
+// Defaults: inside guest A on ibverbs; the uroce host part sets these (see the top).
+const PROVIDER = process.env.LAB_ENDPOINT ?? 'ibverbs';
+const OUT = process.env.LAB_RUN ?? '/out';
 const SYNC = join(OUT, 'sync');
+const ME = process.env.LAB_ENDPOINT_AS ?? 'a';          // our sync files: ME.NAME
+const KERNEL = process.env.LAB_KERNEL_AS ?? 'b';       // the kernel guest's sync files
 const UEID = 'SMC-LAB-UEID';
 const t0 = Date.now();
 const stamp = (): string => ((Date.now() - t0) / 1000).toFixed(3).padStart(8);
-const say = (l: string): void => console.log(`[${stamp()} ibverbs-${mode}] ${l}`);
-const opts: SmcOptions = { device: { provider: 'ibverbs', device: 'rxe0' }, ueids: [UEID], tcpOption: 'ebpf', log: (l) => say(`smc: ${l}`) };
+const say = (l: string): void => console.log(`[${stamp()} ${PROVIDER}-${mode}] ${l}`);
+const devices = JSON.parse(process.env.LAB_ENDPOINT_DEVICES ?? '{"device":{"provider":"ibverbs","device":"rxe0"},"alternates":[{"provider":"ibverbs","device":"rxe1"}]}') as Pick<SmcOptions, 'device' | 'alternates'>;
+const opts: SmcOptions = { device: devices.device, ueids: [UEID], tcpOption: 'ebpf', log: (l) => say(`smc: ${l}`) };
 
 interface ConnRecord {
   n: number; mode: string; handshakeMs: number; smcr?: SmcSocket['smcr']; fallback?: SmcSocket['fallback'];
   bytes: number; fnv1a: string; reply?: string; replyOk?: boolean; transferMs?: number; error?: string;
 }
 const out: { role: string; provider: string; conns: ConnRecord[]; statusBefore?: unknown; statusAfter?: unknown; closeMs?: number; errors: string[] } =
-  { role: mode ?? '?', provider: 'ibverbs:rxe0', conns: [], errors: [] };
-const save = (): void => writeFileSync(join(OUT, `ibverbs-${mode}.json`), JSON.stringify(out, null, 2));
+  { role: mode ?? '?', provider: JSON.stringify(devices.device), conns: [], errors: [] };
+const save = (): void => writeFileSync(join(OUT, `${PROVIDER}-${mode}.json`), JSON.stringify(out, null, 2));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 async function waitFor(name: string, s: number): Promise<boolean> {
   for (let i = 0; i < s * 4; i++) { if (existsSync(join(SYNC, name))) return true; await sleep(250); }
   out.errors.push(`timeout waiting for ${name}`);
   return false;
 }
-const signal = (name: string): void => { writeFileSync(join(SYNC, `a.${name}`), ''); say(`signal ${name}`); };
+const signal = (name: string): void => { writeFileSync(join(SYNC, `${ME}.${name}`), ''); say(`signal ${name}`); };
 
 /** smcpingpong's bulk pattern: byte i is "0123456789abcdef"[i % 16]. */
 function pattern(n: number): Buffer {
@@ -72,12 +80,24 @@ async function relinked(stack: Awaited<ReturnType<typeof endpoint>>): Promise<vo
 async function state(tag: string): Promise<unknown> {
   let s: unknown;
   try { s = stateJson(await endpoint(opts)); } catch (e) { s = { error: (e as Error).message }; }
-  writeFileSync(join(OUT, `ibverbs-${mode}-state-${tag}.json`), JSON.stringify(s, null, 2));
+  writeFileSync(join(OUT, `${PROVIDER}-${mode}-state-${tag}.json`), JSON.stringify(s, null, 2));
   return s;
 }
 
+/** Our own device is about to go under conn 2: write its netdev and address (the guest's shell
+ *  or the host part takes that one away) and signal conn2-up. */
+function announceConn2(stack: Awaited<ReturnType<typeof endpoint>>, s: SmcSocket): void {
+  const link = ((stateJson(stack).linkGroups as Array<{ links: LinkView[] }>)[0]?.links ?? []).find((l) => l.id === s.smcr?.link);
+  const ip = link?.gid.replace(/^::ffff:/, '');
+  const dev = Object.entries(networkInterfaces()).find(([, as]) => as?.some((x) => x.address === ip))?.[0] ?? 'eth0';
+  writeFileSync(join(OUT, 'conn2-netdev'), `${dev}\n`);
+  writeFileSync(join(OUT, 'conn2-address'), `${ip}\n`);
+  say(`conn 2 is on link ${s.smcr?.link} (${ip}, ${dev})`);
+  signal('conn2-up');
+}
+
 async function finish(done: string, closed: string): Promise<void> {
-  await waitFor(`b.${done}`, 120);
+  await waitFor(`${KERNEL}.${done}`, 120);
   const stack = await endpoint(opts);
   out.statusBefore = await state('before-close');
   const c0 = Date.now();
@@ -85,13 +105,13 @@ async function finish(done: string, closed: string): Promise<void> {
   if (!ok) out.errors.push('closeAll did not finish within 15 s');
   out.closeMs = Date.now() - c0;
   try { out.statusAfter = stateJson(stack); } catch (e) { out.statusAfter = { error: (e as Error).message }; }
-  writeFileSync(join(OUT, `ibverbs-${mode}-state-exit.json`), JSON.stringify(out.statusAfter, null, 2));
+  writeFileSync(join(OUT, `${PROVIDER}-${mode}-state-exit.json`), JSON.stringify(out.statusAfter, null, 2));
   say(`endpoint closed (link groups deleted) in ${out.closeMs} ms`);
   save();
   signal(closed);
 }
 
-async function clientOne(peer: string, port: number, n: number, data: Buffer, paced?: { chunk: number; pauseMs: number; onUp: (s: SmcSocket) => void }): Promise<void> {
+async function clientOne(peer: string, port: number, n: number, data: Buffer, paced?: { chunk: number; pauseMs: number; onUp: (s: SmcSocket) => void }, beforeSend?: () => Promise<void>): Promise<void> {
   const rec: ConnRecord = { n, mode: '?', handshakeMs: 0, bytes: data.length, fnv1a: fnv1a(data) };
   out.conns.push(rec);
   try {
@@ -104,6 +124,7 @@ async function clientOne(peer: string, port: number, n: number, data: Buffer, pa
     say(`conn ${n}: mode ${s.mode} after ${rec.handshakeMs} ms ${JSON.stringify(s.smcr ?? s.fallback)}`);
     const parts: Buffer[] = [];
     const done = new Promise<void>((resolve, reject) => { s.on('data', (d: Buffer) => parts.push(d)); s.on('end', resolve); s.on('error', reject); });
+    await beforeSend?.();
     const w0 = Date.now();
     if (paced) {
       // CHUNK bytes every PAUSE ms (as smcpingpong -c/-p), so a failure falls mid-transfer
@@ -258,28 +279,26 @@ if (mode === 'client') {
   // conn2-up; guest A's shell takes that NIC down (PORT_ERR: our link fails over) and, after
   // transfer-done, up again (PORT_ACTIVE: we send REQUEST ADD LINK) and signals a.nic-back.
   const [peer, portS, revPortS, bytesS, done, closed, revPort2S, flap] = args as [string, string, string, string, string, string, string | undefined, string | undefined];
-  const flapper = flap === 'self' ? 'a' : 'b';
-  Object.assign(opts, { alternates: [{ provider: 'ibverbs', device: 'rxe1' }] });
-  await clientOne(peer, Number(portS), 1, Buffer.from('SMC-R interop: the ibverbs endpoint, two devices 0123456789'));
+  const flapper = flap === 'self' ? ME : KERNEL;
+  Object.assign(opts, { alternates: devices.alternates });
   const stack = await endpoint(opts);
   const links = (): Array<{ id: number; state: string }> => ((stateJson(stack).linkGroups as Array<{ links: Array<{ id: number; state: string }> }>)[0]?.links ?? []);
   let waited = 0;
-  while (links().filter((l) => l.state === 'ACTIVE').length < 2 && waited < 30_000) { await sleep(500); waited += 500; }
+  const twoLinks = async (): Promise<void> => { while (links().filter((l) => l.state === 'ACTIVE').length < 2 && waited < 30_000) { await sleep(500); waited += 500; } };
+  // uroce: conn 1's data waits for the second link. The kernel server prepares it right after
+  // CONFIRM LINK, and its first link on rxe1 allocates and zeroes rxe1's CQs, which stalls the
+  // TCG guest for over a second; uroce gives up after Linux's retry budget (timeout 15, retry 7:
+  // ~1.07 s), whereas rxe (ibverbs) retries forever at retry count 7.
+  await clientOne(peer, Number(portS), 1, Buffer.from('SMC-R interop: the ibverbs endpoint, two devices 0123456789'), undefined, PROVIDER === 'uroce' ? twoLinks : undefined);
+  await twoLinks();
   say(`links after ${waited} ms: ${JSON.stringify(links())}`);
   await state('two-links');
   if (links().filter((l) => l.state === 'ACTIVE').length >= 2) signal('two-links'); else out.errors.push('no second link within 30 s');
-  const conn2Up = (s: SmcSocket): void => {
-    const link = ((stateJson(stack).linkGroups as Array<{ links: LinkView[] }>)[0]?.links ?? []).find((l) => l.id === s.smcr?.link);
-    const ip = link?.gid.replace(/^::ffff:/, '');
-    const dev = Object.entries(networkInterfaces()).find(([, as]) => as?.some((x) => x.address === ip))?.[0] ?? 'eth0';
-    writeFileSync(join(OUT, 'conn2-netdev'), `${dev}\n`);
-    say(`conn 2 is on link ${s.smcr?.link} (${ip}, ${dev})`);
-    signal('conn2-up');
-  };
+  const conn2Up = (s: SmcSocket): void => announceConn2(stack, s);
   // our own device goes (self): we are the sender of conn 2 (REVPORT serves a plain receiver),
   // so the kernel has no RDMA WRITEs outstanding toward the device that goes (rxe retransmits
   // those without end, and the kernel's DELETE LINK flow waits for them)
-  if (flapper === 'a') await clientOne(peer, Number(revPortS), 2, pattern(Number(bytesS)), { chunk: 16384, pauseMs: 80, onUp: conn2Up });
+  if (flap === 'self') await clientOne(peer, Number(revPortS), 2, pattern(Number(bytesS)), { chunk: 16384, pauseMs: 80, onUp: conn2Up });
   else await clientReverse(peer, Number(revPortS), 2, pattern(Number(bytesS)));
   await state('after-failover');
   signal('transfer-done');
@@ -303,8 +322,15 @@ if (mode === 'client') {
   // a link at once (asymmetric on the kernel's side). With a 5th argument (relink): after B's
   // nic-back the kernel client sends REQUEST ADD LINK, we add a symmetric link and delete the
   // asymmetric one; when that shows we signal relinked and take conn 3 (BYTES, hashed).
-  const [portS, bytesS, done, closed, relink] = args as [string, string, string, string, string | undefined];
-  Object.assign(opts, { alternates: [{ provider: 'ibverbs', device: 'rxe1' }] });
+  // With a 6th argument `self` (scenario u-uroce-failover, 5th argument '-' for no relink) it is
+  // OUR device that goes: from conn 2 on we send BYTES paced (the kernel client reads with -r and
+  // answers with its hash: the kernel has no RDMA WRITEs toward the path that goes, see t), and
+  // when conn 2 is up we name its address (conn2-address) and signal conn2-up.
+  const [portS, bytesS, done, closed, relinkArg, flap] = args as [string, string, string, string, string | undefined, string | undefined];
+  const relink = relinkArg && relinkArg !== '-' ? relinkArg : undefined;
+  const self = flap === 'self';
+  Object.assign(opts, { alternates: devices.alternates });
+  const want = Number(bytesS);
   let count = 0;
   const ended: Array<() => void> = [];
   const endedP = [new Promise<void>((r) => ended.push(r)), new Promise<void>((r) => ended.push(r)), new Promise<void>((r) => ended.push(r))];
@@ -314,6 +340,8 @@ if (mode === 'client') {
     if (s.smcr) rec.smcr = s.smcr;
     out.conns.push(rec);
     say(`conn ${n} from ${s.tcp.remoteAddress}:${s.tcp.remotePort}: mode ${s.mode} ${JSON.stringify(s.smcr ?? s.fallback)}`);
+    s.on('error', (e) => { rec.error = e.message; say(`conn ${n}: error ${e.message}`); save(); ended[n - 1]?.(); });
+    if (self && n >= 2) { void sendPaced(s, rec, n).then(() => ended[n - 1]?.()); return; }
     let h = FNV1A_INIT;
     let tData = 0;
     s.on('data', (d: Buffer) => { if (!rec.bytes) tData = Date.now(); rec.bytes += d.length; h = fnv1aUpdate(h, d); });
@@ -326,11 +354,31 @@ if (mode === 'client') {
       save();
       ended[n - 1]?.();
     });
-    s.on('error', (e) => { rec.error = e.message; say(`conn ${n}: error ${e.message}`); save(); ended[n - 1]?.(); });
   });
+  /** Server, `self`: send BYTES of the pattern paced (16 KiB every 80 ms), then read the kernel
+   *  client's "ACK <bytes> fnv1a=<hash>" to EOF and compare. */
+  async function sendPaced(s: SmcSocket, rec: ConnRecord, n: number): Promise<void> {
+    const data = pattern(want);
+    Object.assign(rec, { bytes: data.length, fnv1a: fnv1a(data) });
+    const parts: Buffer[] = [];
+    const replied = new Promise<void>((resolve) => { s.on('data', (d: Buffer) => parts.push(d)); s.on('end', resolve); s.on('error', () => resolve()); });
+    if (n === 2) announceConn2(await endpoint(opts), s);
+    const w0 = Date.now();
+    for (let off = 0; off < data.length && !s.destroyed; off += 16384) {
+      if (!s.write(data.subarray(off, off + 16384))) await new Promise<void>((r) => s.once('drain', () => r()));
+      await sleep(80);
+    }
+    s.end();
+    await replied;
+    rec.transferMs = Date.now() - w0;
+    rec.reply = Buffer.concat(parts).toString('latin1').trim();
+    rec.replyOk = rec.reply === `ACK ${data.length} fnv1a=${rec.fnv1a}`;
+    say(`conn ${n}: sent ${data.length} bytes fnv1a=${rec.fnv1a}; reply after ${rec.transferMs} ms: ${rec.reply} (${rec.replyOk ? 'matches' : 'MISMATCH'})`);
+    save();
+  }
   server.on('error', (e: Error) => { out.errors.push(e.message); say(`server: error ${e.message}`); });
   await server.listen(Number(portS), '0.0.0.0');
-  say(`listening on :${portS} (ibverbs rxe0 + alternate rxe1)`);
+  say(`listening on :${portS} (${JSON.stringify(opts.device)} + alternates ${JSON.stringify(opts.alternates)})`);
   signal('srv-listening');
   await endedP[0];
   const stack = await endpoint(opts);
@@ -344,21 +392,46 @@ if (mode === 'client') {
   await state('after-failover');
   signal('transfer-done');
   if (relink) {
-    await waitFor('b.nic-back', 180);
+    await waitFor(`${KERNEL}.nic-back`, 180);
     await relinked(stack);
     await Promise.race([endedP[2], sleep(120_000)]);
     await state('after-return');
   }
   await finish(done, closed);
   server.tcp.close();
-  const want = Number(bytesS);
   const n = relink ? 3 : 2;
   const ok = out.conns.length === n && out.errors.length === 0 && out.conns.every((c) => c.mode === 'smcr' && !c.error)
-    && out.conns.slice(1).every((c) => c.bytes === want && c.fnv1a === fnv1a(pattern(want)));
+    && out.conns.slice(1).every((c) => c.bytes === want && c.fnv1a === fnv1a(pattern(want)) && (!self || c.replyOk));
   say(`failover server ${ok ? 'done' : 'FAILED'}`);
   clearTimeout(giveUp);
   process.exit(ok ? 0 : 1);
+} else if (mode === 'send') {
+  // Scenario x-throughput: one connection to a kernel smcpingpong server, BYTES of the pattern in
+  // 64 KiB writes, end, wait for its "ACK <bytes> fnv1a=<hash>"; MB/s = BYTES / (first write →
+  // ACK), as the scenario computes it for a kernel client. One line "throughput LABEL: …" and
+  // $OUT/throughput-LABEL.json.
+  const [peer, portS, bytesS, label] = args as [string, string, string, string];
+  const data = pattern(Number(bytesS));
+  const h = fnv1a(data);
+  const s = await connect({ ...opts, host: peer, port: Number(portS) });
+  const parts: Buffer[] = [];
+  const replied = new Promise<void>((resolve) => { s.on('data', (d: Buffer) => parts.push(d)); s.on('end', resolve); s.on('error', () => resolve()); });
+  const w0 = process.hrtime.bigint();
+  for (let off = 0; off < data.length; off += 65536) {
+    if (!s.write(data.subarray(off, off + 65536))) await new Promise<void>((r) => s.once('drain', () => r()));
+  }
+  s.end();
+  await replied;
+  const secs = Number(process.hrtime.bigint() - w0) / 1e9;
+  const reply = Buffer.concat(parts).toString('latin1').trim();
+  const ok = s.mode === 'smcr' && reply === `ACK ${data.length} fnv1a=${h}`;
+  const res = { label, mode: s.mode, bytes: data.length, seconds: secs, mbps: data.length / secs / 1e6, reply, ok };
+  writeFileSync(join(OUT, `throughput-${label}.json`), JSON.stringify(res, null, 2));
+  console.log(`throughput ${label}: ${data.length} bytes in ${secs.toFixed(3)} s = ${res.mbps.toFixed(1)} MB/s (${s.mode}; reply ${reply}${ok ? '' : ' MISMATCH'})`);
+  await Promise.race([closeAll(), sleep(15_000)]);
+  clearTimeout(giveUp);
+  process.exit(ok ? 0 : 1);
 } else {
-  console.error('usage: guest.mjs client PEER PORT REVPORT DONE CLOSED | server PORT REVPORT DONE CLOSED');
+  console.error('usage: guest.mjs client PEER PORT REVPORT DONE CLOSED | server PORT REVPORT DONE CLOSED | send PEER PORT BYTES LABEL');
   process.exit(2);
 }

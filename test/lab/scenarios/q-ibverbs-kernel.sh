@@ -16,12 +16,6 @@ REVPORT=12346
 MSG='SMC-R interop: the kernel client to the ibverbs endpoint 0123456789'
 BULK=1048576
 
-check_dmesg() {
-    local bad
-    bad=$(dmesg | grep -E 'WARNING:|BUG:|Call Trace:|general protection|Oops' )
-    if [ -n "$bad" ]; then fail "kernel warnings in dmesg:"; echo "$bad"; else log "dmesg: no WARNING/BUG/call trace"; fi
-}
-
 setup_rdma
 if [ "$ROLE" = a ]; then
     wait_host staged 120 || fail "nothing staged"

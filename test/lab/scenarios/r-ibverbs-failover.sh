@@ -20,21 +20,7 @@ BYTES=1572864
 CHUNK=16384
 PAUSE_MS=80            # 96 x 80 ms = 7.7 s: the failover falls mid-transfer
 
-check_dmesg() {
-    local bad
-    bad=$(dmesg | grep -E 'WARNING:|BUG:|Call Trace:|general protection|Oops' )
-    if [ -n "$bad" ]; then fail "kernel warnings in dmesg:"; echo "$bad"; else log "dmesg: no WARNING/BUG/call trace"; fi
-}
-links_state() {
-    log "---- SMC links: $1"
-    smcdiag sockets
-    smcdiag links
-    log "---- end SMC links: $1"
-}
-
-setup_rdma
-setup_nic2
-add_rxe rxe1 eth1
+setup_two_devices
 if [ "$ROLE" = a ]; then
     wait_host staged 120 || fail "nothing staged"
 fi
