@@ -9,9 +9,11 @@
 // pieces (the endpoint), checkIcrc() for {ok, expected, actual}.
 
 import type { Decoded, Issue } from './common.js';
-import { Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put16, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
+import { Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
 import { crc32Update, crc32UpdateByte, crc32UpdateFill } from './crc32.js';
-import { BTH_FIELDS, AETH_FIELDS, BthView, RethView, AethView, DethView } from './views/ib.js';
+import { BTH_FIELDS, AETH_FIELDS, GRH_FIELDS, GRH_LEN, BthView, RethView, AethView, DethView, GrhView } from './views/ib.js';
+import { addField, fieldMaskBytes, type FieldSpec } from './views/field.js';
+import { IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN } from './views/net.js';
 
 // ---------------------------------------------------------------------------------------
 // Opcode table
@@ -29,7 +31,7 @@ export const IB_EXT_SIZE: Readonly<Record<IbExtHeader, number>> = {
 };
 
 export const BTH_LEN = 12;
-export const GRH_LEN = 40;
+export { GRH_LEN };
 export const ICRC_LEN = 4;
 /** UDP destination port of RoCE v2. */
 export const ROCE_V2_PORT = 4791;
@@ -522,43 +524,45 @@ function treeAtomicEth(t: Tree, o: number, v: AtomicEth): void {
 // ---------------------------------------------------------------------------------------
 
 /** Decode a 40-byte GRH. If `b` extends past the GRH, PayLen is checked against the rest. */
+const grhView = new GrhView();
+
 export function decodeGrh(b: Uint8Array, t?: Tree): Decoded<Grh> {
   const issues: Issue[] = [];
-  if (b.length < GRH_LEN) issue(issues, 'error', 'ib.truncated', `truncated GRH: need 40 bytes, have ${b.length}`, 0, b.length);
-  const w = u32(b, 0);
+  if (b.length < GRH_LEN) issue(issues, 'error', 'ib.truncated', `truncated GRH: need ${GRH_LEN} bytes, have ${b.length}`, 0, b.length);
+  const g = grhView.reset(b);
+  const F = GRH_FIELDS;
   const v: Grh = {
-    ipVer: w >>> 28, tclass: (w >>> 20) & 0xff, flowLabel: w & 0xfffff, payLen: u16(b, 4), nextHdr: u8(b, 6),
-    hopLimit: u8(b, 7), sgid: ipv6Str(b, 8), dgid: ipv6Str(b, 24),
+    ipVer: g.ipVer, tclass: g.tclass, flowLabel: g.flowLabel, payLen: g.payLen, nextHdr: g.nextHdr,
+    hopLimit: g.hopLimit, sgid: ipv6Str(b, F.sgid.at), dgid: ipv6Str(b, F.dgid.at),
   };
-  if (v.ipVer !== 6) issue(issues, 'warn', 'ib.grh', `GRH IPVer ${v.ipVer} (expected 6)`, 0, 1);
-  if (v.nextHdr !== 0x1b) issue(issues, 'note', 'ib.grh', `GRH next header 0x${v.nextHdr.toString(16)} (IBA transport is 0x1b)`, 6, 1);
+  if (v.ipVer !== 6) issue(issues, 'warn', 'ib.grh', `GRH IPVer ${v.ipVer} (expected 6)`, F.ipVer.at, 1);
+  if (v.nextHdr !== 0x1b) issue(issues, 'note', 'ib.grh', `GRH next header 0x${v.nextHdr.toString(16)} (IBA transport is 0x1b)`, F.nextHdr.at, 1);
   if (b.length > GRH_LEN) {
     const rest = b.length - GRH_LEN;
-    if (v.payLen > rest) issue(issues, 'error', 'ib.truncated', `GRH PayLen ${v.payLen} > ${rest} bytes present`, 4, 2);
+    if (v.payLen > rest) issue(issues, 'error', 'ib.truncated', `GRH PayLen ${v.payLen} > ${rest} bytes present`, F.payLen.at, F.payLen.size);
     else if (v.payLen < rest) issue(issues, 'note', 'ib.trailing', `${rest - v.payLen} bytes after GRH PayLen`, GRH_LEN + v.payLen, rest - v.payLen);
   }
   if (t) {
     const s = t.sub('GRH', 0, GRH_LEN, `${v.sgid} > ${v.dgid}`);
-    s.add('IPVer', 0, 1, v.ipVer);
-    s.add('Traffic class', 0, 2, v.tclass);
-    s.add('Flow label', 1, 3, v.flowLabel);
-    s.add('PayLen', 4, 2, v.payLen);
-    s.add('NxtHdr', 6, 1, `0x${v.nextHdr.toString(16)}`);
-    s.add('HopLmt', 7, 1, v.hopLimit);
-    s.add('SGID', 8, 16, v.sgid);
-    s.add('DGID', 24, 16, v.dgid);
+    addField(s, F.ipVer, v.ipVer);
+    addField(s, F.tclass, v.tclass);
+    addField(s, F.flowLabel, v.flowLabel);
+    addField(s, F.payLen, v.payLen);
+    addField(s, F.nextHdr, `0x${v.nextHdr.toString(16)}`);
+    addField(s, F.hopLimit, v.hopLimit);
+    addField(s, F.sgid, v.sgid);
+    addField(s, F.dgid, v.dgid);
   }
   return { value: v, issues };
 }
 
 export function encodeGrh(v: Grh): Uint8Array {
   const o = new Uint8Array(GRH_LEN);
-  put32(o, 0, (((v.ipVer & 15) << 28) | ((v.tclass & 0xff) << 20) | (v.flowLabel & 0xfffff)) >>> 0);
-  put16(o, 4, v.payLen);
-  put8(o, 6, v.nextHdr);
-  put8(o, 7, v.hopLimit);
-  o.set(parseIpv6(v.sgid), 8);
-  o.set(parseIpv6(v.dgid), 24);
+  const g = grhView.reset(o);
+  g.ipVer = v.ipVer; g.tclass = v.tclass; g.flowLabel = v.flowLabel;
+  g.payLen = v.payLen; g.nextHdr = v.nextHdr; g.hopLimit = v.hopLimit;
+  o.set(parseIpv6(v.sgid), GRH_FIELDS.sgid.at);
+  o.set(parseIpv6(v.dgid), GRH_FIELDS.dgid.at);
   return o;
 }
 
@@ -737,38 +741,63 @@ export function readIcrc(pkt: Uint8Array, end = pkt.length): number {
 // IPv6/GRH: traffic class, flow label, hop limit → ones) · UDP header (checksum → 0xFFFF;
 // RoCE v2 only) · BTH with byte 4 → 0xFF · rest up to the ICRC. Fed piecewise, no copy.
 
-/** Feed the masked IPv4 header b[o, o+ihl). */
-function feedIpv4(c: number, b: Uint8Array, o: number, ihl: number): number {
-  c = crc32Update(c, b, o, o + 1);           // version/IHL
-  c = crc32UpdateFill(c, 0xff, 1);           // TOS
-  c = crc32Update(c, b, o + 2, o + 8);       // total length, id, flags/fragment
-  c = crc32UpdateFill(c, 0xff, 1);           // TTL
-  c = crc32Update(c, b, o + 9, o + 10);      // protocol
-  c = crc32UpdateFill(c, 0xff, 2);           // header checksum
-  return crc32Update(c, b, o + 12, o + ihl); // addresses (+ options)
+/** A stretch of a header as the ICRC sees it: bytes [from, to) copied (or 0), fed as ones
+ *  (or 0xff), or one byte with the `or` bits set. */
+interface MaskRun { from: number; to: number; or: number }
+
+/** The runs of a `len`-byte header whose declared `fields` the ICRC replaces by ones. */
+function maskRuns(fields: readonly FieldSpec[], len: number): MaskRun[] {
+  const m = fieldMaskBytes(fields, len);
+  const runs: MaskRun[] = [];
+  for (let i = 0; i < len; i++) {
+    const or = m[i]!;
+    const last = runs[runs.length - 1];
+    if (last && last.to === i && last.or === or && (or === 0 || or === 0xff)) last.to = i + 1;
+    else runs.push({ from: i, to: i + 1, or });
+  }
+  return runs;
 }
 
-/** Feed a masked IPv6 header / GRH b[o, o+40). */
-function feedIpv6(c: number, b: Uint8Array, o: number): number {
-  c = crc32UpdateByte(c, (u8(b, o) & 0xf0) | 0x0f);  // version + TC high nibble → ones
-  c = crc32UpdateFill(c, 0xff, 3);                    // TC low nibble + flow label
-  c = crc32Update(c, b, o + 4, o + 7);                // payload length, next header
-  c = crc32UpdateFill(c, 0xff, 1);                    // hop limit
-  return crc32Update(c, b, o + 8, o + 40);            // SGID / DGID
+/** Feed b[o, o+len) of a header through its runs, stopping at `end`. */
+function feedRuns(c: number, b: Uint8Array, o: number, runs: readonly MaskRun[], end: number): number {
+  for (const r of runs) {
+    const from = o + r.from, to = Math.min(o + r.to, end);
+    if (to <= from) break;
+    if (r.or === 0) c = crc32Update(c, b, from, to);
+    else if (r.or === 0xff) c = crc32UpdateFill(c, 0xff, to - from);
+    else c = crc32UpdateByte(c, u8(b, from) | r.or);
+  }
+  return c;
+}
+
+// The variant fields (IBA vol.1 9.8.1, RoCE v2 annex A17.3.3), from the header tables.
+const IPV4_MASK = maskRuns([IPV4_FIELDS.tos, IPV4_FIELDS.ttl, IPV4_FIELDS.checksum], IPV4_MIN_LEN);
+const IPV6_MASK = maskRuns([IPV6_FIELDS.trafficClass, IPV6_FIELDS.flowLabel, IPV6_FIELDS.hopLimit], IPV6_LEN);
+const GRH_MASK = maskRuns([GRH_FIELDS.tclass, GRH_FIELDS.flowLabel, GRH_FIELDS.hopLimit], GRH_LEN);
+const UDP_MASK = maskRuns([UDP_FIELDS.checksum], UDP_LEN);
+const BTH_MASK = maskRuns([BTH_FIELDS.fecn, BTH_FIELDS.becn, BTH_FIELDS.resv6], BTH_LEN);
+
+/** Feed the masked IPv4 header b[o, o+ihl) (options, if any, as they are). */
+function feedIpv4(c: number, b: Uint8Array, o: number, ihl: number): number {
+  c = feedRuns(c, b, o, IPV4_MASK, o + ihl);
+  return ihl > IPV4_MIN_LEN ? crc32Update(c, b, o + IPV4_MIN_LEN, o + ihl) : c;
+}
+
+/** Feed a masked IPv6 header (RoCE v2) or GRH (RoCE v1) b[o, o+40). */
+function feedIpv6(c: number, b: Uint8Array, o: number, grh = false): number {
+  return feedRuns(c, b, o, grh ? GRH_MASK : IPV6_MASK, o + IPV6_LEN);
 }
 
 /** Feed the UDP header b[o, o+8) with the checksum forced to 0xFFFF. */
 function feedUdp(c: number, b: Uint8Array, o: number): number {
-  c = crc32Update(c, b, o, o + 6);
-  return crc32UpdateFill(c, 0xff, 2);
+  return feedRuns(c, b, o, UDP_MASK, o + UDP_LEN);
 }
 
-/** Feed the IB transport part b[o, end) (end = start of the ICRC) with BTH byte 4 forced to 0xFF. */
+/** Feed the IB transport part b[o, end) (end = start of the ICRC) with the BTH's reserved byte
+ *  (FECN, BECN, resv6) forced to ones. */
 function feedIb(c: number, b: Uint8Array, o: number, end: number): number {
-  if (end <= o + 4) return crc32Update(c, b, o, end);
-  c = crc32Update(c, b, o, o + 4);
-  c = crc32UpdateFill(c, 0xff, 1);
-  return crc32Update(c, b, o + 5, end);
+  c = feedRuns(c, b, o, BTH_MASK, end);
+  return end > o + BTH_LEN ? crc32Update(c, b, o + BTH_LEN, end) : c;
 }
 
 const LRH_STANDIN = 8;
@@ -809,7 +838,7 @@ export function icrcRoceV2(frame: Uint8Array, ipOff = 0, end = ipEnd(frame, ipOf
 /** ICRC of a RoCE v1 packet whose GRH starts at `grhOff`; `end` defaults to GRH + PayLen (clamped). */
 export function icrcRoceV1(frame: Uint8Array, grhOff = 0, end = Math.min(frame.length, grhOff + GRH_LEN + u16(frame, grhOff + 4))): number {
   let c = crc32UpdateFill(0, 0xff, LRH_STANDIN);
-  c = feedIpv6(c, frame, grhOff);
+  c = feedIpv6(c, frame, grhOff, true);
   return feedIb(c, frame, grhOff + GRH_LEN, end - ICRC_LEN);
 }
 
@@ -837,8 +866,8 @@ export function icrcPrefix(kind: IcrcNet, net: Uint8Array): number {
     c = feedIpv4(c, net, 0, ihl);
     c = feedUdp(c, net, ihl);
   } else {
-    c = feedIpv6(c, net, 0);
-    if (kind === 'ipv6') c = feedUdp(c, net, 40);
+    c = feedIpv6(c, net, 0, kind === 'grh');
+    if (kind === 'ipv6') c = feedUdp(c, net, IPV6_LEN);
   }
   return c;
 }

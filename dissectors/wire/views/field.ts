@@ -251,3 +251,19 @@ export function fieldBits(s: FieldSpec): number {
 /** Offset of entry `i` of a list whose first entry is declared as `first` (entries of
  *  `first`'s length follow each other). */
 export function entryAt(first: BytesSpec, i: number): number { return first.at + first.len * i; }
+
+/**
+ * Per byte of a `len`-byte header, the bits that the given (big-endian) fields occupy: e.g. the
+ * fields the ICRC feeds as ones. Built once per format from its table, never per frame.
+ */
+export function fieldMaskBytes(fields: readonly FieldSpec[], len: number): Uint8Array {
+  const m = new Uint8Array(len);
+  for (const f of fields) {
+    const bits = fieldBits(f); // within the field's `size` bytes, big-endian
+    for (let i = 0; i < f.size && f.size <= 4; i++) {
+      const byte = (bits >>> (8 * (f.size - 1 - i))) & 0xff;
+      if (f.at + i < len) m[f.at + i]! |= byte;
+    }
+  }
+  return m;
+}

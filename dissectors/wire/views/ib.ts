@@ -52,3 +52,20 @@ export type BthView = InstanceType<typeof BthView>;
 export type RethView = InstanceType<typeof RethView>;
 export type AethView = InstanceType<typeof AethView>;
 export type DethView = InstanceType<typeof DethView>;
+
+/** Global Route Header, 40 bytes (IBA vol.1 8.3; RoCE v1 carries it after the Ethernet header,
+ *  EtherType 0x8915). The first 32 bits hold IPVer, Traffic class and Flow label. */
+export const GRH_FIELDS = {
+  ipVer: { at: 0, size: 1, shift: 4, mask: 0x0f, label: 'IPVer' },
+  tclass: { at: 0, size: 2, shift: 4, mask: 0xff, label: 'Traffic class' },
+  flowLabel: { at: 1, size: 3, shift: 0, mask: 0xfffff, label: 'Flow label' },
+  payLen: { at: 4, size: 2, label: 'PayLen' },
+  nextHdr: { at: 6, size: 1, label: 'NxtHdr' },
+  hopLimit: { at: 7, size: 1, label: 'HopLmt' },
+  sgid: { at: 8, len: 16, label: 'SGID' },
+  dgid: { at: 24, len: 16, label: 'DGID' },
+} as const satisfies FieldTable;
+export const GRH_LEN = GRH_FIELDS.dgid.at + GRH_FIELDS.dgid.len;
+
+export const GrhView = defineView('GrhView', GRH_FIELDS);
+export type GrhView = InstanceType<typeof GrhView>;

@@ -53,7 +53,7 @@ export const IPV4_FIELDS = {
   dst: { at: 16, size: 4 },
 } as const satisfies FieldTable;
 
-/** IPv6 header, fixed 40 bytes; the addresses are 16 bytes at 8 and 24 (read them as bytes). */
+/** IPv6 header, fixed 40 bytes; the addresses are byte runs (read them with ipv6Str). */
 export const IPV6_FIELDS = {
   version: { at: 0, size: 1, shift: 4, mask: 15 },
   trafficClass: { at: 0, size: 2, shift: 4, mask: 0xff },
@@ -61,6 +61,8 @@ export const IPV6_FIELDS = {
   payloadLength: { at: 4, size: 2 },
   nextHeader: { at: 6, size: 1 },
   hopLimit: { at: 7, size: 1 },
+  src: { at: 8, len: 16 },
+  dst: { at: 24, len: 16 },
 } as const satisfies FieldTable;
 
 /** UDP (RFC 768), 8 bytes. */
@@ -70,6 +72,11 @@ export const UDP_FIELDS = {
   length: { at: 4, size: 2 },
   checksum: { at: 6, size: 2 },
 } as const satisfies FieldTable;
+
+/** Header lengths, from the tables: IPv4 without options, IPv6 fixed header, UDP. */
+export const IPV4_MIN_LEN = IPV4_FIELDS.dst.at + IPV4_FIELDS.dst.size;
+export const IPV6_LEN = IPV6_FIELDS.dst.at + IPV6_FIELDS.dst.len;
+export const UDP_LEN = UDP_FIELDS.checksum.at + UDP_FIELDS.checksum.size;
 
 export const EthernetView = defineView('EthernetView', ETHERNET_FIELDS);
 export const SllView = defineView('SllView', SLL_FIELDS);
