@@ -41,6 +41,8 @@ export type Role = 'client' | 'server';
 const LINGER_QUIET_MS = 300;
 /** Linux SMC_LINKS_PER_LGR_MAX: two paths plus the one that replaces an asymmetric link. */
 export const LINK_SLOTS = 3;
+/** ADD LINK CONTINUATION rounds before an SMC-Rv1 rkey exchange is abandoned (see rkeyExchange). */
+const MAX_CONT_ROUNDS = 128;
 /** DELETE LINK reasons (Linux SMC_LLC_DEL_*), see DELETE_LINK_REASONS. */
 const DEL_LOST_PATH = 0x00010000;
 const DEL_NO_ASYM_NEEDED = 0x00050000;
@@ -638,8 +640,12 @@ export class LinkGroup extends EventEmitter {
   private async rkeyExchange(via: Link, l2: Link, first?: Promise<LlcMessage>): Promise<void> {
     const mine = this.rkeyList(via.port, l2.port);
     const isCont = (m: LlcMessage): boolean => m.kind === 'add_link_cont' && (m as LlcAddLinkCont).linkId === l2.id;
-    let sent = 0, theirsLeft = 0;
+    let sent = 0, theirsLeft = 0, rounds = 0;
     const learn = (r: LlcAddLinkCont): void => {
+      // Each round waits at most the LLC timeout; a peer that keeps announcing rkeys it never
+      // sends would keep the flow going for good. 255 RMBs at most (one per connection) take
+      // 128 rounds.
+      if (++rounds > MAX_CONT_ROUNDS) throw new Error(`ADD LINK CONTINUATION: no end after ${MAX_CONT_ROUNDS} rounds`);
       const n = Math.min(r.numRkeys, 2);
       this.learnRkeys(via.id, l2.id, r.rkeys.slice(0, n));
       theirsLeft = r.numRkeys - n;

@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { AsyncEventType } from '../../endpoint/verbs/index.js';
 import { SmcStack } from '../../endpoint/stack.js';
-import type { LinkGroup } from '../../endpoint/llc/linkgroup.js';
+import { LinkGroup as LinkGroupClass, type LinkGroup } from '../../endpoint/llc/linkgroup.js';
 import type { CdcConnection } from '../../endpoint/cdc/connection.js';
 import { freePair, send, tcpPair, until } from './stacks.js';
 
@@ -118,6 +118,34 @@ test.serial('v1: server device down during a transfer, failover, then back: link
   } finally {
     for (const s of socks) s.destroy();
     for (const s of servers) s.close();
+    await Promise.all([a.close(), b.close()]);
+  }
+});
+
+test.serial('v1: a peer whose CONTINUATIONs never end (it keeps announcing rkeys) is cut off after 128 rounds; the group keeps its first link and its data', async (t) => {
+  const log: string[] = [];
+  // Both sides announce 255 rkeys still to come in every CONTINUATION, as a broken or hostile
+  // peer could: without a bound the exchange would never end.
+  const proto = LinkGroupClass.prototype as unknown as { addLinkContMsg: (...a: unknown[]) => { numRkeys: number } };
+  const orig = proto.addLinkContMsg;
+  proto.addLinkContMsg = function (this: unknown, ...a: unknown[]) { const m = orig.apply(this, a); m.numRkeys = 255; return m; };
+  const [a, b, a1, b1] = await v1Stacks(log, [80, 81]);
+  try {
+    const [c, s, srv] = await tcpPair(a1, b1);
+    const [rc, rs] = await Promise.all([a.handshake('client', c), b.handshake('server', s)]);
+    if (rc.mode !== 'smcr' || rs.mode !== 'smcr') { t.fail('no SMC-R'); return; }
+    t.true(await until(() => log.some((l) => /no end after 128 rounds/.test(l)) || (rs.lg.links.size === 1 && llc(log, rs.lg, '>', /ADD LINK CONT/).length >= 128), 20_000), log.slice(-5).join('\n'));
+    t.true(await until(() => rs.lg.links.size === 1 && rc.lg.links.size === 1, 10_000), 'the half-added link is gone on both sides');
+    const sent = llc(log, rs.lg, '>', /ADD LINK CONT v1 req/).length;
+    t.true(sent >= 100 && sent <= 129, `the server sent ${sent} CONTINUATIONs`);
+    proto.addLinkContMsg = orig;
+    const X = [a.attach(rc), b.attach(rs)] as const;
+    const data = randomBytes(1 << 20);
+    t.is(await send(X[0], X[1], data), sha(data), 'the first link still carries data');
+    for (const conn of X) void conn.close();
+    c.destroy(); s.destroy(); srv.close();
+  } finally {
+    proto.addLinkContMsg = orig;
     await Promise.all([a.close(), b.close()]);
   }
 });
