@@ -183,9 +183,11 @@ function readLine(s: Duplex, max: number, timeoutMs: number, what: string): Prom
       }
     };
     const onEnd = (): void => done(new Error(`${what}: the peer closed the connection${acc.length ? ` after ${JSON.stringify(acc.subarray(0, 60).toString('latin1'))}` : ''}`));
-    const onErr = (e: Error): void => done(new Error(`${what}: ${e.message}`));
+    // writing into a socket already gone (the peer ended the connection during CLC) is its close
+    const onErr = (e: NodeJS.ErrnoException): void => (e.code === 'ERR_STREAM_DESTROYED' ? onEnd() : done(new Error(`${what}: ${e.message}`)));
     const t = setTimeout(() => done(new Error(`${what}: nothing within ${timeoutMs / 1000} s`)), timeoutMs);
     s.on('data', onData); s.on('end', onEnd); s.on('error', onErr); s.on('close', onEnd);
+    if (s.destroyed) { onEnd(); return; }
     s.resume();
   });
 }
@@ -207,8 +209,6 @@ export function notSmcperf(line: string | undefined, header: string, readError?:
   const hint = 'use --raw for a plain sink/echo/source';
   if (line === undefined) {
     const why = (readError ?? '').replace(/^server answer: /, '');
-    // a socket destroyed under our write (the peer ended the connection during CLC) is a close too
-    if (/after a stream was destroyed/.test(why)) return `${head}: it closed the connection instead of answering the control header; ${hint}`;
     if (/closed the connection|ended by the other party|EPIPE|ECONNRESET/.test(why)) return `${head}: it closed the connection instead of answering the control header${why.includes(' after ') ? ` (${why.replace(/^.* after /, 'it sent ')})` : ''}; ${hint}`;
     if (/no line end/.test(why)) return `${head}: its answer to the control header is not a line (${why}); ${hint}`;
     return `${head}: no answer to the control header (${why || 'none'}); ${hint}`;

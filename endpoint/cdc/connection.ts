@@ -59,7 +59,7 @@ import { EventEmitter } from 'node:events';
 import {
   CDC_MSG_SIZE, CDC_TYPE, CDC_PROD_WRITE_BLOCKED, CDC_PROD_URG_PENDING, CDC_PROD_URG_PRESENT,
   CDC_CONN_PEER_DONE_WRITING, CDC_CONN_PEER_CONN_CLOSED, CDC_CONN_PEER_CONN_ABORT,
-  decodeCdc, encodeCdc, makeCdc, summarizeCdc, type CdcCursor, type CdcMessage,
+  decodeCdc, encodeCdc, makeCdc, readCdcInto, summarizeCdc, type CdcCursor, type CdcMessage,
 } from '../../dissectors/wire/cdc.js';
 import { CdcView } from '../../dissectors/wire/views/cdc.js';
 import {
@@ -70,23 +70,7 @@ import type { CdcBuffers, CdcTransport } from './transport.js';
 
 /** Writes the data path's CDCs (one view for all connections: a CDC is written in one go). */
 const txCdc = new CdcView();
-const rxCdc = new CdcView();
 
-/** The fields of a received CDC (at least 44 bytes) that the connection acts on, read through
- *  the CDC view into `m` (reused: the decoder's objects and issue list per CDC were a
- *  measurable share of a round trip). Reasons for a violation use the full codec. */
-function readCdcInto(bytes: Uint8Array, m: CdcMessage): CdcMessage {
-  const v = rxCdc.reset(bytes, 0, CDC_MSG_SIZE);
-  m.type = v.type; m.length = v.length; m.seq = v.seq; m.token = v.token;
-  m.prod.reserved = v.prodReserved; m.prod.wrap = v.prodWrap; m.prod.count = v.prodCount;
-  m.cons.reserved = v.consReserved; m.cons.wrap = v.consWrap; m.cons.count = v.consCount;
-  const p = m.prodFlags;
-  p.writeBlocked = v.writeBlocked; p.urgentPending = v.urgentPending; p.urgentPresent = v.urgentPresent;
-  p.cursorUpdateRequested = v.cursorUpdateRequested; p.failoverValidation = v.failoverValidation;
-  const c = m.connFlags;
-  c.peerDoneWriting = v.peerDoneWriting; c.peerConnClosed = v.peerConnClosed; c.peerConnAbort = v.peerConnAbort;
-  return m;
-}
 
 export type CdcState =
   | 'ACTIVE'
