@@ -77,6 +77,30 @@ export function crc32(b: Uint8Array, start = 0, end = b.length): number {
   return crc32Update(0, b, start, end);
 }
 
+/**
+ * Continue a CRC-32 over b[start, start + mask.length) with each byte OR-ed with its mask byte
+ * (clamped to the buffer): the ICRC's variant header fields fed as ones in one pass over the
+ * frame, no copy, no per-run calls.
+ */
+export function crc32UpdateMasked(crc: number, b: Uint8Array, start: number, mask: Uint8Array): number {
+  let end = start + mask.length;
+  if (end > b.length) end = b.length;
+  if (start < 0 || start >= end) return crc >>> 0;
+  let r = ~crc;
+  let i = start;
+  let m = 0;
+  const t = T;
+  while (i + 8 <= end) {
+    r ^= (b[i]! | mask[m]!) | ((b[i + 1]! | mask[m + 1]!) << 8) | ((b[i + 2]! | mask[m + 2]!) << 16) | ((b[i + 3]! | mask[m + 3]!) << 24);
+    const h = (b[i + 4]! | mask[m + 4]!) | ((b[i + 5]! | mask[m + 5]!) << 8) | ((b[i + 6]! | mask[m + 6]!) << 16) | ((b[i + 7]! | mask[m + 7]!) << 24);
+    r = t[1792 + (r & 0xff)]! ^ t[1536 + ((r >>> 8) & 0xff)]! ^ t[1280 + ((r >>> 16) & 0xff)]! ^ t[1024 + (r >>> 24)]! ^
+      t[768 + (h & 0xff)]! ^ t[512 + ((h >>> 8) & 0xff)]! ^ t[256 + ((h >>> 16) & 0xff)]! ^ t[h >>> 24]!;
+    i += 8; m += 8;
+  }
+  while (i < end) r = t[(r ^ (b[i++]! | mask[m++]!)) & 0xff]! ^ (r >>> 8);
+  return ~r >>> 0;
+}
+
 /** Continue a CRC-32 with one byte. */
 export function crc32UpdateByte(crc: number, byte: number): number {
   const r = ~crc;

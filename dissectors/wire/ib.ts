@@ -10,9 +10,9 @@
 
 import type { Decoded, Issue } from './common.js';
 import { Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
-import { crc32Update, crc32UpdateByte, crc32UpdateFill } from './crc32.js';
+import { crc32Update, crc32UpdateFill, crc32UpdateMasked } from './crc32.js';
 import { BTH_FIELDS, AETH_FIELDS, GRH_FIELDS, GRH_LEN, BthView, RethView, AethView, DethView, GrhView } from './views/ib.js';
-import { addField, fieldMaskBytes, type FieldSpec } from './views/field.js';
+import { addField, fieldMaskBytes } from './views/field.js';
 import { IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN } from './views/net.js';
 
 // ---------------------------------------------------------------------------------------
@@ -741,66 +741,55 @@ export function readIcrc(pkt: Uint8Array, end = pkt.length): number {
 // IPv6/GRH: traffic class, flow label, hop limit → ones) · UDP header (checksum → 0xFFFF;
 // RoCE v2 only) · BTH with byte 4 → 0xFF · rest up to the ICRC. Fed piecewise, no copy.
 
-/** A stretch of a header as the ICRC sees it: bytes [from, to) copied (or 0), fed as ones
- *  (or 0xff), or one byte with the `or` bits set. */
-interface MaskRun { from: number; to: number; or: number }
-
-/** The runs of a `len`-byte header whose declared `fields` the ICRC replaces by ones. */
-function maskRuns(fields: readonly FieldSpec[], len: number): MaskRun[] {
-  const m = fieldMaskBytes(fields, len);
-  const runs: MaskRun[] = [];
-  for (let i = 0; i < len; i++) {
-    const or = m[i]!;
-    const last = runs[runs.length - 1];
-    if (last && last.to === i && last.or === or && (or === 0 || or === 0xff)) last.to = i + 1;
-    else runs.push({ from: i, to: i + 1, or });
-  }
-  return runs;
-}
-
-/** Feed b[o, o+len) of a header through its runs, stopping at `end`. */
-function feedRuns(c: number, b: Uint8Array, o: number, runs: readonly MaskRun[], end: number): number {
-  for (const r of runs) {
-    const from = o + r.from, to = Math.min(o + r.to, end);
-    if (to <= from) break;
-    if (r.or === 0) c = crc32Update(c, b, from, to);
-    else if (r.or === 0xff) c = crc32UpdateFill(c, 0xff, to - from);
-    else c = crc32UpdateByte(c, u8(b, from) | r.or);
-  }
-  return c;
-}
+// Each header's variant fields become an OR mask (ones where the ICRC forces ones), built
+// from the header tables; headers that sit back to back in a frame (IPv4 · UDP · BTH, IPv6 ·
+// UDP · BTH, GRH · BTH) have one mask for the whole stack, so a frame's ICRC is one masked
+// pass over its first 40–60 bytes and one CRC call over the rest.
 
 // The variant fields (IBA vol.1 9.8.1, RoCE v2 annex A17.3.3), from the header tables.
-const IPV4_MASK = maskRuns([IPV4_FIELDS.tos, IPV4_FIELDS.ttl, IPV4_FIELDS.checksum], IPV4_MIN_LEN);
-const IPV6_MASK = maskRuns([IPV6_FIELDS.trafficClass, IPV6_FIELDS.flowLabel, IPV6_FIELDS.hopLimit], IPV6_LEN);
-const GRH_MASK = maskRuns([GRH_FIELDS.tclass, GRH_FIELDS.flowLabel, GRH_FIELDS.hopLimit], GRH_LEN);
-const UDP_MASK = maskRuns([UDP_FIELDS.checksum], UDP_LEN);
-const BTH_MASK = maskRuns([BTH_FIELDS.fecn, BTH_FIELDS.becn, BTH_FIELDS.resv6], BTH_LEN);
+const IPV4_OR = fieldMaskBytes([IPV4_FIELDS.tos, IPV4_FIELDS.ttl, IPV4_FIELDS.checksum], IPV4_MIN_LEN);
+const IPV6_OR = fieldMaskBytes([IPV6_FIELDS.trafficClass, IPV6_FIELDS.flowLabel, IPV6_FIELDS.hopLimit], IPV6_LEN);
+const GRH_OR = fieldMaskBytes([GRH_FIELDS.tclass, GRH_FIELDS.flowLabel, GRH_FIELDS.hopLimit], GRH_LEN);
+const UDP_OR = fieldMaskBytes([UDP_FIELDS.checksum], UDP_LEN);
+const BTH_OR = fieldMaskBytes([BTH_FIELDS.fecn, BTH_FIELDS.becn, BTH_FIELDS.resv6], BTH_LEN);
+
+function stack(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) { out.set(p, o); o += p.length; }
+  return out;
+}
+const V2_IPV4_OR = stack(IPV4_OR, UDP_OR, BTH_OR);
+const V2_IPV6_OR = stack(IPV6_OR, UDP_OR, BTH_OR);
+const V1_OR = stack(GRH_OR, BTH_OR);
+const UDP_BTH_OR = stack(UDP_OR, BTH_OR);
+
+const LRH_STANDIN = 8;
+/** CRC of the LRH stand-in (8 × 0xFF) every ICRC starts with. */
+const LRH_CRC = crc32UpdateFill(0, 0xff, LRH_STANDIN);
+
+/**
+ * Feed b[o, end) whose first bytes are the header stack `mask` describes: the stack masked (the
+ * BTH, last in every stack, stops at `end`; the headers before it are fed whole, as their
+ * length fields placed them), then the rest of the packet as it is.
+ */
+function feedStack(c: number, b: Uint8Array, o: number, mask: Uint8Array, end: number): number {
+  const n = Math.max(end - o, mask.length - BTH_LEN);
+  c = crc32UpdateMasked(c, b, o, n >= mask.length ? mask : mask.subarray(0, n));
+  return end > o + mask.length ? crc32Update(c, b, o + mask.length, end) : c;
+}
 
 /** Feed the masked IPv4 header b[o, o+ihl) (options, if any, as they are). */
 function feedIpv4(c: number, b: Uint8Array, o: number, ihl: number): number {
-  c = feedRuns(c, b, o, IPV4_MASK, o + ihl);
+  c = crc32UpdateMasked(c, b, o, ihl >= IPV4_MIN_LEN ? IPV4_OR : IPV4_OR.subarray(0, Math.max(0, ihl)));
   return ihl > IPV4_MIN_LEN ? crc32Update(c, b, o + IPV4_MIN_LEN, o + ihl) : c;
-}
-
-/** Feed a masked IPv6 header (RoCE v2) or GRH (RoCE v1) b[o, o+40). */
-function feedIpv6(c: number, b: Uint8Array, o: number, grh = false): number {
-  return feedRuns(c, b, o, grh ? GRH_MASK : IPV6_MASK, o + IPV6_LEN);
-}
-
-/** Feed the UDP header b[o, o+8) with the checksum forced to 0xFFFF. */
-function feedUdp(c: number, b: Uint8Array, o: number): number {
-  return feedRuns(c, b, o, UDP_MASK, o + UDP_LEN);
 }
 
 /** Feed the IB transport part b[o, end) (end = start of the ICRC) with the BTH's reserved byte
  *  (FECN, BECN, resv6) forced to ones. */
 function feedIb(c: number, b: Uint8Array, o: number, end: number): number {
-  c = feedRuns(c, b, o, BTH_MASK, end);
-  return end > o + BTH_LEN ? crc32Update(c, b, o + BTH_LEN, end) : c;
+  return feedStack(c, b, o, BTH_OR, end);
 }
-
-const LRH_STANDIN = 8;
 
 /** End of the RoCE v2 packet from the IP length fields, clamped to the frame. */
 function ipEnd(frame: Uint8Array, ipOff: number): number {
@@ -816,18 +805,13 @@ function ipEnd(frame: Uint8Array, ipOff: number): number {
  */
 export function icrcRoceV2Ipv4(frame: Uint8Array, ipOff = 0, end = ipEnd(frame, ipOff)): number {
   const ihl = (u8(frame, ipOff) & 15) * 4;
-  let c = crc32UpdateFill(0, 0xff, LRH_STANDIN);
-  c = feedIpv4(c, frame, ipOff, ihl);
-  c = feedUdp(c, frame, ipOff + ihl);
-  return feedIb(c, frame, ipOff + ihl + 8, end - ICRC_LEN);
+  if (ihl === IPV4_MIN_LEN) return feedStack(LRH_CRC, frame, ipOff, V2_IPV4_OR, end - ICRC_LEN);
+  return feedStack(feedIpv4(LRH_CRC, frame, ipOff, ihl), frame, ipOff + ihl, UDP_BTH_OR, end - ICRC_LEN);
 }
 
 /** ICRC of a RoCE v2 packet over IPv6 (no extension headers) whose IPv6 header starts at `ipOff`. */
 export function icrcRoceV2Ipv6(frame: Uint8Array, ipOff = 0, end = ipEnd(frame, ipOff)): number {
-  let c = crc32UpdateFill(0, 0xff, LRH_STANDIN);
-  c = feedIpv6(c, frame, ipOff);
-  c = feedUdp(c, frame, ipOff + 40);
-  return feedIb(c, frame, ipOff + 48, end - ICRC_LEN);
+  return feedStack(LRH_CRC, frame, ipOff, V2_IPV6_OR, end - ICRC_LEN);
 }
 
 /** ICRC of a RoCE v2 packet; IPv4 or IPv6 chosen by the version nibble at `ipOff`. */
@@ -837,9 +821,7 @@ export function icrcRoceV2(frame: Uint8Array, ipOff = 0, end = ipEnd(frame, ipOf
 
 /** ICRC of a RoCE v1 packet whose GRH starts at `grhOff`; `end` defaults to GRH + PayLen (clamped). */
 export function icrcRoceV1(frame: Uint8Array, grhOff = 0, end = Math.min(frame.length, grhOff + GRH_LEN + u16(frame, grhOff + 4))): number {
-  let c = crc32UpdateFill(0, 0xff, LRH_STANDIN);
-  c = feedIpv6(c, frame, grhOff, true);
-  return feedIb(c, frame, grhOff + GRH_LEN, end - ICRC_LEN);
+  return feedStack(LRH_CRC, frame, grhOff, V1_OR, end - ICRC_LEN);
 }
 
 export type IcrcNet = 'ipv4' | 'ipv6' | 'grh';
@@ -860,16 +842,12 @@ export function icrcFromParts(kind: IcrcNet, net: Uint8Array, ib: Uint8Array): n
  * icrcFromPrefix(icrcPrefix(kind, net), ib) === icrcFromParts(kind, net, ib).
  */
 export function icrcPrefix(kind: IcrcNet, net: Uint8Array): number {
-  let c = crc32UpdateFill(0, 0xff, LRH_STANDIN);
   if (kind === 'ipv4') {
     const ihl = (u8(net, 0) & 15) * 4;
-    c = feedIpv4(c, net, 0, ihl);
-    c = feedUdp(c, net, ihl);
-  } else {
-    c = feedIpv6(c, net, 0, kind === 'grh');
-    if (kind === 'ipv6') c = feedUdp(c, net, IPV6_LEN);
+    return crc32UpdateMasked(feedIpv4(LRH_CRC, net, 0, ihl), net, ihl, UDP_OR);
   }
-  return c;
+  const c = crc32UpdateMasked(LRH_CRC, net, 0, kind === 'grh' ? GRH_OR : IPV6_OR);
+  return kind === 'ipv6' ? crc32UpdateMasked(c, net, IPV6_LEN, UDP_OR) : c;
 }
 
 /** The ICRC of `ib` (BTH … 4-byte ICRC slot) behind outer headers whose icrcPrefix() is `prefix`. */
