@@ -1,6 +1,7 @@
 # smcscope native addons, built by node-gyp from this folder (`npm run build:native`, and
 # by `npm ci` through the package's "install" script). One target per addon:
 #   pcap_live  - libpcap live reader + offline BPF matching (src/pcap_live.cc)
+#   icrc       - CRC-32 with PCLMULQDQ for the RoCE ICRC on the replay path (src/icrc.c, no libraries)
 {
   "target_defaults": {
     "cflags!": ["-fno-exceptions"],
@@ -14,6 +15,11 @@
       "sources": ["src/pcap_live.cc"],
       "dependencies": ["<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except"],
       "libraries": ["-lpcap"]
+    },
+    {
+      "target_name": "icrc",
+      "sources": ["src/icrc.c"],
+      "cflags": ["-Wall", "-Wextra"]
     }
   ]
 }

@@ -6,16 +6,45 @@
 //   crc32(a ++ b) === crc32Update(crc32(a), b)
 // which lets the ICRC be computed over a frame with masked fields without copying it:
 // feed the unchanged ranges with crc32Update and the masked bytes with crc32UpdateFill.
-// Pure functions. Ranges of NATIVE_MIN bytes or more go to Node's native zlib.crc32 when the
-// runtime has it (Node >= 20.15: about twice the speed of the JS loop on 1 KiB; costs one
-// subarray view per call); crc32UpdateJs() is the pure table-driven path.
+// Pure functions. Where the native addon (native/src/icrc.c, PCLMULQDQ folding) is built and
+// the CPU has carry-less multiply, ranges of ADDON_MIN bytes or more go to it (~4x zlib.crc32 on
+// a 1 KiB frame, one call ~60 ns); otherwise ranges of NATIVE_MIN bytes or more go to Node's
+// zlib.crc32 (about twice the JS loop on 1 KiB; costs one subarray view per call), shorter ones
+// to the table-driven JS loop. crc32UpdateJs() is always the pure JS path. SMCSCOPE_CRC=js
+// turns the addon off (A/B measurements, tests of the fallback).
 
 import * as zlib from 'node:zlib';
+import { createRequire } from 'node:module';
+import { nativePath } from '../../native/paths.js';
 
 type NativeCrc = (data: Uint8Array, value?: number) => number;
 const nativeCrc32: NativeCrc | undefined = (zlib as unknown as { crc32?: NativeCrc }).crc32;
 /** Range length from which the native CRC is used (below it the call overhead dominates). */
 export const NATIVE_MIN = 256;
+
+interface IcrcAddon {
+  /** CRC so far `crc`; feeds b[start + i] | mask[i] (inside b), then b[start + mask.length, end). */
+  crc32Masked(b: Uint8Array, crc: number, start: number, mask: Uint8Array, end: number): number;
+  /** true when the CPU folds with PCLMULQDQ (else the addon is no faster than zlib: unused). */
+  simd: boolean;
+}
+
+function loadAddon(): IcrcAddon | undefined {
+  if (process.env.SMCSCOPE_CRC === 'js') return undefined;
+  try {
+    const a = createRequire(import.meta.url)(nativePath('native/build/Release/icrc.node')) as IcrcAddon;
+    return a.simd ? a : undefined;
+  } catch {
+    return undefined; // not built (no toolchain): zlib and JS
+  }
+}
+const addon = loadAddon();
+/** Range length from which the addon is used (its folding loop needs 64 bytes). */
+export const ADDON_MIN = 64;
+const NO_MASK = new Uint8Array(0);
+
+/** Which CRC engine long ranges use: 'pclmul' (the addon), 'zlib' or 'js'. */
+export const crc32Engine: 'pclmul' | 'zlib' | 'js' = addon ? 'pclmul' : nativeCrc32 ? 'zlib' : 'js';
 
 /** 8 × 256 entries: T[k*256 + n] = CRC of byte n followed by k zero bytes (slicing tables). */
 const T = new Int32Array(8 * 256);
@@ -58,6 +87,7 @@ export function crc32Update(crc: number, b: Uint8Array, start = 0, end = b.lengt
   if (end > b.length) end = b.length;
   if (start < 0) start = 0;
   if (start >= end) return crc >>> 0;
+  if (addon !== undefined && end - start >= ADDON_MIN) return addon.crc32Masked(b, crc >>> 0, start, NO_MASK, end);
   if (nativeCrc32 !== undefined && end - start >= NATIVE_MIN) {
     return nativeCrc32(start === 0 && end === b.length ? b : b.subarray(start, end), crc >>> 0) >>> 0;
   }
@@ -99,6 +129,16 @@ export function crc32UpdateMasked(crc: number, b: Uint8Array, start: number, mas
   }
   while (i < end) r = t[(r ^ (b[i++]! | mask[m++]!)) & 0xff]! ^ (r >>> 8);
   return ~r >>> 0;
+}
+
+/**
+ * crc32UpdateMasked(crc, b, start, mask) continued with b[start + mask.length, end) as it is:
+ * a header stack with its masks and the packet behind it, in one call of the addon when built.
+ */
+export function crc32UpdateMaskedThen(crc: number, b: Uint8Array, start: number, mask: Uint8Array, end: number): number {
+  if (addon !== undefined && start >= 0) return addon.crc32Masked(b, crc >>> 0, start, mask, end > 0 ? end : 0);
+  const c = crc32UpdateMasked(crc, b, start, mask);
+  return end > start + mask.length ? crc32Update(c, b, start + mask.length, end) : c;
 }
 
 /** Continue a CRC-32 with one byte. */

@@ -10,7 +10,7 @@
 
 import type { Decoded, Issue } from './common.js';
 import { Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
-import { crc32Update, crc32UpdateFill, crc32UpdateMasked } from './crc32.js';
+import { crc32Update, crc32UpdateFill, crc32UpdateMasked, crc32UpdateMaskedThen } from './crc32.js';
 import { BTH_FIELDS, AETH_FIELDS, GRH_FIELDS, GRH_LEN, BthView, RethView, AethView, DethView, GrhView } from './views/ib.js';
 import { addField, fieldMaskBytes } from './views/field.js';
 import { IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN } from './views/net.js';
@@ -775,8 +775,7 @@ const LRH_CRC = crc32UpdateFill(0, 0xff, LRH_STANDIN);
  */
 function feedStack(c: number, b: Uint8Array, o: number, mask: Uint8Array, end: number): number {
   const n = Math.max(end - o, mask.length - BTH_LEN);
-  c = crc32UpdateMasked(c, b, o, n >= mask.length ? mask : mask.subarray(0, n));
-  return end > o + mask.length ? crc32Update(c, b, o + mask.length, end) : c;
+  return crc32UpdateMaskedThen(c, b, o, n >= mask.length ? mask : mask.subarray(0, n), end);
 }
 
 /** Feed the masked IPv4 header b[o, o+ihl) (options, if any, as they are). */

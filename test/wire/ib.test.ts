@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import zlib from 'node:zlib';
 import { Tree, fromHex, hex } from '../../dissectors/wire/common.js';
 import type { FieldNode } from '../../dissectors/wire/common.js';
-import { crc32, crc32Update, crc32UpdateJs, crc32UpdateByte, crc32UpdateFill } from '../../dissectors/wire/crc32.js';
+import { crc32, crc32Update, crc32UpdateJs, crc32UpdateByte, crc32UpdateFill, crc32UpdateMasked, crc32UpdateMaskedThen, crc32Engine } from '../../dissectors/wire/crc32.js';
 import {
   opcodeInfo, decodeBth, encodeBth, summarizeBth, decodeReth, encodeReth, decodeAeth, encodeAeth, summarizeAeth,
   decodeImmDt, encodeImmDt, decodeIeth, encodeIeth, decodeDeth, encodeDeth, decodeRdeth, encodeRdeth, decodeXrceth,
@@ -108,6 +108,34 @@ test('crc32: known vectors and zlib agreement (all lengths 0..300, random splits
   // Clamped ranges never throw.
   t.is(crc32(new Uint8Array([1, 2, 3]), 2, 100), zlib.crc32(new Uint8Array([3])) >>> 0);
   t.is(crc32(new Uint8Array([1, 2, 3]), 5, 1), 0);
+});
+
+test('crc32 engines agree (addon when built, zlib, JS): every length 0..1100 at offsets 0..3, masked stacks, clamped ends', (t) => {
+  t.log(`engine for long ranges: ${crc32Engine}`);
+  const r = rng(11);
+  const buf = randBytes(r, 1104);
+  for (let n = 0; n <= 1100; n++) {
+    const s = n & 3;
+    const seed = (r() * 2 ** 32) >>> 0;
+    const want = zlib.crc32(buf.subarray(s, s + n), seed) >>> 0;
+    t.is(crc32Update(seed, buf, s, s + n), want, `len ${n}`);
+    t.is(crc32UpdateJs(seed, buf, s, s + n), want, `JS, len ${n}`);
+  }
+  // Masked stack then the rest, against a copy with the mask applied (independent of the code under test).
+  for (const mlen of [0, 12, 40, 60]) {
+    const mask = randBytes(r, mlen);
+    for (const end of [0, 30, 64, 65, 200, 1104, 5000]) {
+      const start = 5;
+      const copy = buf.slice(0, Math.min(end, buf.length));
+      for (let i = 0; i < mlen && start + i < copy.length; i++) copy[start + i]! |= mask[i]!;
+      const masked = crc32UpdateMasked(7, buf, start, mask);
+      const masks = Math.min(start + mlen, buf.length);
+      const want = zlib.crc32(buf.slice(start, masks).map((x, i) => x | mask[i]!), 7) >>> 0;
+      t.is(masked, want, `masked ${mlen}`);
+      const whole = end > masks ? zlib.crc32(copy.subarray(masks), want) >>> 0 : want;
+      t.is(crc32UpdateMaskedThen(7, buf, start, mask, end), whole, `mask ${mlen} end ${end}`);
+    }
+  }
 });
 
 // ---------------------------------------------------------------------------------------
