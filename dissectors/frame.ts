@@ -10,15 +10,15 @@ import { LINKTYPE } from '../capture/types.js';
 import { type Issue, Tree, type FieldNode, u8 } from './wire/common.js';
 import { decodeEthernet, ETHERTYPE_IPV4, ETHERTYPE_IPV6, type EthernetHeader } from './net/ethernet.js';
 import { decodeSll, decodeSll2 } from './net/sll.js';
-import { decodeIpv4, IPPROTO_TCP, IPPROTO_UDP, type Ipv4Header } from './net/ipv4.js';
+import { blankIpv4Header, decodeIpv4At, IPPROTO_TCP, IPPROTO_UDP, type Ipv4Header } from './net/ipv4.js';
 import { decodeIpv6, type Ipv6Header } from './net/ipv6.js';
 import { decodeTcp, type TcpHeader } from './net/tcp.js';
-import { decodeUdp, type UdpHeader } from './net/udp.js';
+import { decodeUdpAt, type UdpHeader } from './net/udp.js';
 import { summarizeTcpOpt, type TcpOpt } from './wire/tcpopt.js';
 import { decodeClc, summarizeClc, type ClcMessage } from './wire/clc.js';
 import { decodeLlc, summarizeLlc, type LlcMessage } from './wire/llc.js';
 import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
-import { decodeIbPacket, decodeGrh, checkIcrc, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
+import { decodeIbPacketAt, decodeGrh, checkIcrc, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
 import { ClcStreams, type SegmentRole } from './clcstream.js';
 import { SendStreams, type SendPart } from './sendstream.js';
 
@@ -160,19 +160,21 @@ export class FrameDecoder {
   }
 
   private ip(out: DecodedFrame, b: Uint8Array, off: number, version: 4 | 6, t: Tree | undefined): void {
-    const view = b.subarray(off);
     let proto: number;
     let hlen: number;
     let plen: number; // upper-layer length according to the IP header
     if (version === 4) {
-      const r = decodeIpv4(view, t?.sub('IPv4', off, 20), view.length + this.cut);
-      push(out.issues, r.issues, off);
-      const h = r.value;
+      // IPv4 and UDP/RoCE decode in place (offsets, no subarray view per layer: ~70 ns each)
+      const h = blankIpv4Header();
+      const n0 = out.issues.length;
+      decodeIpv4At(h, out.issues, b, off, t?.sub('IPv4', off, 20), Math.max(0, b.length - off) + this.cut);
+      rebase(out.issues, n0, off);
       fitLast(t, h.headerLength);
       out.ip = { version: 4, src: h.src, dst: h.dst, header: h };
       proto = h.protocol; hlen = h.headerLength; plen = h.totalLength - h.headerLength;
       if (h.fragmentOffset !== 0 || h.moreFragments) return; // fragments: header only
     } else {
+      const view = b.subarray(off);
       const r = decodeIpv6(view, t?.sub('IPv6', off, 40), view.length + this.cut);
       push(out.issues, r.issues, off);
       const h = r.value;
@@ -186,7 +188,7 @@ export class FrameDecoder {
     // Trust the IP length over the capture (Ethernet padding), bounded by what was captured.
     const l4end = Math.min(b.length, l4 + Math.max(0, plen));
     if (proto === IPPROTO_TCP) this.tcp(out, b.subarray(0, l4end), l4, t);
-    else if (proto === IPPROTO_UDP) this.udp(out, b.subarray(0, l4end), l4, off, t);
+    else if (proto === IPPROTO_UDP) this.udp(out, b, l4, l4end, off, t);
   }
 
   private tcp(out: DecodedFrame, b: Uint8Array, off: number, t: Tree | undefined): void {
@@ -214,25 +216,27 @@ export class FrameDecoder {
     }
   }
 
-  private udp(out: DecodedFrame, b: Uint8Array, off: number, ipOff: number, t: Tree | undefined): void {
-    const r = decodeUdp(b.subarray(off), t?.sub('UDP', off, 8), b.length - off + this.cut);
-    push(out.issues, r.issues, off);
-    const h = r.value;
+  /** UDP at b[off, end) (end: the IP packet's end within the frame). */
+  private udp(out: DecodedFrame, b: Uint8Array, off: number, end: number, ipOff: number, t: Tree | undefined): void {
+    const h: UdpHeader = { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
+    let n0 = out.issues.length;
+    decodeUdpAt(h, out.issues, b, off, end, t?.sub('UDP', off, 8), end - off + this.cut);
+    rebase(out.issues, n0, off);
     out.udp = h;
     const poff = off + 8;
-    out.payloadLength = Math.max(0, b.length - poff);
+    out.payloadLength = Math.max(0, end - poff);
     if (!this.rocePorts.has(h.dstPort)) return;
-    const ib = b.subarray(poff);
-    const ibTree = t?.sub('InfiniBand (RoCEv2)', poff, ib.length);
-    const d = decodeIbPacket(ib, ibTree);
-    push(out.issues, d.issues, poff);
+    const ibTree = t?.sub('InfiniBand (RoCEv2)', poff, Math.max(0, end - poff));
+    n0 = out.issues.length;
+    const ib = decodeIbPacketAt(out.issues, b, poff, end, ibTree);
+    rebase(out.issues, n0, poff);
     let icrc: RoceInfo['icrc'] = 'unchecked';
-    if (this.checkIcrc && out.caplen >= out.origlen && d.value.icrc !== undefined) {
+    if (this.checkIcrc && out.caplen >= out.origlen && ib.icrc !== undefined) {
       const c = checkIcrc(b, ipOff, 'v2');
       icrc = c.ok ? 'ok' : 'bad';
-      if (!c.ok) out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: b.length - 4, length: 4 });
+      if (!c.ok) out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: end - 4, length: 4 });
     }
-    this.roce(out, 2, undefined, d.value, icrc, poff, t);
+    this.roce(out, 2, undefined, ib, icrc, poff, t);
   }
 
   private roceV1(out: DecodedFrame, b: Uint8Array, off: number, t: Tree | undefined): void {
@@ -243,16 +247,17 @@ export class FrameDecoder {
     push(out.issues, g.issues, off);
     const poff = off + 40;
     if (poff > b.length) return;
-    const d = decodeIbPacket(b.subarray(poff), t?.sub('InfiniBand (RoCE v1)', poff, b.length - poff));
-    push(out.issues, d.issues, poff);
+    const n0 = out.issues.length;
+    const ib = decodeIbPacketAt(out.issues, b, poff, b.length, t?.sub('InfiniBand (RoCE v1)', poff, b.length - poff));
+    rebase(out.issues, n0, poff);
     out.payloadLength = b.length - poff;
     let icrc: RoceInfo['icrc'] = 'unchecked';
-    if (this.checkIcrc && out.caplen >= out.origlen && d.value.icrc !== undefined) {
+    if (this.checkIcrc && out.caplen >= out.origlen && ib.icrc !== undefined) {
       const c = checkIcrc(b, off, 'v1');
       icrc = c.ok ? 'ok' : 'bad';
       if (!c.ok) out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: b.length - 4, length: 4 });
     }
-    this.roce(out, 1, g.value, d.value, icrc, poff, t);
+    this.roce(out, 1, g.value, ib, icrc, poff, t);
   }
 
   /** SMC-R payload of a RoCE packet: LLC/CDC in SENDs (reassembled when multi-packet). */
@@ -290,6 +295,12 @@ export class FrameDecoder {
 function fitLast(t: Tree | undefined, length: number): void {
   const node = t?.nodes[t.nodes.length - 1];
   if (node && length > 0) node.length = length;
+}
+
+/** Issues a codec pushed onto the frame's list since `from` carry offsets relative to its
+ *  header: make them the frame's (they are the codec's own fresh objects). */
+function rebase(issues: Issue[], from: number, by: number): void {
+  if (by !== 0) for (let i = from; i < issues.length; i++) issues[i]!.offset += by;
 }
 
 function push(into: Issue[], from: Issue[], by: number): void {

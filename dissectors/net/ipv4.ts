@@ -195,35 +195,56 @@ function u32at(b: Uint8Array, o: number): number {
 
 export function decodeIpv4(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<Ipv4Header> {
   const issues: Issue[] = [];
-  const vb = u8(b, 0);
-  const ihl = vb & 0x0f;
-  const tos = u8(b, 1);
-  const fo = u16(b, 6);
-  const value: Ipv4Header = {
-    version: vb >>> 4, ihl, dscp: tos >>> 2, ecn: tos & 3, totalLength: u16(b, 2), id: u16(b, 4),
-    reservedFlag: (fo & 0x8000) !== 0, dontFragment: (fo & 0x4000) !== 0, moreFragments: (fo & 0x2000) !== 0, fragmentOffset: fo & 0x1fff,
-    ttl: u8(b, 8), protocol: u8(b, 9), checksum: u16(b, 10), src: ipv4At(b, 12), dst: ipv4At(b, 16),
-    options: NO_OPTIONS, headerLength: ihl * 4, checksumStatus: 'unverified',
+  const value = blankIpv4Header();
+  decodeIpv4At(value, issues, b, 0, t, wireLength);
+  return { value, issues };
+}
+
+/** A header value with every field present (decodeIpv4At fills it). */
+export function blankIpv4Header(): Ipv4Header {
+  return {
+    version: 0, ihl: 0, dscp: 0, ecn: 0, totalLength: 0, id: 0,
+    reservedFlag: false, dontFragment: false, moreFragments: false, fragmentOffset: 0,
+    ttl: 0, protocol: 0, checksum: 0, src: '', dst: '',
+    options: NO_OPTIONS, headerLength: 0, checksumStatus: 'unverified',
   };
-  if (b.length < 20) {
-    if (wireLength > b.length && wireLength >= 20) {
-      issue(issues, 'note', 'ipv4.snaplen', `IPv4 header cut by the capture: ${b.length} of 20+ bytes captured`, 0, b.length);
+}
+
+/**
+ * decodeIpv4() of the header at b[off…] into `value` (every field overwritten), its issues
+ * pushed onto `issues` with offsets relative to `off`: the replay path decodes each frame
+ * without a view, a result object or an issue array of its own.
+ */
+export function decodeIpv4At(value: Ipv4Header, issues: Issue[], b: Uint8Array, off: number, t?: Tree, wireLength = b.length - off): void {
+  const n = b.length > off ? b.length - off : 0;
+  const vb = u8(b, off);
+  const ihl = vb & 0x0f;
+  const tos = u8(b, off + 1);
+  const fo = u16(b, off + 6);
+  // every field, in one order (one object shape whether fresh or reused)
+  value.version = vb >>> 4; value.ihl = ihl; value.dscp = tos >>> 2; value.ecn = tos & 3; value.totalLength = u16(b, off + 2); value.id = u16(b, off + 4);
+  value.reservedFlag = (fo & 0x8000) !== 0; value.dontFragment = (fo & 0x4000) !== 0; value.moreFragments = (fo & 0x2000) !== 0; value.fragmentOffset = fo & 0x1fff;
+  value.ttl = u8(b, off + 8); value.protocol = u8(b, off + 9); value.checksum = u16(b, off + 10); value.src = ipv4At(b, off + 12); value.dst = ipv4At(b, off + 16);
+  value.options = NO_OPTIONS; value.headerLength = ihl * 4; value.checksumStatus = 'unverified';
+  if (n < 20) {
+    if (wireLength > n && wireLength >= 20) {
+      issue(issues, 'note', 'ipv4.snaplen', `IPv4 header cut by the capture: ${n} of 20+ bytes captured`, 0, n);
     } else {
-      issue(issues, 'error', 'ipv4.truncated', `truncated IPv4 header: need 20 bytes, have ${b.length}`, 0, b.length);
+      issue(issues, 'error', 'ipv4.truncated', `truncated IPv4 header: need 20 bytes, have ${n}`, 0, n);
     }
   }
-  if (value.version !== 4 && b.length > 0) issue(issues, 'error', 'ipv4.version', `IP version ${value.version} in an IPv4 header`, 0, 1);
+  if (value.version !== 4 && n > 0) issue(issues, 'error', 'ipv4.version', `IP version ${value.version} in an IPv4 header`, 0, 1);
   const hl = ihl * 4;
-  if (ihl < 5 && b.length > 0) issue(issues, 'error', 'ipv4.ihl', `header length ${hl} < 20 (IHL ${ihl})`, 0, 1);
-  else if (hl > b.length && b.length >= 20) {
-    if (wireLength >= hl) issue(issues, 'note', 'ipv4.snaplen', `IPv4 options cut by the capture: ${b.length} of ${hl} header bytes captured`, 20, b.length - 20);
-    else issue(issues, 'error', 'ipv4.truncated', `truncated IPv4 options: header length ${hl}, have ${b.length}`, 20, b.length - 20);
+  if (ihl < 5 && n > 0) issue(issues, 'error', 'ipv4.ihl', `header length ${hl} < 20 (IHL ${ihl})`, 0, 1);
+  else if (hl > n && n >= 20) {
+    if (wireLength >= hl) issue(issues, 'note', 'ipv4.snaplen', `IPv4 options cut by the capture: ${n} of ${hl} header bytes captured`, 20, n - 20);
+    else issue(issues, 'error', 'ipv4.truncated', `truncated IPv4 options: header length ${hl}, have ${n}`, 20, n - 20);
   }
 
   // checksum over the full header when it is all here
-  if (ihl >= 5 && hl <= b.length) {
+  if (ihl >= 5 && hl <= n) {
     let acc = 0;
-    for (let i = 0; i < hl; i += 2) acc += (b[i]! << 8) | b[i + 1]!;
+    for (let i = off; i < off + hl; i += 2) acc += (b[i]! << 8) | b[i + 1]!;
     if (fold(acc) === 0xffff) value.checksumStatus = 'ok';
     else {
       const expected = finish(acc - value.checksum);
@@ -237,26 +258,26 @@ export function decodeIpv4(b: Uint8Array, t?: Tree, wireLength = b.length): Deco
     }
   }
 
-  if (b.length >= 4) {
+  if (n >= 4) {
     const tl = value.totalLength;
     if (ihl >= 5 && tl < hl) {
       issue(issues, 'error', 'ipv4.length', `total length ${tl} < header length ${hl}`, 2, 2);
     } else if (tl > wireLength) {
       issue(issues, 'error', 'ipv4.length', `total length ${tl} exceeds the ${wireLength} bytes on the wire`, 2, 2);
-    } else if (tl > b.length) {
-      issue(issues, 'note', 'ipv4.snaplen', `packet cut by the capture: ${b.length} of ${tl} bytes captured`, 0, b.length);
-    } else if (tl < b.length && tl >= 46) {
-      issue(issues, 'note', 'ipv4.trailer', `${b.length - tl} bytes after the IPv4 packet (total length ${tl})`, tl, b.length - tl);
+    } else if (tl > n) {
+      issue(issues, 'note', 'ipv4.snaplen', `packet cut by the capture: ${n} of ${tl} bytes captured`, 0, n);
+    } else if (tl < n && tl >= 46) {
+      issue(issues, 'note', 'ipv4.trailer', `${n - tl} bytes after the IPv4 packet (total length ${tl})`, tl, n - tl);
     }
   }
-  if (b.length >= 8) {
+  if (n >= 8) {
     if (value.reservedFlag) issue(issues, 'warn', 'ipv4.reserved-flag', 'reserved flag bit set', 6, 1);
     if (value.dontFragment && (value.moreFragments || value.fragmentOffset !== 0)) issue(issues, 'warn', 'ipv4.frag-df', 'fragment with DF set', 6, 2);
     else if (value.moreFragments || value.fragmentOffset !== 0) {
       issue(issues, 'note', 'ipv4.fragment', `fragment offset ${value.fragmentOffset * 8}${value.moreFragments ? ' MF' : ''}`, 6, 2);
     }
   }
-  if (b.length >= 9 && value.ttl === 0) issue(issues, 'warn', 'ipv4.ttl', 'TTL 0', 8, 1);
+  if (n >= 9 && value.ttl === 0) issue(issues, 'warn', 'ipv4.ttl', 'TTL 0', 8, 1);
 
   if (t) {
     t.add('Version', 0, 1, value.version);
@@ -272,11 +293,10 @@ export function decodeIpv4(b: Uint8Array, t?: Tree, wireLength = b.length): Deco
     t.add('Source', 12, 4, value.src);
     t.add('Destination', 16, 4, value.dst);
   }
-  if (ihl > 5 && b.length > 20) {
-    const ob = b.subarray(20, Math.min(hl, b.length));
-    value.options = decodeIpv4Options(ob, issues, 20, t ? t.sub('Options', 20, ob.length, `${hl - 20} bytes`) : undefined, hl > b.length && wireLength >= hl);
+  if (ihl > 5 && n > 20) {
+    const ob = b.subarray(off + 20, off + Math.min(hl, n));
+    value.options = decodeIpv4Options(ob, issues, 20, t ? t.sub('Options', 20, ob.length, `${hl - 20} bytes`) : undefined, hl > n && wireLength >= hl);
   }
-  return { value, issues };
 }
 
 

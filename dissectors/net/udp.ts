@@ -26,26 +26,38 @@ export interface UdpHeader {
 
 export function decodeUdp(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<UdpHeader> {
   const issues: Issue[] = [];
-  const v = view.reset(b, 0);
-  const value: UdpHeader = { srcPort: v.srcPort, dstPort: v.dstPort, length: v.length, checksum: v.checksum };
-  if (b.length < 8) {
-    if (wireLength > b.length && wireLength >= 8) issue(issues, 'note', 'udp.snaplen', `UDP header cut by the capture: ${b.length} of 8 bytes captured`, 0, b.length);
-    else issue(issues, 'error', 'udp.truncated', `truncated UDP header: need 8 bytes, have ${b.length}`, 0, b.length);
+  const value: UdpHeader = { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
+  decodeUdpAt(value, issues, b, 0, b.length, t, wireLength);
+  return { value, issues };
+}
+
+/**
+ * decodeUdp() of the header at b[off, end) into `value` (every field overwritten), its issues
+ * pushed onto `issues` with offsets relative to `off`: the replay path decodes each frame
+ * without a view, a result object or an issue array of its own.
+ */
+export function decodeUdpAt(value: UdpHeader, issues: Issue[], b: Uint8Array, off: number, end: number, t?: Tree, wireLength = end - off): void {
+  const v = view.reset(b, off, end);
+  const have = v.available;
+  value.srcPort = v.srcPort; value.dstPort = v.dstPort; value.length = v.length; value.checksum = v.checksum;
+  if (have < 8) {
+    if (wireLength > have && wireLength >= 8) issue(issues, 'note', 'udp.snaplen', `UDP header cut by the capture: ${have} of 8 bytes captured`, 0, have);
+    else issue(issues, 'error', 'udp.truncated', `truncated UDP header: need 8 bytes, have ${have}`, 0, have);
   }
-  if (b.length >= 6) {
+  if (have >= 6) {
     const len = value.length;
     if (len < 8) {
       // 0 is legal only for IPv6 jumbograms (RFC 2675)
       issue(issues, len === 0 ? 'warn' : 'error', 'udp.length', `length ${len} < 8${len === 0 ? ' (jumbogram?)' : ''}`, 4, 2);
     } else if (len > wireLength) {
       issue(issues, 'error', 'udp.length', `length ${len} exceeds the ${wireLength} bytes on the wire`, 4, 2);
-    } else if (len > b.length) {
-      issue(issues, 'note', 'udp.snaplen', `datagram cut by the capture: ${b.length} of ${len} bytes captured`, 0, b.length);
+    } else if (len > have) {
+      issue(issues, 'note', 'udp.snaplen', `datagram cut by the capture: ${have} of ${len} bytes captured`, 0, have);
     } else if (len < wireLength) {
       issue(issues, 'warn', 'udp.length', `length ${len} < ${wireLength} bytes of IP payload (${wireLength - len} bytes after the datagram)`, 4, 2);
     }
   }
-  if (b.length >= 4 && value.dstPort === 0) issue(issues, 'warn', 'udp.port0', 'destination port 0', 2, 2);
+  if (have >= 4 && value.dstPort === 0) issue(issues, 'warn', 'udp.port0', 'destination port 0', 2, 2);
   if (t) {
     const F = UDP_FIELDS;
     t.add('Source port', F.srcPort.at, 2, value.srcPort);
@@ -53,7 +65,6 @@ export function decodeUdp(b: Uint8Array, t?: Tree, wireLength = b.length): Decod
     t.add('Length', F.length.at, 2, value.length);
     t.add('Checksum', F.checksum.at, 2, `0x${value.checksum.toString(16).padStart(4, '0')}${value.checksum === 0 ? ' (none)' : ' [unverified]'}`);
   }
-  return { value, issues };
 }
 
 /**

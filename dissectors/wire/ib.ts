@@ -302,8 +302,8 @@ const rethV = new RethView();
 const aethV = new AethView();
 const dethV = new DethView();
 
-function readBth(b: Uint8Array, o: number): Bth {
-  const v = bthV.reset(b, o);
+function readBth(b: Uint8Array, o: number, end = b.length): Bth {
+  const v = bthV.reset(b, o, end);
   return {
     opcode: v.opcode, se: v.se, migReq: v.migReq, padCount: v.padCount, tver: v.tver,
     pkey: v.pkey, fecn: v.fecn, becn: v.becn, resv6: v.resv6,
@@ -592,14 +592,24 @@ function checkAeth(v: Aeth, o: number, issues: Issue[]): void {
  */
 export function decodeIbPacket(b: Uint8Array, t?: Tree): Decoded<IbPacket> {
   const issues: Issue[] = [];
-  const len = b.length;
-  const bth = readBth(b, 0);
+  return { value: decodeIbPacketAt(issues, b, 0, b.length, t), issues };
+}
+
+/**
+ * decodeIbPacket() of the packet at b[base, end) (BTH … ICRC), its issues pushed onto `issues`
+ * with offsets relative to `base` (as are payloadOffset and the tree's): the replay path
+ * decodes each frame without cutting a view per layer.
+ */
+export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, end: number, t?: Tree): IbPacket {
+  if (end > b.length) end = b.length;
+  const len = end > base ? end - base : 0;
+  const bth = readBth(b, base, end);
   const info = OPCODES[bth.opcode]!;
   const v: IbPacket = { bth, payload: EMPTY, payloadOffset: BTH_LEN, padCount: 0, icrc: 0 };
   if (len < BTH_LEN) {
     issue(issues, 'error', 'ib.truncated', `truncated BTH: need 12 bytes, have ${len}`, 0, len);
     if (t) treeBth(t, 0, bth);
-    return { value: v, issues };
+    return v;
   }
   checkBth(bth, 0, issues);
   if (t) treeBth(t, 0, bth);
@@ -610,7 +620,7 @@ export function decodeIbPacket(b: Uint8Array, t?: Tree): Decoded<IbPacket> {
     issue(issues, 'error', 'ib.truncated', `no room for the ICRC: ${len - BTH_LEN} bytes after the BTH`, BTH_LEN, len - BTH_LEN);
     bodyEnd = len;
   } else {
-    v.icrc = u32le(b, bodyEnd);
+    v.icrc = u32le(b, base + bodyEnd);
   }
 
   let o = BTH_LEN;
@@ -625,28 +635,28 @@ export function decodeIbPacket(b: Uint8Array, t?: Tree): Decoded<IbPacket> {
       break;
     }
     switch (h) {
-      case 'RETH': v.reth = readReth(b, o); rethOff = o; if (t) treeReth(t, o, v.reth); break;
-      case 'AETH': v.aeth = readAeth(b, o); checkAeth(v.aeth, o, issues); if (t) treeAeth(t, o, v.aeth); break;
-      case 'ImmDt': v.immDt = u32(b, o); t?.add('ImmDt', o, 4, hx(v.immDt)); break;
-      case 'IETH': v.ieth = u32(b, o); t?.add('IETH R_Key', o, 4, hx(v.ieth)); break;
+      case 'RETH': v.reth = readReth(b, base + o); rethOff = o; if (t) treeReth(t, o, v.reth); break;
+      case 'AETH': v.aeth = readAeth(b, base + o); checkAeth(v.aeth, o, issues); if (t) treeAeth(t, o, v.aeth); break;
+      case 'ImmDt': v.immDt = u32(b, base + o); t?.add('ImmDt', o, 4, hx(v.immDt)); break;
+      case 'IETH': v.ieth = u32(b, base + o); t?.add('IETH R_Key', o, 4, hx(v.ieth)); break;
       case 'DETH':
-        v.deth = readDeth(b, o);
+        v.deth = readDeth(b, base + o);
         if (v.deth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'DETH reserved byte is not zero', o + 4, 1);
         if (t) treeDeth(t, o, v.deth);
         break;
       case 'RDETH':
-        v.rdeth = readRdeth(b, o);
+        v.rdeth = readRdeth(b, base + o);
         if (v.rdeth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'RDETH reserved byte is not zero', o, 1);
         t?.add('RDETH EE context', o, 4, hx(v.rdeth.eeContext));
         break;
       case 'XRCETH':
-        v.xrceth = readXrceth(b, o);
+        v.xrceth = readXrceth(b, base + o);
         if (v.xrceth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'XRCETH reserved byte is not zero', o, 1);
         t?.add('XRCETH XRC SRQ', o, 4, hx(v.xrceth.xrcSrq));
         break;
-      case 'FETH': v.feth = readFeth(b, o); t?.add('FETH', o, 4, `selectivity ${v.feth.selectivity} placement ${v.feth.placement}`); break;
-      case 'AtomicETH': v.atomicEth = readAtomicEth(b, o); if (t) treeAtomicEth(t, o, v.atomicEth); break;
-      case 'AtomicAckETH': v.atomicAckEth = readAtomicAckEth(b, o); t?.add('AtomicAckETH original data', o, 8, hxb(v.atomicAckEth.origData)); break;
+      case 'FETH': v.feth = readFeth(b, base + o); t?.add('FETH', o, 4, `selectivity ${v.feth.selectivity} placement ${v.feth.placement}`); break;
+      case 'AtomicETH': v.atomicEth = readAtomicEth(b, base + o); if (t) treeAtomicEth(t, o, v.atomicEth); break;
+      case 'AtomicAckETH': v.atomicAckEth = readAtomicAckEth(b, base + o); t?.add('AtomicAckETH original data', o, 8, hxb(v.atomicAckEth.origData)); break;
     }
     o += n;
   }
@@ -661,7 +671,7 @@ export function decodeIbPacket(b: Uint8Array, t?: Tree): Decoded<IbPacket> {
   v.padCount = pad;
   v.payloadOffset = o;
   const payEnd = bodyEnd - pad;
-  if (avail > 0) v.payload = b.subarray(o, payEnd);
+  if (avail > 0) v.payload = b.subarray(base + o, base + payEnd);
   if (!info.payload) {
     if (avail > 0) issue(issues, 'error', 'ib.payload', `${info.name} must not carry a payload (${avail} bytes)`, o, avail);
     else if (bth.padCount !== 0) issue(issues, 'warn', 'ib.padcnt', `PadCnt ${bth.padCount} on ${info.name} (no payload)`, 1, 1);
@@ -669,7 +679,7 @@ export function decodeIbPacket(b: Uint8Array, t?: Tree): Decoded<IbPacket> {
     issue(issues, 'warn', 'ib.align', `payload+pad (${avail} bytes) is not a multiple of 4`, o, avail);
   }
   if (pad === bth.padCount) for (let i = payEnd; i < bodyEnd; i++) {
-    if (b[i] !== 0) { issue(issues, 'note', 'ib.pad', 'pad bytes are not zero', payEnd, pad); break; }
+    if (b[base + i] !== 0) { issue(issues, 'note', 'ib.pad', 'pad bytes are not zero', payEnd, pad); break; }
   }
   if (bth.opcode === 0x81 && avail !== 16) issue(issues, 'warn', 'ib.cnp', `CNP carries ${avail} bytes after the BTH (16 reserved expected)`, o, avail);
   if (v.reth && (info.isOnly && info.isWrite) && v.reth.dmaLen !== v.payload.length && bodyEnd === len - ICRC_LEN) {
@@ -680,7 +690,7 @@ export function decodeIbPacket(b: Uint8Array, t?: Tree): Decoded<IbPacket> {
     if (pad > 0) t.add('Pad', payEnd, pad, pad);
     if (bodyEnd <= len - ICRC_LEN) t.add('ICRC', bodyEnd, ICRC_LEN, hx(v.icrc));
   }
-  return { value: v, issues };
+  return v;
 }
 
 const EMPTY = new Uint8Array(0);
