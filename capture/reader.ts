@@ -373,7 +373,11 @@ class StreamReader implements CaptureReader {
       this.tsKey = sec;
       this.tsBaseNs = BigInt(sec) * NS;
     }
-    f.tsNs = this.tsBaseNs + BigInt(frac * this.tsMul);
+    const sub = frac * this.tsMul;
+    f.tsNs = this.tsBaseNs + BigInt(sub);
+    // the same instant as two numbers (a fraction field too large to be one carries: bigint only)
+    f.tsSec = sub < 1e9 ? sec : -1;
+    f.tsSubNs = sub;
     f.linktype = (this.pcapIface as Iface).linktype;
     this.pos = p + total;
     this.framesRead++;

@@ -20,6 +20,11 @@ export interface CapturedFrame {
   tsNs: bigint;
   /** LINKTYPE_* of this frame (pcap: the file's; pcapng: its interface's). */
   linktype: number;
+  /** When present and >= 0: tsNs as whole seconds since the epoch and the nanoseconds within
+   *  that second (< 1e9), plain numbers, so the time column prints without BigInt arithmetic
+   *  (set by the pcap reader; -1 or absent: use tsNs). */
+  tsSec?: number;
+  tsSubNs?: number;
   /** pcapng interface id, counted over the whole file (sections add up, as Wireshark's
    *  frame.interface_id does); 0 for pcap. */
   ifIndex: number;
@@ -36,6 +41,8 @@ export class MutableFrame implements CapturedFrame {
   caplen = 0;
   origlen = 0;
   tsNs = 0n;
+  tsSec = -1;
+  tsSubNs = 0;
   linktype = 0;
   ifIndex = 0;
   ifName: string | undefined = undefined;

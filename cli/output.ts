@@ -43,6 +43,37 @@ export class Out {
     this.buf[this.pos++] = 10;
   }
 
+  /** Append ASCII text (a column: short, no newline) without ending the line; line() ends it. */
+  ascii(s: string): void {
+    if (this.pos + s.length + 1 > this.buf.length) this.flush();
+    const b = this.buf;
+    let p = this.pos;
+    // a byte loop: for a column's few characters cheaper than Buffer.write's argument handling
+    for (let i = 0; i < s.length; i++) b[p++] = s.charCodeAt(i);
+    this.pos = p;
+  }
+
+  /** Append the decimal digits of the integer `n` (0 <= n < 2^53) left-padded with byte `pad`
+   *  (' ' = 32, '0' = 48) to `width` characters, without building a string. */
+  int(n: number, width = 0, pad = 32): void {
+    if (this.pos + 24 + width > this.buf.length) this.flush();
+    const b = this.buf;
+    let len = 1;
+    for (let x = n; x >= 10; x = Math.floor(x / 10)) len++;
+    const end = this.pos + (width > len ? width : len);
+    let p = end;
+    let x = n;
+    do { b[--p] = 48 + (x % 10); x = Math.floor(x / 10); } while (x > 0);
+    while (p > this.pos) b[--p] = pad;
+    this.pos = end;
+  }
+
+  /** Append one byte (an ASCII character code). */
+  byte(c: number): void {
+    if (this.pos + 1 > this.buf.length) this.flush();
+    this.buf[this.pos++] = c;
+  }
+
   flush(): void {
     if (this.pos === 0) return;
     const n = this.pos;

@@ -12,8 +12,8 @@ import { createCaptureWriter, PcapngWriter, type CaptureWriter, type WriteTarget
 import type { CapturedFrame } from '../capture/types.js';
 import { BpfMatcher, LiveCapture, listInterfaces, rdmaDevices, pcapVersion, type InterfaceInfo, type LiveStats } from '../capture/live.js';
 import { FrameDecoder, frameProtoMask, PROTO_BIT, type SmcProto } from '../dissectors/frame.js';
-import { renderLine, type LineOptions } from '../dissectors/render/line.js';
-import { TimeColumn, timeModeForTCount, type TimeMode } from '../dissectors/render/time.js';
+import { renderLine, renderLineRest, type LineOptions } from '../dissectors/render/line.js';
+import { TimeColumn, TimeParts, timeModeForTCount, type TimeMode } from '../dissectors/render/time.js';
 import { linkHeader } from '../dissectors/render/linkhdr.js';
 import { tcpdumpAscii, tcpdumpHex } from '../dissectors/render/hexdump.js';
 import { TcpRelative } from '../dissectors/render/tcpseq.js';
@@ -178,6 +178,9 @@ class Dump {
   issues = 0;
   errors = 0;
   private readonly time: TimeColumn;
+  /** The same column written as bytes from the frame's (seconds, ns) numbers, for the modes
+   *  that need no other frame (undefined: every frame goes through `time`). */
+  private readonly parts: TimeParts | undefined;
   /** Relative TCP sequence numbers (tcpdump's default), off with -S. */
   private readonly seq: TcpRelative | undefined;
   private readonly counts = new Array<number>(COUNTED.length).fill(0);
@@ -212,7 +215,10 @@ class Dump {
     this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
     this.chalk = makeChalk(o.color && !o.json);
     const legacy: Record<Opts['time'], TimeMode> = { abs: 'hms', epoch: 'epoch', rel: 'rel', none: 'none' };
-    this.time = new TimeColumn(o.t > 0 ? timeModeForTCount(o.t) : legacy[o.time], o.utc === true);
+    const mode = o.t > 0 ? timeModeForTCount(o.t) : legacy[o.time];
+    this.time = new TimeColumn(mode, o.utc === true);
+    const parts = new TimeParts(mode, o.utc === true);
+    this.parts = parts.supported ? parts : undefined;
     this.seq = o.absoluteTcpSequenceNumbers ? undefined : new TcpRelative();
     this.lineOpts = { chalk: this.chalk, time: '', link: undefined, seq: undefined, number: o.number !== false };
     this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
@@ -265,7 +271,10 @@ class Dump {
     // as tcpdump: relative numbers and -ttt deltas run over every frame that passed the
     // capture filter, whether or not --only/--issues then show it
     const seq = d.tcp && this.seq ? this.seq.bases(d) : undefined;
-    const time = this.time.format(d.tsNs, digits);
+    // the number and time columns go straight into the output buffer when the reader gave
+    // the time as two numbers (pcap): no BigInt arithmetic and no strings for them
+    const sec = this.parts !== undefined && f.tsSec !== undefined ? f.tsSec : -1;
+    const time = sec >= 0 ? '' : this.time.format(d.tsNs, digits);
     const anomalies = note ? note.anomalies.length : 0;
     if (!inSelection) return;
     if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0 && anomalies === 0)) return;
@@ -277,7 +286,11 @@ class Dump {
     lo.time = time;
     lo.link = o.e ? link!.text : undefined;
     lo.seq = seq;
-    this.out.line(renderLine(d, lo, note));
+    if (sec >= 0) {
+      if (lo.number) { this.out.int(d.n, 6); this.out.byte(32); }
+      this.parts!.writeParts(this.out, sec, f.tsSubNs ?? 0, digits);
+      this.out.line(renderLineRest(d, lo, note));
+    } else this.out.line(renderLine(d, lo, note));
     if (link && (o.x || o.X || o.A)) {
       // tcpdump: -X wins over -x, -x over -A; doubled, the link-level header is included
       const level = o.X || o.x || o.A;

@@ -21,14 +21,19 @@ export interface LineOptions {
 const PAD6 = '      ';
 
 export function renderLine(d: DecodedFrame, o: LineOptions, note?: FrameNote): string {
-  const c = o.chalk;
   let s = '';
   if (o.number !== false) {
     const num = String(d.n);
     s = (num.length < 6 ? PAD6.slice(num.length) : '') + num + ' ';
   }
   if (o.time) s += o.time + ' ';
-  s += (o.link ?? '') + body(d, c, o.seq, o.link !== undefined && o.link !== '');
+  return s + renderLineRest(d, o, note);
+}
+
+/** The line after the number and time columns (for a caller that writes those itself). */
+export function renderLineRest(d: DecodedFrame, o: LineOptions, note?: FrameNote): string {
+  const c = o.chalk;
+  let s = (o.link ?? '') + body(d, c, o.seq, o.link !== undefined && o.link !== '');
   if (note) s += tags(note, c);
   if (d.issues.length > 0) {
     let worst = 'note';

@@ -59,18 +59,61 @@ export class TimeColumn {
         if (tsNs < 0n && sec * NS !== tsNs) sec -= 1n;
         this.secStartNs = sec * NS;
         this.secEndNs = this.secStartNs + NS;
-        const t = new Date(Number(sec) * 1000);
-        const hms = this.utc
-          ? `${two(t.getUTCHours())}:${two(t.getUTCMinutes())}:${two(t.getUTCSeconds())}`
-          : `${two(t.getHours())}:${two(t.getMinutes())}:${two(t.getSeconds())}`;
-        const date = this.mode !== 'date' ? '' : this.utc
-          ? `${t.getUTCFullYear()}-${two(t.getUTCMonth() + 1)}-${two(t.getUTCDate())} `
-          : `${t.getFullYear()}-${two(t.getMonth() + 1)}-${two(t.getDate())} `;
-        this.cachedPrefix = `${date}${hms}.`;
+        this.cachedPrefix = secondPrefix(Number(sec), this.mode === 'date', this.utc);
         return this.cachedPrefix + fracNum(Number(tsNs - this.secStartNs), digits);
       }
     }
   }
+}
+
+/** Where TimeColumn.writeParts puts the column: cli/output.ts Out (bytes, no strings). */
+export interface ColumnSink { ascii(s: string): void; int(n: number, width?: number, pad?: number): void; byte(c: number): void }
+
+/** Modes whose column depends on the frame's own time only (no previous/first frame). */
+const OWN_TIME: ReadonlySet<TimeMode> = new Set(['hms', 'date', 'epoch', 'none']);
+
+export class TimeParts {
+  // the "HH:MM:SS." / "YYYY-MM-DD HH:MM:SS." prefix of the second `sec` (changes once a second)
+  private sec = -1;
+  private prefix = '';
+
+  constructor(private readonly mode: TimeMode, private readonly utc = false) {}
+
+  /** Whether writeParts() prints this mode (-ttt, -ttttt and rel need the frames before: format()). */
+  get supported(): boolean { return OWN_TIME.has(this.mode); }
+
+  /**
+   * The column TimeColumn.format() makes, plus its separating space, for a frame at `sec`
+   * seconds and `subNs` (< 1e9) nanoseconds since the epoch, written straight into `out`:
+   * two numbers, no BigInt arithmetic, no string per frame.
+   */
+  writeParts(out: ColumnSink, sec: number, subNs: number, digits: 6 | 9): void {
+    const mode = this.mode;
+    if (mode === 'none') return;
+    if (mode === 'epoch') out.int(sec);
+    else {
+      if (sec !== this.sec) {
+        this.sec = sec;
+        this.prefix = secondPrefix(sec, mode === 'date', this.utc);
+      }
+      out.ascii(this.prefix);
+    }
+    if (mode === 'epoch') out.byte(46); // '.'
+    out.int(digits === 9 ? subNs : Math.floor(subNs / 1000), digits, 48);
+    out.byte(32);
+  }
+}
+
+/** "HH:MM:SS." (with "YYYY-MM-DD " before it for `date`) of second `sec`, local time or UTC. */
+function secondPrefix(sec: number, date: boolean, utc: boolean): string {
+  const t = new Date(sec * 1000);
+  const hms = utc
+    ? `${two(t.getUTCHours())}:${two(t.getUTCMinutes())}:${two(t.getUTCSeconds())}`
+    : `${two(t.getHours())}:${two(t.getMinutes())}:${two(t.getSeconds())}`;
+  const day = !date ? '' : utc
+    ? `${t.getUTCFullYear()}-${two(t.getUTCMonth() + 1)}-${two(t.getUTCDate())} `
+    : `${t.getFullYear()}-${two(t.getMonth() + 1)}-${two(t.getDate())} `;
+  return `${day}${hms}.`;
 }
 
 /** Fraction digits of `ns` nanoseconds (0 ≤ ns < 1e9, a plain number). */
