@@ -106,18 +106,24 @@ class Iface implements CaptureInterface {
   tsKey = -1;
   tsBaseNs = 0n;
   offsetNs = 0n;
+  /** Units per second of the fast path (10^exp) and if_tsoffset as a number (NaN: too large;
+   *  the (seconds, ns) split is then not given). */
+  tsPerSec = 1_000_000;
+  offsetSecNum = 0;
   constructor(readonly index: number, readonly section: number, readonly linktype: number, readonly snaplen: number) {}
 
   setResolution(base: 10 | 2, exp: number): void {
     this.tsBase = base;
     this.tsExp = exp;
     this.tsMul = base === 10 && exp >= 3 && exp <= 9 ? 10 ** (9 - exp) : 0;
+    this.tsPerSec = base === 10 && exp <= 9 ? 10 ** exp : 0;
     this.tsMulBig = BigInt(this.tsMul);
     this.tsKey = -1;
   }
 
   setOffset(sec: bigint): void {
     this.tsOffsetSec = sec;
+    this.offsetSecNum = sec >= -(2n ** 53n) && sec < 2n ** 53n ? Number(sec) : NaN;
     this.offsetNs = sec * NS;
     this.tsKey = -1;
   }
@@ -429,8 +435,18 @@ class StreamReader implements CaptureReader {
               ifc.tsBaseNs = (BigInt(hi) << 32n) * ifc.tsMulBig + ifc.offsetNs;
             }
             f.tsNs = ifc.tsBaseNs + BigInt(lo * ifc.tsMul);
+            // as two numbers too while the units are exact in a double (µs resolution: always)
+            if (hi < 0x200000) {
+              const units = hi * 4294967296 + lo;
+              const per = ifc.tsPerSec;
+              const s0 = Math.floor(units / per);
+              const sec = s0 + ifc.offsetSecNum;
+              f.tsSec = sec >= 0 && sec <= Number.MAX_SAFE_INTEGER ? sec : -1;
+              f.tsSubNs = (units - s0 * per) * ifc.tsMul;
+            } else f.tsSec = -1;
           } else {
             f.tsNs = ifc.slowTs(hi, lo);
+            f.tsSec = -1;
           }
           f.linktype = ifc.linktype;
           f.ifIndex = ifc.index;
@@ -453,6 +469,7 @@ class StreamReader implements CaptureReader {
           f.caplen = caplen;
           f.origlen = origlen;
           f.tsNs = 0n;
+          f.tsSec = -1;
           f.linktype = ifc.linktype;
           f.ifIndex = ifc.index;
           f.ifName = ifc.name;

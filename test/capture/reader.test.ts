@@ -613,3 +613,26 @@ test('performance: frames/s of the reader alone', (t) => {
 });
 
 test.after.always(() => { fs.rmSync(TMP, { recursive: true, force: true }); });
+
+test('(seconds, ns) numbers beside tsNs: the same instant wherever given (pcap always; pcapng at µs/ms resolution, with if_tsoffset); never for SPB', (t) => {
+  const check = (r: CaptureReader): boolean[] => {
+    const given: boolean[] = [];
+    for (let f = r.next(); f !== null; f = r.next()) {
+      const sec = f.tsSec ?? -1;
+      given.push(sec >= 0);
+      if (sec >= 0) {
+        t.true(f.tsSubNs! >= 0 && f.tsSubNs! < 1e9 && Number.isInteger(f.tsSubNs));
+        t.is(BigInt(sec) * 1_000_000_000n + BigInt(f.tsSubNs!), f.tsNs);
+      }
+    }
+    r.close();
+    return given;
+  };
+  // µs (if 0), ns with offset (1), 2^-20 (2), ms (3), SPB, PB ns; then µs with -100 s offset, 10^-10, µs
+  t.deepEqual(check(openCaptureSync(tmp('parts.pcapng', multiSection()))), [true, false, false, true, false, false, true, false, true]);
+  for (const [name] of REAL) {
+    const given = check(openCaptureSync(join(ROOT, name)));
+    t.true(given.length > 0 && given.every(Boolean), name);
+  }
+  for (const [le, ns] of [[true, false], [false, true]] as const) t.true(check(readCaptureBuffer(pcapVariant(le, ns))).every(Boolean));
+});
