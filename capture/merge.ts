@@ -3,8 +3,8 @@
 // to the file named first). A linear scan over the files' heads, as mergecap does: the number
 // of files is small next to the number of frames.
 
-import { globSync, isDynamicPattern } from 'tinyglobby';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { openCaptureSync, type CaptureReader } from './reader.js';
 import { CaptureFormatError, type CapturedFrame } from './types.js';
 
@@ -15,12 +15,23 @@ import { CaptureFormatError, type CapturedFrame } from './types.js';
 export function expandCaptureArgs(args: readonly string[]): string[] {
   const out: string[] = [];
   for (const a of args) {
-    if (a === '-' || existsSync(a) || !isDynamicPattern(a)) { out.push(a); continue; }
+    if (a === '-' || existsSync(a)) { out.push(a); continue; }
+    const { globSync, isDynamicPattern } = globber();
+    if (!isDynamicPattern(a)) { out.push(a); continue; }
     const hits = globSync(a, { onlyFiles: true, expandDirectories: false }).sort();
     if (hits.length === 0) throw new CaptureFormatError(`cannot open ${a}: no file matches`);
     out.push(...hits);
   }
   return out;
+}
+
+type Globber = Pick<typeof import('tinyglobby'), 'globSync' | 'isDynamicPattern'>;
+let glob: Globber | undefined;
+
+/** tinyglobby, loaded the first time an argument is not a file: importing it costs ~12 ms of
+ *  start-up, which every replay would pay for the rare quoted glob. */
+function globber(): Globber {
+  return (glob ??= createRequire(import.meta.url)('tinyglobby') as Globber);
 }
 
 /** Fraction digits a frame's timestamp carries: 9 when its interface counts finer than µs. */
