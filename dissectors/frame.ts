@@ -127,7 +127,7 @@ export class FrameDecoder {
         push(out.issues, r.issues, 0);
         out.eth = r.value;
         fitLast(t, r.value.headerLength);
-        if (r.issues.some((i) => i.severity === 'error' && i.code.endsWith('truncated'))) return;
+        if (truncatedError(r.issues)) return;
         return this.ethertype(out, b, r.value.ethertype, r.value.headerLength, t);
       }
       case LINKTYPE.LINUX_SLL: {
@@ -295,6 +295,12 @@ export class FrameDecoder {
 function fitLast(t: Tree | undefined, length: number): void {
   const node = t?.nodes[t.nodes.length - 1];
   if (node && length > 0) node.length = length;
+}
+
+/** An error issue saying the header was cut short (no closure per frame: this runs on every one). */
+function truncatedError(issues: Issue[]): boolean {
+  for (let i = 0; i < issues.length; i++) if (issues[i]!.severity === 'error' && issues[i]!.code.endsWith('truncated')) return true;
+  return false;
 }
 
 /** Issues a codec pushed onto the frame's list since `from` carry offsets relative to its
