@@ -24,9 +24,10 @@ export interface UroceOptions {
   /** AckReq at least every N packets (default window / 4). */
   ackReqEvery?: number;
   /**
-   * Delayed ACK for small messages (default on; UROCE_NO_ACK_HOLD=1 turns it off): the ACK of a
-   * receive batch of at most a few packets may wait for the next batch, so that one ACK covers
-   * two batches, at most ~1 ms (see responder.ts holdAck).
+   * Delayed ACK for small messages toward other uroce engines (default on for addresses in
+   * 127/8; UROCE_NO_ACK_HOLD=1 turns it off): the ACK of a receive batch of at most a few
+   * packets may wait for the next batch, so that one ACK covers two batches, at most ~1 ms
+   * (see responder.ts holdAck). Never toward kernel peers (see UroceEngine.ackHoldPeer).
    */
   ackHold?: boolean;
   /** Receive socket buffer to ask for (default 4 MiB; the kernel caps it at net.core.rmem_max). */
@@ -144,7 +145,7 @@ export class UroceDevice extends EventEmitter implements Device {
     this.name = o.name ?? `uroce${deviceCount++}`;
     if (process.env.UROCE_STATS_DEBUG) process.on('exit', () => { try { process.stderr.write(`UROCE ${process.pid} ${JSON.stringify(this.stats())}\n`); } catch { /* */ } });
     const window = Math.max(1, Math.min(1 << 14, o.window ?? (Number(process.env.UROCE_WINDOW) || 64)));
-    this.tune = { window, ackReqEvery: Math.max(1, o.ackReqEvery ?? Math.max(1, window >> 2)), ackHold: o.ackHold ?? process.env.UROCE_NO_ACK_HOLD !== '1' };
+    this.tune = { window, ackReqEvery: Math.max(1, o.ackReqEvery ?? Math.max(1, window >> 2)), ackHold: o.ackHold ?? (process.env.UROCE_NO_ACK_HOLD !== '1' && engine.address.startsWith('127.')) };
     // Fake but realistic user-space addresses, page aligned, different per device.
     this.nextIova = 0x7f0000000000n + (BigInt(Math.floor(Math.random() * 0xfffff)) << 12n);
     const nd = netdevOf(engine.address);

@@ -584,6 +584,13 @@ export class UroceEngine {
     if (!this.ackQps.includes(qp)) this.ackQps.push(qp);
   }
 
+  /**
+   * Whether a peer may get delayed ACKs: another uroce engine (it sends IP ID 0, held to the
+   * exact ICRC check). Not a kernel peer: Linux SMC-R autocorks small writes while a CDC is
+   * unacknowledged (smc_should_autocork), so a held ACK would hold its next request too.
+   */
+  ackHoldPeer(ip: string): boolean { return this.checker.sendsIdZero(ip); }
+
   /** Whether a QP's ACK waits for the transmit flush. */
   ackDeferred(qp: EngineQp): boolean { return this.ackQps.includes(qp); }
 

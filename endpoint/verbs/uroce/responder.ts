@@ -191,14 +191,17 @@ const HOLD_MAX_PACKETS = 4;
  * is held yet, waits for the next batch (whose ACK then covers both, cumulative as IB ACKs
  * are) or the engine's hold timer (~1 ms, far below any requester's ACK timeout). So the
  * requester sees every other small message completed a batch later: it never has more than
- * two batches unacknowledged by this rule, which SMC-R's autocork (corks from two CDCs in
- * flight) never waits for. Not held: NAKs, duplicates' re-ACKs, ACKs of a QP leaving RTS.
+ * two batches unacknowledged by this rule, which this endpoint's autocork (corks from two
+ * CDCs in flight) never waits for. Only toward uroce peers (UroceEngine.ackHoldPeer: Linux
+ * corks on ONE CDC in flight, and would wait for the held ACK). Not held: NAKs, duplicates'
+ * re-ACKs, ACKs of a QP leaving RTS (modify sends a held ACK first).
  */
 export function holdAck(qp: UroceQp): boolean {
   if (!qp.tune.ackHold || qp.ackHeld || !qp.ackPending || qp.ackNow || qp.seqNakSent) return false;
   const st = qp.state;
   if (st !== QpState.RTR && st !== QpState.RTS) return false;
   if (psnDiff((qp.ePsn - 1) & PSN_MASK, qp.ackedPsn) > HOLD_MAX_PACKETS) return false;
+  if (!qp.engine.ackHoldPeer(qp.remoteIp)) return false;
   qp.ackHeld = true;
   return true;
 }
