@@ -24,10 +24,13 @@ export interface UroceOptions {
   /** AckReq at least every N packets (default window / 4). */
   ackReqEvery?: number;
   /**
-   * Delayed ACK for small messages toward other uroce engines (default on for addresses in
-   * 127/8; UROCE_NO_ACK_HOLD=1 turns it off): the ACK of a receive batch of at most a few
-   * packets may wait for the next batch, so that one ACK covers two batches, at most ~1 ms
-   * (see responder.ts holdAck). Never toward kernel peers (see UroceEngine.ackHoldPeer).
+   * Delayed ACK for small messages toward other uroce engines, opt-in (or UROCE_ACK_HOLD=1),
+   * only for addresses in 127/8: the ACK of a receive batch of at most a few packets may wait
+   * for the next batch, so that one ACK covers two batches, at most UROCE_ACK_HOLD_MS (default
+   * 1 ms; see responder.ts holdAck). Never toward kernel peers (UroceEngine.ackHoldPeer). Off by
+   * default: it takes ~10 % off a 64-byte round trip with both ends in one process, but between
+   * two processes the release timer's wake-ups cost more than the datagram saves (docs/uroce.md,
+   * round 5).
    */
   ackHold?: boolean;
   /** Receive socket buffer to ask for (default 4 MiB; the kernel caps it at net.core.rmem_max). */
@@ -145,7 +148,7 @@ export class UroceDevice extends EventEmitter implements Device {
     this.name = o.name ?? `uroce${deviceCount++}`;
     if (process.env.UROCE_STATS_DEBUG) process.on('exit', () => { try { process.stderr.write(`UROCE ${process.pid} ${JSON.stringify(this.stats())}\n`); } catch { /* */ } });
     const window = Math.max(1, Math.min(1 << 14, o.window ?? (Number(process.env.UROCE_WINDOW) || 64)));
-    this.tune = { window, ackReqEvery: Math.max(1, o.ackReqEvery ?? Math.max(1, window >> 2)), ackHold: o.ackHold ?? (process.env.UROCE_NO_ACK_HOLD !== '1' && engine.address.startsWith('127.')) };
+    this.tune = { window, ackReqEvery: Math.max(1, o.ackReqEvery ?? Math.max(1, window >> 2)), ackHold: (o.ackHold ?? process.env.UROCE_ACK_HOLD === '1') && engine.address.startsWith('127.') };
     // Fake but realistic user-space addresses, page aligned, different per device.
     this.nextIova = 0x7f0000000000n + (BigInt(Math.floor(Math.random() * 0xfffff)) << 12n);
     const nd = netdevOf(engine.address);

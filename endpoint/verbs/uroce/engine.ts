@@ -117,8 +117,9 @@ const FLUSH_AT = Number(process.env.UROCE_FLUSH_KB ?? 128) << 10;
 /** Received bytes after which coalesced ACKs leave in the middle of a receive batch (the
  *  requester refills its window while this side is still placing data). */
 const ACK_EVERY = Number(process.env.UROCE_ACK_KB ?? 128) << 10;
-/** Longest a delayed ACK waits for the next receive batch (ms; the requester's ACK timeout is 134 ms for SMC-R's timeout 15). */
-const ACK_HOLD_MS = 1;
+/** Longest a delayed ACK (opt-in, UroceOptions.ackHold) waits for the next receive batch (ms;
+ *  the requester's ACK timeout is 134 ms for SMC-R's timeout 15). */
+const ACK_HOLD_MS = Number(process.env.UROCE_ACK_HOLD_MS ?? 1);
 const MAX_DESC = 256;
 /** GSO limits: segments per send (the kernel's UDP_MAX_SEGMENTS is 64 before 6.x' 128) and the UDP payload limit. */
 export const GSO_MAX_SEGS = 64;
