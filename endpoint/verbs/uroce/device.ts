@@ -33,6 +33,8 @@ export interface UroceOptions {
    * round 5).
    */
   ackHold?: boolean;
+  /** With ackHold: the longest an ACK is held (ms, default 1 or UROCE_ACK_HOLD_MS); keep it far below the peer's ACK timeout. */
+  ackHoldMs?: number;
   /** Receive socket buffer to ask for (default 4 MiB; the kernel caps it at net.core.rmem_max). */
   rcvbuf?: number;
   /** Deterministic fault injection on transmit (tests). */
@@ -181,6 +183,7 @@ export class UroceDevice extends EventEmitter implements Device {
       ...(o.rcvbuf ? { rcvbuf: o.rcvbuf } : {}), ...(o.faults ? { faults: o.faults } : {}),
       ...(o.gso !== undefined ? { gso: o.gso } : {}), ...(o.gro !== undefined ? { gro: o.gro } : {}),
     });
+    if (o.ackHoldMs !== undefined) engine.ackHoldMs = Math.max(1, o.ackHoldMs);
     return new UroceDevice(engine, o);
   }
 

@@ -562,6 +562,8 @@ export class UroceEngine {
 
   /** QPs holding an ACK (delayed ACK), released by the hold timer if no batch sends it first. */
   private readonly heldAcks: EngineQp[] = [];
+  /** Longest an ACK is held (ms; UroceOptions.ackHoldMs). */
+  ackHoldMs = ACK_HOLD_MS;
   private ackTimer: NodeJS.Timeout | undefined;
   private readonly releaseAcksFn = (): void => this.releaseAcks();
 
@@ -569,7 +571,7 @@ export class UroceEngine {
     if (!this.heldAcks.includes(qp)) this.heldAcks.push(qp);
     // One timer for the engine, not cancelled when the ACKs leave with a batch before it: a
     // timer per held ACK would cost what the held datagram saves.
-    this.ackTimer ??= setTimeout(this.releaseAcksFn, ACK_HOLD_MS);
+    this.ackTimer ??= setTimeout(this.releaseAcksFn, this.ackHoldMs);
   }
 
   private releaseAcks(): void {
