@@ -5,7 +5,7 @@
 // uroce-specific (engine option and counters), so not part of the provider-neutral cases.
 import test from 'ava';
 import { createHash } from 'node:crypto';
-import { Access, SendFlags, WcOpcode, WcStatus, WrOpcode } from '../../endpoint/verbs/index.js';
+import { Access, SendFlags, WcOpcode, WcStatus, WrOpcode, type QpStats } from '../../endpoint/verbs/index.js';
 import { openUroce, loadSockHelper, type UroceDevice } from '../../endpoint/verbs/uroce/index.js';
 import { collect, connectPair, type Side } from './common.js';
 
@@ -73,39 +73,37 @@ async function pingPong(A: Side, B: Side, n: number): Promise<void> {
   }
 }
 
-(batched ? test.serial : test.serial.skip)('ackHold: one ACK for two small batches, every message completes, the last one by the release timer', async (t) => {
-  const [da, db] = await pair(true);
+/** `n` ping-pongs between two fresh engines with or without ackHold; the two QPs' counters. */
+async function exchange(ackHold: boolean, n: number): Promise<{ qa: QpStats; qb: QpStats }> {
+  const [da, db] = await pair(ackHold);
   try {
     const { A, B } = connectPair(da, db, { timeout: 16 });
-    const n = 400;
     await pingPong(A, B, n);
-    const qa = A.qp.stats, qb = B.qp.stats;
-    t.log(`A: ${qa.messagesReceived} messages received, ${qa.acksSent} ACKs sent; B: ${qb.messagesReceived} received, ${qb.acksSent} ACKs sent; retransmits ${qa.retransmits + qb.retransmits}`);
-    t.is(qa.messagesReceived, n);
-    t.is(qb.messagesReceived, n);
-    // one ACK per two batches, after the first few (a peer must have sent 8 packets with IP ID 0
-    // before it counts as a uroce engine); releases by the timer only at the end
-    t.true(qa.acksSent <= n / 2 + 16, 'A: one ACK for two batches');
-    t.true(qb.acksSent <= n / 2 + 16, 'B: one ACK for two batches');
-    t.is(qa.retransmits + qb.retransmits, 0, 'no held ACK came late enough to make the peer retransmit');
-    t.is(qa.timeouts + qb.timeouts, 0);
+    const r = { qa: { ...A.qp.stats }, qb: { ...B.qp.stats } };
     A.qp.destroy(); B.qp.destroy();
+    return r;
   } finally {
     await da.close();
     await db.close();
   }
+}
+
+(batched ? test.serial : test.serial.skip)('ackHold: one ACK for two small batches, every message completes, the last one by the release timer', async (t) => {
+  const n = 400;
+  const { qa, qb } = await exchange(true, n);
+  t.log(`A: ${qa.messagesReceived} messages received, ${qa.acksSent} ACKs sent; B: ${qb.messagesReceived} received, ${qb.acksSent} ACKs sent; retransmits ${qa.retransmits + qb.retransmits}`);
+  t.is(qa.messagesReceived, n);
+  t.is(qb.messagesReceived, n);
+  // one ACK per two batches, after the first few (a peer must have sent 8 packets with IP ID 0
+  // before it counts as a uroce engine); releases by the timer only at the end
+  t.true(qa.acksSent <= n / 2 + 16, 'A: one ACK for two batches');
+  t.true(qb.acksSent <= n / 2 + 16, 'B: one ACK for two batches');
+  t.is(qa.retransmits + qb.retransmits, 0, 'no held ACK came late enough to make the peer retransmit');
+  t.is(qa.timeouts + qb.timeouts, 0);
 });
 
 (batched ? test.serial : test.serial.skip)('ackHold off (the default): every batch acknowledged at once', async (t) => {
-  const [da, db] = await pair(false);
-  try {
-    const { A, B } = connectPair(da, db, { timeout: 16 });
-    const n = 100;
-    await pingPong(A, B, n);
-    t.true(A.qp.stats.acksSent >= n && B.qp.stats.acksSent >= n, `ACKs A ${A.qp.stats.acksSent}, B ${B.qp.stats.acksSent} for ${n} messages each`);
-    A.qp.destroy(); B.qp.destroy();
-  } finally {
-    await da.close();
-    await db.close();
-  }
+  const n = 100;
+  const { qa, qb } = await exchange(false, n);
+  t.true(qa.acksSent >= n && qb.acksSent >= n, `ACKs A ${qa.acksSent}, B ${qb.acksSent} for ${n} messages each`);
 });
