@@ -126,8 +126,10 @@ export class WrLink extends EventEmitter {
     }
     for (let i = 0; i < MAX_WRITES_PER_MSG; i++) {
       this.writeWrs.push({ wrId: WRID_WRITE, opcode: WrOpcode.RDMA_WRITE, sgList: [{ addr: 0n, length: 0, lkey: 0 }], rdma: { remoteAddr: 0n, rkey: 0 } });
-      this.chains.push(this.writeWrs.slice(0, i + 1));
     }
+    // chains[n] (1 … MAX_WRITES_PER_MSG): n write WRs and a place for the SEND
+    this.chains.push([]);
+    for (let n = 1; n <= MAX_WRITES_PER_MSG; n++) this.chains.push([...this.writeWrs.slice(0, n), this.sendWrs[0]!]);
     // Linux: get_random_bytes for the initial PSN (24 bits).
     this.psn = (Math.random() * 0x1000000) >>> 0;
     this.cq.on('completion', this.onCompletion);
