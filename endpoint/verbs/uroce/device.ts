@@ -23,18 +23,6 @@ export interface UroceOptions {
   window?: number;
   /** AckReq at least every N packets (default window / 4). */
   ackReqEvery?: number;
-  /**
-   * Delayed ACK for small messages toward other uroce engines, opt-in (or UROCE_ACK_HOLD=1),
-   * only for addresses in 127/8: the ACK of a receive batch of at most a few packets may wait
-   * for the next batch, so that one ACK covers two batches, at most UROCE_ACK_HOLD_MS (default
-   * 1 ms; see responder.ts holdAck). Never toward kernel peers (UroceEngine.ackHoldPeer). Off by
-   * default: it takes ~10 % off a 64-byte round trip with both ends in one process, but between
-   * two processes the release timer's wake-ups cost more than the datagram saves (docs/uroce.md,
-   * round 5).
-   */
-  ackHold?: boolean;
-  /** With ackHold: the longest an ACK is held (ms, default 1 or UROCE_ACK_HOLD_MS); keep it far below the peer's ACK timeout. */
-  ackHoldMs?: number;
   /** Receive socket buffer to ask for (default 4 MiB; the kernel caps it at net.core.rmem_max). */
   rcvbuf?: number;
   /** Deterministic fault injection on transmit (tests). */
@@ -150,7 +138,7 @@ export class UroceDevice extends EventEmitter implements Device {
     this.name = o.name ?? `uroce${deviceCount++}`;
     if (process.env.UROCE_STATS_DEBUG) process.on('exit', () => { try { process.stderr.write(`UROCE ${process.pid} ${JSON.stringify(this.stats())}\n`); } catch { /* */ } });
     const window = Math.max(1, Math.min(1 << 14, o.window ?? (Number(process.env.UROCE_WINDOW) || 64)));
-    this.tune = { window, ackReqEvery: Math.max(1, o.ackReqEvery ?? Math.max(1, window >> 2)), ackHold: (o.ackHold ?? process.env.UROCE_ACK_HOLD === '1') && engine.address.startsWith('127.') };
+    this.tune = { window, ackReqEvery: Math.max(1, o.ackReqEvery ?? Math.max(1, window >> 2)) };
     // Fake but realistic user-space addresses, page aligned, different per device.
     this.nextIova = 0x7f0000000000n + (BigInt(Math.floor(Math.random() * 0xfffff)) << 12n);
     const nd = netdevOf(engine.address);
@@ -183,7 +171,6 @@ export class UroceDevice extends EventEmitter implements Device {
       ...(o.rcvbuf ? { rcvbuf: o.rcvbuf } : {}), ...(o.faults ? { faults: o.faults } : {}),
       ...(o.gso !== undefined ? { gso: o.gso } : {}), ...(o.gro !== undefined ? { gro: o.gro } : {}),
     });
-    if (o.ackHoldMs !== undefined) engine.ackHoldMs = Math.max(1, o.ackHoldMs);
     return new UroceDevice(engine, o);
   }
 

@@ -72,8 +72,6 @@ export interface EngineQp {
   receive(buf: Uint8Array, srcIp: string): void;
   /** Send the coalesced ACK, if one is pending (end of a receive batch). */
   flushAck(): void;
-  /** Keep the pending ACK for the next batch or the hold timer instead (delayed ACK); false: send it. */
-  holdAck(): boolean;
 }
 
 export interface TxPort {
@@ -117,9 +115,6 @@ const FLUSH_AT = Number(process.env.UROCE_FLUSH_KB ?? 128) << 10;
 /** Received bytes after which coalesced ACKs leave in the middle of a receive batch (the
  *  requester refills its window while this side is still placing data). */
 const ACK_EVERY = Number(process.env.UROCE_ACK_KB ?? 128) << 10;
-/** Longest a delayed ACK (opt-in, UroceOptions.ackHold) waits for the next receive batch (ms;
- *  the requester's ACK timeout is 134 ms for SMC-R's timeout 15). */
-const ACK_HOLD_MS = Number(process.env.UROCE_ACK_HOLD_MS ?? 1);
 const MAX_DESC = 256;
 /** GSO limits: segments per send (the kernel's UDP_MAX_SEGMENTS is 64 before 6.x' 128) and the UDP payload limit. */
 export const GSO_MAX_SEGS = 64;
@@ -549,50 +544,15 @@ export class UroceEngine {
   /** Send the coalesced ACKs; `now`: hand them to the kernel at once (mid-batch). */
   private flushAcks(now: boolean): void {
     const q = this.ackQps;
-    for (let i = 0; i < q.length; i++) {
-      const qp = q[i]!;
-      try {
-        if (!now && qp.holdAck()) this.hold(qp);
-        else qp.flushAck();
-      } catch { this.stats.malformed++; }
-    }
-    q.length = 0;
-    if (now) this.flushAll();
-  }
-
-  /** QPs holding an ACK (delayed ACK), released by the hold timer if no batch sends it first. */
-  private readonly heldAcks: EngineQp[] = [];
-  /** Longest an ACK is held (ms; UroceOptions.ackHoldMs). */
-  ackHoldMs = ACK_HOLD_MS;
-  private ackTimer: NodeJS.Timeout | undefined;
-  private readonly releaseAcksFn = (): void => this.releaseAcks();
-
-  private hold(qp: EngineQp): void {
-    if (!this.heldAcks.includes(qp)) this.heldAcks.push(qp);
-    // One timer for the engine, not cancelled when the ACKs leave with a batch before it: a
-    // timer per held ACK would cost what the held datagram saves.
-    this.ackTimer ??= setTimeout(this.releaseAcksFn, this.ackHoldMs);
-  }
-
-  private releaseAcks(): void {
-    this.ackTimer = undefined;
-    const q = this.heldAcks;
     for (let i = 0; i < q.length; i++) { try { q[i]!.flushAck(); } catch { this.stats.malformed++; } }
     q.length = 0;
-    this.flushAll();
+    if (now) this.flushAll();
   }
 
   /** A QP has an ACK to send with this turn's transmit flush (coalescing). */
   deferAck(qp: EngineQp): void {
     if (!this.ackQps.includes(qp)) this.ackQps.push(qp);
   }
-
-  /**
-   * Whether a peer may get delayed ACKs: another uroce engine (it sends IP ID 0, held to the
-   * exact ICRC check). Not a kernel peer: Linux SMC-R autocorks small writes while a CDC is
-   * unacknowledged (smc_should_autocork), so a held ACK would hold its next request too.
-   */
-  ackHoldPeer(ip: string): boolean { return this.checker.sendsIdZero(ip); }
 
   /** Whether a QP's ACK waits for the transmit flush. */
   ackDeferred(qp: EngineQp): boolean { return this.ackQps.includes(qp); }
@@ -622,7 +582,6 @@ export class UroceEngine {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    if (this.ackTimer) { clearTimeout(this.ackTimer); this.releaseAcks(); } // held ACKs still leave
     this.closed = true;
     if (this.heldTimer) clearTimeout(this.heldTimer);
     this.taps = [];

@@ -175,12 +175,6 @@ export class IcrcChecker {
     return (this.lastHdr = h);
   }
 
-  /** Whether `src` is a uroce-style sender: held to the exact check (IP ID 0, never a recovered ID). */
-  sendsIdZero(src: string): boolean {
-    const s = this.sources.get(src);
-    return s !== undefined && s.recovered === 0 && s.zero >= this.strictAfter;
-  }
-
   /**
    * Check a received packet from src:srcPort. `hint`: the IP ID the packet should carry if it
    * came from a uroce-style sender (0, or its index in a GRO datagram).

@@ -26,7 +26,7 @@ import type { UroceDevice, UroceMr } from './device.js';
 import { PSN_MASK, type SendWqe, type RecvWqe } from './wqe.js';
 import { RxPacket } from './rxpacket.js';
 import { pump } from './requester.js';
-import { onRequest, flushAck, holdAck } from './responder.js';
+import { onRequest, flushAck } from './responder.js';
 import { onResponse, onTimeout } from './completer.js';
 
 export { psnDiff } from './wqe.js';
@@ -63,8 +63,6 @@ export interface QpTuning {
   window: number;
   /** AckReq at least every this many packets. */
   ackReqEvery: number;
-  /** Delayed ACK for small receive batches (responder.ts holdAck). */
-  ackHold: boolean;
 }
 
 export class UroceQp implements Qp, EngineQp {
@@ -134,12 +132,6 @@ export class UroceQp implements Qp, EngineQp {
   seqNakSent = false;
   ackPending = false;
   ackScheduled = false;
-  /** The pending ACK is held for the next batch or the engine's hold timer (holdAck). */
-  ackHeld = false;
-  /** PSN the last ACK we sent acknowledged. */
-  ackedPsn = 0;
-  /** The pending ACK answers a retransmission: never held. */
-  ackNow = false;
   private established = false;
 
   constructor(readonly qpNum: number, readonly pd: Pd, readonly dev: UroceDevice, readonly engine: UroceEngine,
@@ -174,9 +166,6 @@ export class UroceQp implements Qp, EngineQp {
   modify(attr: QpAttr, mask?: number): void {
     if (this.destroyed) throw new VerbsError('EINVAL', 'modify_qp on a destroyed QP');
     const m = mask ?? attrMaskOf(attr);
-    // A held ACK leaves before any state change (to ERR it would be lost, and the peer's
-    // request would end in a retry error although it was executed).
-    if (this.ackHeld) flushAck(this);
     const cur = this._state;
     const next = (m & QpAttrMask.STATE) ? attr.qpState! : cur;
     checkTransition(cur, m, next, attr.curQpState);
@@ -462,9 +451,6 @@ export class UroceQp implements Qp, EngineQp {
 
   /** Send the pending (coalesced) ACK for the newest PSN (the engine calls it at the end of a receive batch). */
   flushAck(): void { flushAck(this); }
-
-  /** Keep the pending ACK for later if the delayed-ACK rule allows (the engine's transmit flush asks). */
-  holdAck(): boolean { return holdAck(this); }
 
   // =====================================================================================
   // errors, reset, destroy

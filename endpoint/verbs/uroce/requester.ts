@@ -31,8 +31,7 @@ export function pump(qp: UroceQp): void {
   // A coalesced ACK still waiting goes out before new requests (it would otherwise trail
   // them by an event-loop turn: request/response protocols wait for it).
   // (unless it waits for the engine's transmit flush: then it follows them in the same one)
-  // (a held ACK stays held: it waits for the next batch or the hold timer, see holdAck)
-  if (qp.ackPending && !qp.ackHeld && qp.txIdx < qp.sq.length && !qp.engine.ackDeferred(qp)) qp.flushAck();
+  if (qp.ackPending && qp.txIdx < qp.sq.length && !qp.engine.ackDeferred(qp)) qp.flushAck();
   try {
     const win = qp.tune.window;
     while (qp.txIdx < qp.sq.length) {

@@ -30,7 +30,6 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
   const d = psnDiff(psn, qp.ePsn);
   if (d < 0) {
     qp.stats.duplicates++;
-    qp.ackNow = true; // the peer is retransmitting: its re-ACK is not held
     scheduleAck(qp);
     return;
   }
@@ -158,7 +157,7 @@ function sendAck(qp: UroceQp, kind: number, code: number, psn: number): void {
   a.msn = qp.msn & PSN_MASK;
   qp.stats.txPackets++;
   qp.stats.txBytes += pkt.length;
-  if (kind === AETH_ACK) { qp.stats.acksSent++; qp.ackedPsn = psn & PSN_MASK; }
+  if (kind === AETH_ACK) qp.stats.acksSent++;
   else if (kind === AETH_RNR_NAK) qp.stats.rnrNaksSent++;
   else { qp.stats.naksSent++; if (code === NAK_SEQ) qp.stats.seqNaksSent++; }
   qp.engine.transmit(qp.tx, pkt, qp.remoteIp);
@@ -176,42 +175,8 @@ function scheduleAck(qp: UroceQp): void {
   });
 }
 
-/**
- * Packets a held ACK may cover: a small message's RDMA WRITE and its SEND (an SMC-R CDC with
- * its data) are 2; a stream's batches are larger and are acknowledged at once, so the
- * requester's window never waits for a held ACK.
- */
-const HOLD_MAX_PACKETS = 4;
-
-/**
- * Delayed ACK, opt-in (UroceOptions.ackHold; the engine's transmit flush asks before sending a
- * batch's ACK). Measured in docs/uroce.md round 5: ~10 % off a 64-byte round trip with both
- * ends in one process, worse between two processes (the release timer's wake-ups). Request/response
- * traffic gets a request (or answer) per batch, and acknowledging each costs a datagram per
- * side per round trip — ~3 µs of kernel send and receive on loopback, a third of the transmit
- * cost of a 64-byte SMC-R round trip. An ACK for at most HOLD_MAX_PACKETS packets, when no ACK
- * is held yet, waits for the next batch (whose ACK then covers both, cumulative as IB ACKs
- * are) or the engine's hold timer (~1 ms, far below any requester's ACK timeout). So the
- * requester sees every other small message completed a batch later: it never has more than
- * two batches unacknowledged by this rule, which this endpoint's autocork (corks from two
- * CDCs in flight) never waits for. Only toward uroce peers (UroceEngine.ackHoldPeer: Linux
- * corks on ONE CDC in flight, and would wait for the held ACK). Not held: NAKs, duplicates'
- * re-ACKs, ACKs of a QP leaving RTS (modify sends a held ACK first).
- */
-export function holdAck(qp: UroceQp): boolean {
-  if (!qp.tune.ackHold || qp.ackHeld || !qp.ackPending || qp.ackNow || qp.seqNakSent) return false;
-  const st = qp.state;
-  if (st !== QpState.RTR && st !== QpState.RTS) return false;
-  if (psnDiff((qp.ePsn - 1) & PSN_MASK, qp.ackedPsn) > HOLD_MAX_PACKETS) return false;
-  if (!qp.engine.ackHoldPeer(qp.remoteIp)) return false;
-  qp.ackHeld = true;
-  return true;
-}
-
 /** Send the pending (coalesced) ACK for the newest PSN. */
 export function flushAck(qp: UroceQp): void {
-  qp.ackHeld = false;
-  qp.ackNow = false;
   if (!qp.ackPending) return;
   qp.ackPending = false;
   const st = qp.state;
