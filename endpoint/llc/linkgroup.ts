@@ -31,7 +31,7 @@ import { CDC_TYPE } from '../../dissectors/wire/cdc.js';
 import { u32 } from '../../dissectors/wire/common.js';
 import type { LinkGroupSnapshot } from '../state.js';
 import { Access, type Mr, type Mtu, type Pd } from '../verbs/index.js';
-import { WrLink, LinkDownError, type QpPeer, type SendDone } from './wr.js';
+import { WrLink, LinkDownError, type PendingWrite, type QpPeer, type SendDone } from './wr.js';
 import type { LlcRkeyEntry } from '../../dissectors/wire/llc.js';
 import type { Trace } from '../trace.js';
 
@@ -133,6 +133,9 @@ export class LinkGroup extends EventEmitter {
   /** Buffer of a registration (any port's), to find the same memory's MR on another link's device. */
   private readonly bufOf = new Map<Mr, BufDesc>();
   private nextToken = 1;
+  /** sendCdcForCb's write list and its objects, reused per CDC. */
+  private readonly writeScratch: PendingWrite[] = [];
+  private readonly writePool: PendingWrite[] = [];
   /** Last link id the server handed out (Linux lgr->next_link_id: ids are not reused at once). */
   private nextLinkId = 0;
   private waiters: Waiter[] = [];
@@ -369,11 +372,26 @@ export class LinkGroup extends EventEmitter {
     const link = c ? this.linkFor(c) : undefined;
     if (!link || !c) { done(new LinkDownError(`${this.name}: no active link`)); return; }
     const rt = c.rtokens.get(link.id);
-    const queued = c.writes.splice(0);
-    if (queued.length > 0 && !rt) { done(new LinkDownError(`${this.name}: no rkey of connection ${token} on link ${link.id}`)); return; }
-    // the send buffer's registration on this link's device (after a failover: not the first port's)
-    const local = (mr: Mr): Mr => this.bufOf.get(mr)?.mrs.get(link.port) ?? mr;
-    link.wr.sendWithWritesCb(queued.map((w) => ({ mr: local(w.mr), off: w.off, len: w.len, remoteAddr: rt!.addr + BigInt(w.dstOff), rkey: rt!.rkey })), msg, done);
+    const queued = c.writes;
+    const n = queued.length;
+    if (n > 0 && !rt) { queued.length = 0; done(new LinkDownError(`${this.name}: no rkey of connection ${token} on link ${link.id}`)); return; }
+    // Into the group's scratch list (reused objects: WrLink posts them before it returns, or
+    // copies them when it has to queue the message): no array, closure or object per CDC.
+    const out = this.writeScratch;
+    out.length = 0;
+    for (let i = 0; i < n; i++) {
+      const w = queued[i]!;
+      const pw = (this.writePool[i] ??= { mr: w.mr, off: 0, len: 0, remoteAddr: 0n, rkey: 0 });
+      // the send buffer's registration on this link's device (after a failover: not the first port's)
+      pw.mr = this.bufOf.get(w.mr)?.mrs.get(link.port) ?? w.mr;
+      pw.off = w.off;
+      pw.len = w.len;
+      pw.remoteAddr = rt!.addr + BigInt(w.dstOff);
+      pw.rkey = rt!.rkey;
+      out.push(pw);
+    }
+    queued.length = 0;
+    link.wr.sendWithWritesCb(out, msg, done);
   }
 
   // --------------------------------------------------------------- buffers --

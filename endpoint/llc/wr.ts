@@ -11,7 +11,7 @@
 import { EventEmitter } from 'node:events';
 import {
   Access, QpState, WrOpcode, SendFlags, WcStatus, WcOpcode, wcStatusStr,
-  type Cq, type Mr, type Mtu, type Pd, type Qp, type SendWr, type Sge, type WorkCompletion,
+  type Cq, type Mr, type Mtu, type Pd, type Qp, type RecvWr, type SendWr, type Sge, type WorkCompletion,
 } from '../verbs/index.js';
 
 /** Sizes and depths of one link (Linux: SMC_WR_BUF_CNT = 16 sends, 3× that receives). */
@@ -86,8 +86,15 @@ export class WrLink extends EventEmitter {
   private readonly sendQueue: Array<{ msg: Uint8Array; writes: readonly PendingWrite[]; done: SendDone }> = [];
   private readonly pending = new Map<number, Pending>();
   private readonly recvCount: number;
-  private readonly recvSgl: Sge[][] = [];
-  private readonly slotAddr: bigint[] = [];
+  /** The receive WRs, one per buffer, made once (re-posted as they are). */
+  private readonly recvWrs: RecvWr[] = [];
+  /** Per send slot: its SEND WR, made once; wrId and length are set per message. A provider
+   *  copies what it needs at post (ibv_post_send semantics), so the objects can be reused. */
+  private readonly sendWrs: Array<SendWr & { sgList: Sge[] }> = [];
+  /** RDMA WRITE WRs of one message, made once, filled per message (at most MAX_WRITES_PER_MSG). */
+  private readonly writeWrs: Array<SendWr & { sgList: Sge[]; rdma: { remoteAddr: bigint; rkey: number } }> = [];
+  /** chains[n]: the n writes and the SEND posted as one chain (the SEND element is set per message). */
+  private readonly chains: SendWr[][] = [];
   private nextSendId = 0;
   private downReason: string | undefined;
   private readonly onCompletion = (): void => this.drain();
@@ -110,8 +117,19 @@ export class WrLink extends EventEmitter {
     for (let i = 0; i < slots; i++) this.freeSlots.push(i);
     // Work request pieces that never change, made once: the receive buffers' gather lists and
     // the send slots' addresses (an SGE address is a bigint: an addition per message otherwise).
-    for (let i = 0; i < this.recvCount; i++) this.recvSgl.push([this.recvMr.sge(i * this.bufSize, this.bufSize)]);
-    for (let i = 0; i < slots; i++) this.slotAddr.push(this.sendMr.sge(i * this.bufSize, this.bufSize).addr);
+    // Work requests are made once and reused: the data path posts a SEND (and its writes) per
+    // CDC and re-posts a receive per message; objects per post were a measurable part of a
+    // round trip's allocation (and so of its GC).
+    for (let i = 0; i < this.recvCount; i++) this.recvWrs.push({ wrId: WRID_RECV + i, sgList: [this.recvMr.sge(i * this.bufSize, this.bufSize)] });
+    for (let i = 0; i < slots; i++) {
+      this.sendWrs.push({ wrId: WRID_SEND, opcode: WrOpcode.SEND, sgList: [this.sendMr.sge(i * this.bufSize, this.bufSize)], sendFlags: SendFlags.SIGNALED | SendFlags.SOLICITED });
+    }
+    for (let i = 0; i < MAX_WRITES_PER_MSG; i++) {
+      this.writeWrs.push({ wrId: WRID_WRITE, opcode: WrOpcode.RDMA_WRITE, sgList: [{ addr: 0n, length: 0, lkey: 0 }], rdma: { remoteAddr: 0n, rkey: 0 } });
+    }
+    // chains[n] (1 … MAX_WRITES_PER_MSG): n write WRs and a place for the SEND
+    this.chains.push([]);
+    for (let n = 1; n <= MAX_WRITES_PER_MSG; n++) this.chains.push([...this.writeWrs.slice(0, n), this.sendWrs[0]!]);
     // Linux: get_random_bytes for the initial PSN (24 bits).
     this.psn = (Math.random() * 0x1000000) >>> 0;
     this.cq.on('completion', this.onCompletion);
@@ -178,7 +196,8 @@ export class WrLink extends EventEmitter {
       const slot = this.freeSlots.pop();
       if (slot !== undefined) { this.sendInSlot(slot, msg, writes, done); return; }
     }
-    this.sendQueue.push({ msg: msg.slice(), writes, done });
+    // the caller may reuse its writes array and objects once this returns: keep copies
+    this.sendQueue.push({ msg: msg.slice(), writes: writes.map((w) => ({ ...w })), done });
   }
 
   private sendInSlot(slot: number, msg: Uint8Array, writes: readonly PendingWrite[], done: SendDone): void {
@@ -189,14 +208,27 @@ export class WrLink extends EventEmitter {
     this.pending.set(wrId, { done, slot });
     // the writes and the SEND in one post (one ibv_post_send chain): the provider runs its
     // transmit path once for the message instead of once per work request
-    const send: SendWr = { wrId, opcode: WrOpcode.SEND, sgList: [{ addr: this.slotAddr[slot]!, length: msg.length, lkey: this.sendMr.lkey }], sendFlags: SendFlags.SIGNALED | SendFlags.SOLICITED };
+    const send = this.sendWrs[slot]!;
+    send.wrId = wrId;
+    send.sgList[0]!.length = msg.length;
     let chain: SendWr | SendWr[] = send;
-    if (writes.length) {
-      chain = [];
-      for (const w of writes) chain.push({ wrId: WRID_WRITE, opcode: WrOpcode.RDMA_WRITE, sgList: [w.mr.sge(w.off, w.len)], rdma: { remoteAddr: w.remoteAddr, rkey: w.rkey } });
-      chain.push(send);
-    }
     try {
+      const n = writes.length;
+      if (n) {
+        chain = this.chains[n]!;
+        for (let i = 0; i < n; i++) {
+          const w = writes[i]!;
+          if (w.off < 0 || w.len < 0 || w.off + w.len > w.mr.buffer.length) throw new RangeError(`RDMA WRITE of ${w.len} bytes at ${w.off} outside the ${w.mr.buffer.length}-byte buffer`);
+          const wr = this.writeWrs[i]!;
+          const sge = wr.sgList[0]!;
+          sge.addr = w.mr.addr + BigInt(w.off);
+          sge.length = w.len;
+          sge.lkey = w.mr.lkey;
+          wr.rdma.remoteAddr = w.remoteAddr;
+          wr.rdma.rkey = w.rkey;
+        }
+        chain[n] = send;
+      }
       this.qp.postSend(chain);
       for (const w of writes) { this.stats.writes++; this.stats.writeBytes += w.len; }
       this.stats.sent++;
@@ -241,15 +273,16 @@ export class WrLink extends EventEmitter {
   }
 
   private postRecv(i: number): void {
-    this.qp.postRecv({ wrId: WRID_RECV + i, sgList: this.recvSgl[i]! });
+    this.qp.postRecv(this.recvWrs[i]!);
   }
 
   private drain(): void {
     for (;;) {
       if (this.destroyed) return; // a handler destroyed the link (and its CQ) under us
-      const wcs = this.cq.poll(64);
-      for (const wc of wcs) { if (this.destroyed) return; this.handle(wc); }
-      if (wcs.length < 64) break;
+      // one completion at a time: no array per drain
+      const wc = this.cq.pollOne();
+      if (!wc) break;
+      this.handle(wc);
     }
     if (!this.destroyed && (this.downReason === undefined || this.cq.pending > 0)) this.cq.reqNotify();
   }

@@ -365,6 +365,8 @@ export interface Cq {
   readonly cqe: number;
   /** Up to `max` completions (removed from the CQ), oldest first; [] when empty. */
   poll(max?: number): WorkCompletion[];
+  /** The oldest completion (removed), or undefined when empty: poll(1) without the array. */
+  pollOne(): WorkCompletion | undefined;
   /** Arm the CQ: the next completion (solicited or error only, if asked) emits 'completion' once. */
   reqNotify(solicitedOnly?: boolean): void;
   on(event: 'completion', listener: () => void): this;

@@ -8,11 +8,43 @@ import { pattern, sha256, until } from '../verbs/harness.js';
 import { linkPair, connPair, writeAll, readN, waitEvent, type LinkPair, type ConnEnd } from './cdc-harness.js';
 import { CdcConnection } from '../../endpoint/cdc/connection.js';
 import type { CdcTransport } from '../../endpoint/cdc/transport.js';
-import type { Mr } from '../../endpoint/verbs/index.js';
+import { Access, type Mr } from '../../endpoint/verbs/index.js';
+import { MAX_WRITES_PER_MSG, type PendingWrite } from '../../endpoint/llc/wr.js';
 
 let p: LinkPair;
 test.before(async () => { p = await linkPair(['127.0.0.1', '127.0.0.2']); });
 test.after.always(async () => { await p?.close(); });
+
+test.serial('WrLink: messages with 1 … MAX_WRITES_PER_MSG RDMA WRITEs; sends queued for a slot keep their own copy of the writes', async (t) => {
+  const K = 1024;
+  const src = pattern(MAX_WRITES_PER_MSG * K, 21);
+  const dst = new Uint8Array(8 * MAX_WRITES_PER_MSG * K);
+  const smr = p.A.pd.regMr(src, Access.LOCAL_WRITE);
+  const dmr = p.B.pd.regMr(dst, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+  try {
+    // 40 messages on 16 send slots: most of them wait in the queue. Region j of dst gets the
+    // messages m = j (mod 8), each with 1 + (m mod MAX) writes of src's K-byte pieces.
+    const sends: Array<Promise<void>> = [];
+    for (let m = 0; m < 40; m++) {
+      const n = 1 + (m % MAX_WRITES_PER_MSG);
+      const writes: PendingWrite[] = [];
+      for (let k = 0; k < n; k++) writes.push({ mr: smr, off: k * K, len: K, remoteAddr: dmr.addr + BigInt(((m % 8) * MAX_WRITES_PER_MSG + k) * K), rkey: dmr.rkey });
+      sends.push(p.A.link.sendWithWrites(writes, new Uint8Array(8)));
+      // the caller may reuse its write list at once: a queued send must not see this
+      for (const w of writes) w.off = 0;
+    }
+    await Promise.all(sends);
+    for (let j = 0; j < 8; j++) {
+      const n = 1 + (j % MAX_WRITES_PER_MSG);
+      const region = dst.subarray(j * MAX_WRITES_PER_MSG * K, (j + 1) * MAX_WRITES_PER_MSG * K);
+      t.is(sha256(region.subarray(0, n * K)), sha256(src.subarray(0, n * K)), `region ${j}: ${n} writes`);
+      t.true(region.subarray(n * K).every((b) => b === 0), `region ${j}: nothing beyond its writes`);
+    }
+  } finally {
+    smr.dereg();
+    dmr.dereg();
+  }
+});
 
 /** Send `data` from x to y and return the SHA-256 of what y read. */
 async function pump(x: CdcConnection, y: CdcConnection, data: Uint8Array, readChunk = 65536): Promise<string> {

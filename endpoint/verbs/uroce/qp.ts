@@ -32,6 +32,7 @@ import { onResponse, onTimeout } from './completer.js';
 export { psnDiff } from './wqe.js';
 
 const EMPTY = new Uint8Array(0);
+const NO_SGES: readonly Sge[] = [];
 
 /** One parse target for every QP: a packet is handled to the end before the next is read. */
 const rxPacket = new RxPacket();
@@ -277,11 +278,19 @@ export class UroceQp implements Qp, EngineQp {
   // posting
   // =====================================================================================
 
-  private resolve(sgl: readonly Sge[] | undefined, forRecv: boolean): { segs: Uint8Array[]; length: number; err: number } {
+  /** resolve()'s results besides the error (no result object per post). */
+  private rSegs: Uint8Array[] = [];
+  private rLength = 0;
+
+  /**
+   * The gather/scatter list as views into the MRs, in rSegs / rLength; returns 0 or the
+   * completion status of a bad SGE.
+   */
+  private resolve(sgl: readonly Sge[] | undefined, forRecv: boolean): number {
     const segs: Uint8Array[] = [];
     let length = 0;
     let err = 0;
-    for (const s of sgl ?? []) {
+    for (const s of sgl ?? NO_SGES) {
       if (!(s.length >= 0)) { err = WcStatus.LOC_LEN_ERR; break; }
       if (s.length === 0) continue;
       const mr: UroceMr | undefined = this.dev.mrByLkey(s.lkey);
@@ -294,13 +303,37 @@ export class UroceQp implements Qp, EngineQp {
       length += s.length;
     }
     if (length > 0x80000000) err = WcStatus.LOC_LEN_ERR;
-    return { segs, length, err };
+    this.rSegs = segs;
+    this.rLength = length;
+    return err;
   }
 
+  /**
+   * A receive WR's scatter list resolved, cached per sgList array: SMC-R re-posts the same
+   * receive WRs for every message. The cache holds while the array still names the same
+   * address, length and key and its MR is still registered (else it is resolved again).
+   */
+  private resolveRecv(sgl: readonly Sge[]): number {
+    const s = sgl.length === 1 ? sgl[0]! : undefined;
+    const c = s && this.recvCache.get(sgl);
+    if (c && c.addr === s!.addr && c.length === s!.length && c.lkey === s!.lkey && this.dev.mrByLkey(c.lkey) === c.mr) {
+      this.rSegs = c.segs;
+      this.rLength = c.length;
+      return 0;
+    }
+    const err = this.resolve(sgl, true);
+    if (s && !err && s.length > 0) this.recvCache.set(sgl, { addr: s.addr, length: s.length, lkey: s.lkey, mr: this.dev.mrByLkey(s.lkey)!, segs: this.rSegs });
+    return err;
+  }
+
+  private readonly recvCache = new WeakMap<readonly Sge[], { addr: bigint; length: number; lkey: number; mr: UroceMr; segs: Uint8Array[] }>();
+
   postSend(wrs: SendWr | readonly SendWr[]): void {
-    const list: readonly SendWr[] = Array.isArray(wrs) ? wrs : [wrs as SendWr];
-    for (let i = 0; i < list.length; i++) {
-      const wr = list[i]!;
+    // one WR or a chain, without an array for the one
+    const many = Array.isArray(wrs);
+    const count = many ? (wrs as readonly SendWr[]).length : 1;
+    for (let i = 0; i < count; i++) {
+      const wr = many ? (wrs as readonly SendWr[])[i]! : wrs as SendWr;
       if (this.destroyed) throw new VerbsError('EINVAL', 'post_send on a destroyed QP', i);
       const st = this._state;
       if (st === QpState.ERR) { this.pushSendWc(wr.wrId, WcStatus.WR_FLUSH_ERR, wr.opcode, 0); continue; }
@@ -333,8 +366,8 @@ export class UroceQp implements Qp, EngineQp {
       } else {
         if (wr.inlineData) throw new VerbsError('EINVAL', 'post_send: inlineData needs the INLINE flag', i);
         if ((wr.sgList?.length ?? 0) > this.cap.maxSendSge) throw new VerbsError('EINVAL', `post_send: ${wr.sgList!.length} SGEs > max_send_sge ${this.cap.maxSendSge}`, i);
-        const r = this.resolve(wr.sgList, false);
-        segs = r.segs; length = r.length; err = r.err;
+        err = this.resolve(wr.sgList, false);
+        segs = this.rSegs; length = this.rLength;
       }
       const npkts = err ? 0 : Math.max(1, Math.ceil(length / this.mtu));
       const w: SendWqe = {
@@ -365,9 +398,10 @@ export class UroceQp implements Qp, EngineQp {
   }
 
   postRecv(wrs: RecvWr | readonly RecvWr[]): void {
-    const list: readonly RecvWr[] = Array.isArray(wrs) ? wrs : [wrs as RecvWr];
-    for (let i = 0; i < list.length; i++) {
-      const wr = list[i]!;
+    const many = Array.isArray(wrs);
+    const count = many ? (wrs as readonly RecvWr[]).length : 1;
+    for (let i = 0; i < count; i++) {
+      const wr = many ? (wrs as readonly RecvWr[])[i]! : wrs as RecvWr;
       if (this.destroyed) throw new VerbsError('EINVAL', 'post_recv on a destroyed QP', i);
       if (this._state === QpState.RESET) throw new VerbsError('EINVAL', `post_recv: QP ${this.qpNum} is in RESET`, i);
       if (this._state === QpState.ERR) {
@@ -376,8 +410,8 @@ export class UroceQp implements Qp, EngineQp {
       }
       if (wr.sgList.length > this.cap.maxRecvSge) throw new VerbsError('EINVAL', `post_recv: ${wr.sgList.length} SGEs > max_recv_sge ${this.cap.maxRecvSge}`, i);
       if (this.rq.length - this.rqHead >= this.cap.maxRecvWr) throw new VerbsError('ENOMEM', `post_recv: receive queue full (${this.cap.maxRecvWr} WRs)`, i);
-      const r = this.resolve(wr.sgList, true);
-      this.rq.push({ wrId: wr.wrId, segs: r.segs, length: r.length, localErr: r.err });
+      const err = this.resolveRecv(wr.sgList);
+      this.rq.push({ wrId: wr.wrId, segs: this.rSegs, length: this.rLength, localErr: err });
     }
   }
 
