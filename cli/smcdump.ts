@@ -235,8 +235,8 @@ class Dump {
       // filter runs in the kernel and the tracker is told that frames may be hidden).
       if (this.tracker || this.join) {
         const d = this.decoder.decode(f);
-        this.tracker?.feed(d);
-        this.join?.feed(d);
+        const n = this.tracker?.feed(d);
+        this.join?.feed(d, n);
       }
       return;
     }
@@ -252,7 +252,7 @@ class Dump {
     const inSelection = !this.select || frameSelected(this.tracker!, this.select, note);
     if (note && inSelection) this.ladder?.add(d, note);
     if (note) this.recorder?.add(d, note);
-    const ep = this.join?.feed(d);
+    const ep = this.join?.feed(d, note);
     this.afterFrame?.();
     if (ep) {
       // the endpoint's own names: [LG2/L1 LG2/5 out] (JSON keeps the tracker's and adds them)
@@ -447,6 +447,12 @@ async function stateView(o: Opts): Promise<void> {
   out.flush();
 }
 
+/** The tracker the join with an endpoint's state reads (its model is the wire side). */
+function trackerFor(dump: Dump): Tracker {
+  if (!dump.tracker) throw new CliError('--state and --endpoint with a capture compare the correlation with the endpoint: drop --no-track');
+  return dump.tracker;
+}
+
 /** The state to join a capture with (--endpoint: asked now; --state: the file). */
 async function initialState(o: Opts): Promise<EndpointState | undefined> {
   if (o.endpoint !== undefined) return (await fetchState(o.endpoint)).state;
@@ -487,7 +493,7 @@ async function replay(o: Opts, filter: string): Promise<void> {
     if (bpf && reader.linktype >= 0) bpf.compile(reader.linktype);
     writer = openWriter(o, { linktype: reader.format === 'pcap' ? reader.linktype : undefined });
     dump = new Dump(o, writer);
-    if (st) dump.join = new StateJoin(st);
+    if (st) dump.join = new StateJoin(st, trackerFor(dump));
     if (wantProgress(o.progress)) progress = new Progress({ total: reader.fileSize, delayMs: o.progress ? 0 : 1000 });
     let lastYield = Date.now();
     for (;;) {
@@ -560,7 +566,7 @@ async function live(o: Opts, filter: string): Promise<void> {
   const digits = forcedDigits(o) ?? 6;
   let watch: ControlWatch | undefined;
   if (st) {
-    const join = new StateJoin(st, { live: o.endpoint !== undefined });
+    const join = new StateJoin(st, trackerFor(dump), { live: o.endpoint !== undefined });
     dump.join = join;
     // newer snapshots name the link groups and connections that come up during the capture
     if (o.endpoint !== undefined) {
