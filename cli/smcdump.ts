@@ -3,8 +3,8 @@
 // or JSON lines; writes what it reads or captures to a pcapng/pcap file with -w.
 
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { accessSync, constants as fsc, readFileSync, statSync, writeSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { accessSync, constants as fsc, statSync, writeSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { type as osType, release as osRelease } from 'node:os';
 import { CaptureFormatError } from '../capture/reader.js';
 import { expandCaptureArgs, MergedReader, tsDigits } from '../capture/merge.js';
@@ -17,7 +17,7 @@ import { TimeColumn, timeModeForTCount, type TimeMode } from '../dissectors/rend
 import { linkHeader } from '../dissectors/render/linkhdr.js';
 import { tcpdumpAscii, tcpdumpHex } from '../dissectors/render/hexdump.js';
 import { TcpRelative } from '../dissectors/render/tcpseq.js';
-import { packageRoot } from '../native/paths.js';
+import { packageVersion } from './lib/program.js';
 import { renderTree } from '../dissectors/render/verbose.js';
 import { renderJson } from '../dissectors/render/json.js';
 import { writeSummary, writeSummaryJson } from '../dissectors/render/summary.js';
@@ -149,10 +149,6 @@ capture errors, missing privileges, nothing to --follow, unwritable output; 2 ba
   // not commander's .version(): the libpcap version needs the addon, loaded only when asked
   p.option('--version', 'print the versions of smcdump and libpcap, then exit');
   return p;
-}
-
-function packageVersion(): string {
-  try { return String((JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: string }).version ?? '?'); } catch { return '?'; }
 }
 
 interface Opts {
