@@ -326,8 +326,10 @@ export class StateJoin {
           if (used.has(tc)) continue;
           for (const d of [side, (1 - side) as 0 | 1]) {
             const w = tc.dirs[d], token = tc.sides[1 - d]!.token;
-            if (!w.lastCdc || w.seq === undefined || token === undefined) continue;
-            const sent = d === side, ln = nameOf(w.link) ?? w.link;
+            // on one of the links the state lists (a link newer than the snapshot is not judged)
+            const ln = nameOf(w.link);
+            if (!w.lastCdc || w.seq === undefined || token === undefined || ln === undefined) continue;
+            const sent = d === side;
             add('state.conn', w.lastCdc, `${ln}: CDCs ${sent ? 'sent' : 'received'} for token ${hex32(token)}`, `${w.cdcs} CDCs, last seq ${w.seq}`, `no connection with ${sent ? 'peer' : 'local'} token ${hex32(token)} on ${g.name}`, ln, undefined, w.lastCdc.tsNs, 'warn');
           }
         }
