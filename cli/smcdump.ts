@@ -217,6 +217,10 @@ class Dump {
     if (o.ladder || o.ladderSvg) this.ladder = new Ladder();
     this.select = parseSelection(o);
     if (this.select && !this.tracker) throw new CliError('--conn, --lg and --link need correlation: drop --no-track');
+    // the comparison with an endpoint's state reads the tracker's model (-w -q records only: nothing to compare)
+    if ((o.state !== undefined || o.endpoint !== undefined) && !this.tracker && !this.recordOnly) {
+      throw new CliError('--state and --endpoint with a capture compare the correlation with the endpoint: drop --no-track');
+    }
     if (o.report && this.tracker) this.recorder = new ReportRecorder(this.tracker);
     let only = 0;
     for (const p of o.only ?? []) only |= PROTO_BIT[p];
@@ -443,12 +447,6 @@ async function stateView(o: Opts): Promise<void> {
   out.flush();
 }
 
-/** The tracker the join with an endpoint's state reads (its model is the wire side). */
-function trackerFor(dump: Dump): Tracker {
-  if (!dump.tracker) throw new CliError('--state and --endpoint with a capture compare the correlation with the endpoint: drop --no-track');
-  return dump.tracker;
-}
-
 /** The state to join a capture with (--endpoint: asked now; --state: the file). */
 async function initialState(o: Opts): Promise<EndpointState | undefined> {
   if (o.endpoint !== undefined) return (await fetchState(o.endpoint)).state;
@@ -489,7 +487,7 @@ async function replay(o: Opts, filter: string): Promise<void> {
     if (bpf && reader.linktype >= 0) bpf.compile(reader.linktype);
     writer = openWriter(o, { linktype: reader.format === 'pcap' ? reader.linktype : undefined });
     dump = new Dump(o, writer);
-    if (st) dump.join = new StateJoin(st, trackerFor(dump));
+    if (st && dump.tracker) dump.join = new StateJoin(st, dump.tracker);
     if (wantProgress(o.progress)) progress = new Progress({ total: reader.fileSize, delayMs: o.progress ? 0 : 1000 });
     let lastYield = Date.now();
     for (;;) {
@@ -561,8 +559,8 @@ async function live(o: Opts, filter: string): Promise<void> {
   // live: microseconds unless asked, as tcpdump (the -w file keeps the kernel's nanoseconds)
   const digits = forcedDigits(o) ?? 6;
   let watch: ControlWatch | undefined;
-  if (st) {
-    const join = new StateJoin(st, trackerFor(dump), { live: o.endpoint !== undefined });
+  if (st && dump.tracker) {
+    const join = new StateJoin(st, dump.tracker, { live: o.endpoint !== undefined });
     dump.join = join;
     // newer snapshots name the link groups and connections that come up during the capture
     if (o.endpoint !== undefined) {

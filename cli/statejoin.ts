@@ -30,7 +30,7 @@
 // Pure: no I/O; never throws on a malformed state (parseEndpointState reports it in one line).
 
 import type { DecodedFrame } from '../dissectors/frame.js';
-import type { EndpointState, EpConn, EpCursor, EpLink } from './stateread.js';
+import type { EndpointState, EpConn, EpCursor, EpLink, EpLinkGroup } from './stateread.js';
 import type { Anomaly, FrameNote, Link, LinkGroup, SmcConn, SmcDir } from '../dissectors/tracker/model.js';
 import type { Tracker } from '../dissectors/tracker/tracker.js';
 import { hex32, hexQp, type Severity } from '../dissectors/wire/common.js';
@@ -266,74 +266,15 @@ export class StateJoin {
         add('state.link', all, `${g.name}: link group state`, `terminated (DELETE LINK all ${sideIs(all.by, all.e) ? 'sent' : 'received'} in frame ${all.frame})`, g.state, g.name);
       }
       // connections of this group (the endpoint is one side of every link of it)
-      const lg = seen[0]!.tl.lg, side = seen[0]!.e;
-      const nameOf = (tlName: string | undefined): string | undefined => {
-        for (let i = seen.length - 1; i >= 0; i--) if (seen[i]!.tl.name === tlName) return seen[i]!.name;
-        return undefined;
-      };
-      const linkOfName = (tlName: string | undefined): Pair | undefined => seen.find((x) => x.tl.name === tlName);
-      const gapless = (dir: 0 | 1): boolean => allSeen && seen.every((x) => x.tl.sent[dir].gaps === 0);
+      const v = new GroupView(g, seen, allSeen, (l, dir, rkey) => this.tracker.rmbConn(l, dir, rkey));
       const conns = s.connections.filter((c) => c.linkGroup === g.name);
-      const matched = matchConns(conns, lg, side);
-      const used = new Set<SmcConn>(matched.values());
+      const matched = matchConns(conns, seen[0]!.tl.lg, v.side);
       for (const c of conns) {
         const tc = matched.get(c);
-        if (!tc) continue;
-        const eo = side, ei = (1 - side) as 0 | 1;
-        const wo = tc.dirs[eo], wi = tc.dirs[ei];
-        const lastNs = maxNs(wo.lastCdc?.tsNs, wi.lastCdc?.tsNs);
-        if (wo.lastCdc && wo.seq !== undefined) {
-          const at = wo.lastCdc, ln = nameOf(wo.link);
-          const where = `frame ${at.frame}`;
-          if (c.tx.seq !== undefined && wo.seq !== c.tx.seq) add('state.seq', at, `${c.key}: sequence number of the last CDC we sent`, `${wo.seq} (${where})`, `tx.seq ${c.tx.seq}`, ln, c.key, lastNs);
-          if (c.tx.prod && wo.prod && !sameCursor(wo.prod, c.tx.prod)) add('state.cursor', at, `${c.key}: producer cursor of the last CDC we sent`, `${curs(wo.prod)} (${where})`, `tx.prod ${curs(c.tx.prod)}`, ln, c.key, lastNs);
-          if (c.rx.confirmed && wi.cons && !sameCursor(wi.cons, c.rx.confirmed)) add('state.cursor', at, `${c.key}: consumer cursor of the last CDC we sent`, `${curs(wi.cons)} (${where})`, `rx.confirmed ${curs(c.rx.confirmed)}`, ln, c.key, lastNs);
-          if (c.tx.writeBlocked !== undefined && wo.lastWriteBlocked !== undefined && wo.lastWriteBlocked !== c.tx.writeBlocked) add('state.flags', at, `${c.key}: write-blocked flag of the last CDC we sent`, `${wo.lastWriteBlocked} (${where})`, `tx writeBlocked ${c.tx.writeBlocked}`, ln, c.key, lastNs);
-          flagCheck(add, wo, c.tx.flags, `${c.key}: close flags we sent`, 'tx.flags', ln, c.key, lastNs);
-          // WRITEs of this connection vs its rtoken on that link (live connections only: closed ones have no rtokens)
-          const on = linkOfName(wo.link);
-          const conn = g.conns.find((x) => x.token === c.localToken);
-          const rt = on ? conn?.rtokens.find((r) => r.link === on.l.id) : undefined;
-          if (on && rt && !c.closed) {
-            for (const [rkey, w] of on.tl.sent[eo].writeRanges ?? []) {
-              if (this.tracker.rmbConn(on.tl, eo, rkey) !== tc) continue;
-              if (rkey !== rt.rkey) add('state.rkey', w, `${c.key}: rkey of our RDMA WRITEs into the peer's RMB`, hex32(rkey), `rtoken ${hex32(rt.rkey)}`, ln, c.key);
-              else if (conn?.peerRmbeSize !== undefined && (w.minVa < rt.addr || w.maxEnd > rt.addr + BigInt(conn.peerRmbeSize))) {
-                add('state.addr', w, `${c.key}: address range of our RDMA WRITEs into the peer's RMB`, `0x${w.minVa.toString(16)}-0x${w.maxEnd.toString(16)}`, `0x${rt.addr.toString(16)}-0x${(rt.addr + BigInt(conn.peerRmbeSize)).toString(16)}`, ln, c.key);
-              }
-            }
-          }
-          const complete = gapless(eo) && wo.seqGaps === 0 && wo.firstSeq === 1;
-          if (complete && c.counters.cdcSent !== undefined && wo.cdcs !== c.counters.cdcSent) add('state.counter', at, `${c.key}: CDCs sent`, String(wo.cdcs), `cdcSent ${c.counters.cdcSent}`, ln, c.key, lastNs);
-        }
-        if (wi.lastCdc && wi.seq !== undefined) {
-          const at = wi.lastCdc, ln = nameOf(wi.link);
-          const where = `frame ${at.frame}`;
-          if (c.rx.seq !== undefined && wi.seq !== c.rx.seq) add('state.seq', at, `${c.key}: sequence number of the last CDC received`, `${wi.seq} (${where})`, `rx.seq ${c.rx.seq}`, ln, c.key, lastNs);
-          if (c.rx.prod && wi.prod && !sameCursor(wi.prod, c.rx.prod)) add('state.cursor', at, `${c.key}: producer cursor of the last CDC received`, `${curs(wi.prod)} (${where})`, `rx.prod ${curs(c.rx.prod)}`, ln, c.key, lastNs);
-          const pc = peerCons(c);
-          if (pc && wo.cons && !sameCursor(wo.cons, pc)) add('state.cursor', at, `${c.key}: consumer cursor of the last CDC received`, `${curs(wo.cons)} (${where})`, `${curs(pc)} (tx.prod − in use)`, ln, c.key, lastNs);
-          flagCheck(add, wi, c.rx.flags, `${c.key}: close flags received`, 'rx.flags', ln, c.key, lastNs);
-          const complete = gapless(ei) && wi.seqGaps === 0 && wi.firstSeq === 1 && !c.closed;
-          const want = (c.counters.cdcReceived ?? 0) + (c.counters.lateCdcs ?? 0);
-          if (complete && c.counters.cdcReceived !== undefined && wi.cdcs !== want) add('state.counter', at, `${c.key}: CDCs received`, String(wi.cdcs), `cdcReceived+lateCdcs ${want}`, ln, c.key, lastNs);
-        }
+        if (tc) compareConn(add, v, c, tc);
       }
       // CDCs for tokens the endpoint does not know (only judged while it still lists every closed connection)
-      const closedCount = s.connections.filter((c) => c.closed).length;
-      if (closedCount < 256) {
-        for (const tc of lg.conns) {
-          if (used.has(tc)) continue;
-          for (const d of [side, (1 - side) as 0 | 1]) {
-            const w = tc.dirs[d], token = tc.sides[1 - d]!.token;
-            // on one of the links the state lists (a link newer than the snapshot is not judged)
-            const ln = nameOf(w.link);
-            if (!w.lastCdc || w.seq === undefined || token === undefined || ln === undefined) continue;
-            const sent = d === side;
-            add('state.conn', w.lastCdc, `${ln}: CDCs ${sent ? 'sent' : 'received'} for token ${hex32(token)}`, `${w.cdcs} CDCs, last seq ${w.seq}`, `no connection with ${sent ? 'peer' : 'local'} token ${hex32(token)} on ${g.name}`, ln, undefined, w.lastCdc.tsNs, 'warn');
-          }
-        }
-      }
+      if (s.connections.filter((c) => c.closed).length < 256) unknownConns(add, v, new Set(matched.values()));
     }
     out.sort((a, b) => a.frame - b.frame);
     return out;
@@ -423,6 +364,85 @@ function compareLink(add: Add, { l, name, tl, e }: Pair, ourGid: string, rmbs: E
       else if (w.minVa < b.addr || w.maxEnd > b.addr + BigInt(b.size)) {
         add('state.addr', w, `${name}: RDMA WRITE address range in our RMB ${hex32(rkey)}`, `0x${w.minVa.toString(16)}-0x${w.maxEnd.toString(16)}`, `0x${b.addr.toString(16)}-0x${(b.addr + BigInt(b.size)).toString(16)}`, name);
       }
+    }
+  }
+}
+
+/** One of the endpoint's link groups seen on the wire: its links paired with the tracker's. */
+class GroupView {
+  /** The endpoint's side (0 client, 1 server) of the group's links. */
+  readonly side: 0 | 1;
+  constructor(readonly g: EpLinkGroup, readonly seen: Pair[], readonly allSeen: boolean, readonly rmbConn: (l: Link, dir: 0 | 1, rkey: number) => SmcConn | undefined) {
+    this.side = seen[0]!.e;
+  }
+
+  /** The endpoint's link carrying the tracker's link of that name (the newest: ids are reused). */
+  pairOf(tlName: string | undefined): Pair | undefined {
+    for (let i = this.seen.length - 1; i >= 0; i--) if (this.seen[i]!.tl.name === tlName) return this.seen[i];
+    return undefined;
+  }
+
+  /** Every link of the group seen, none with a PSN gap in direction `dir`. */
+  gapless(dir: 0 | 1): boolean { return this.allSeen && this.seen.every((x) => x.tl.sent[dir].gaps === 0); }
+}
+
+/** One connection: the last CDC each way, the flags, its WRITEs, the CDC counters. */
+function compareConn(add: Add, v: GroupView, c: EpConn, tc: SmcConn): void {
+  const eo = v.side, ei = (1 - v.side) as 0 | 1;
+  const wo = tc.dirs[eo], wi = tc.dirs[ei];
+  const lastNs = maxNs(wo.lastCdc?.tsNs, wi.lastCdc?.tsNs);
+  if (wo.lastCdc && wo.seq !== undefined) {
+    const at = wo.lastCdc, on = v.pairOf(wo.link), ln = on?.name;
+    const where = `frame ${at.frame}`;
+    if (c.tx.seq !== undefined && wo.seq !== c.tx.seq) add('state.seq', at, `${c.key}: sequence number of the last CDC we sent`, `${wo.seq} (${where})`, `tx.seq ${c.tx.seq}`, ln, c.key, lastNs);
+    if (c.tx.prod && wo.prod && !sameCursor(wo.prod, c.tx.prod)) add('state.cursor', at, `${c.key}: producer cursor of the last CDC we sent`, `${curs(wo.prod)} (${where})`, `tx.prod ${curs(c.tx.prod)}`, ln, c.key, lastNs);
+    if (c.rx.confirmed && wi.cons && !sameCursor(wi.cons, c.rx.confirmed)) add('state.cursor', at, `${c.key}: consumer cursor of the last CDC we sent`, `${curs(wi.cons)} (${where})`, `rx.confirmed ${curs(c.rx.confirmed)}`, ln, c.key, lastNs);
+    if (c.tx.writeBlocked !== undefined && wo.lastWriteBlocked !== undefined && wo.lastWriteBlocked !== c.tx.writeBlocked) add('state.flags', at, `${c.key}: write-blocked flag of the last CDC we sent`, `${wo.lastWriteBlocked} (${where})`, `tx writeBlocked ${c.tx.writeBlocked}`, ln, c.key, lastNs);
+    flagCheck(add, wo, c.tx.flags, `${c.key}: close flags we sent`, 'tx.flags', ln, c.key, lastNs);
+    if (on && !c.closed) compareWrites(add, v, c, tc, on); // closed connections have no rtokens
+    const complete = v.gapless(eo) && wo.seqGaps === 0 && wo.firstSeq === 1;
+    if (complete && c.counters.cdcSent !== undefined && wo.cdcs !== c.counters.cdcSent) add('state.counter', at, `${c.key}: CDCs sent`, String(wo.cdcs), `cdcSent ${c.counters.cdcSent}`, ln, c.key, lastNs);
+  }
+  if (wi.lastCdc && wi.seq !== undefined) {
+    const at = wi.lastCdc, ln = v.pairOf(wi.link)?.name;
+    const where = `frame ${at.frame}`;
+    if (c.rx.seq !== undefined && wi.seq !== c.rx.seq) add('state.seq', at, `${c.key}: sequence number of the last CDC received`, `${wi.seq} (${where})`, `rx.seq ${c.rx.seq}`, ln, c.key, lastNs);
+    if (c.rx.prod && wi.prod && !sameCursor(wi.prod, c.rx.prod)) add('state.cursor', at, `${c.key}: producer cursor of the last CDC received`, `${curs(wi.prod)} (${where})`, `rx.prod ${curs(c.rx.prod)}`, ln, c.key, lastNs);
+    const pc = peerCons(c);
+    if (pc && wo.cons && !sameCursor(wo.cons, pc)) add('state.cursor', at, `${c.key}: consumer cursor of the last CDC received`, `${curs(wo.cons)} (${where})`, `${curs(pc)} (tx.prod − in use)`, ln, c.key, lastNs);
+    flagCheck(add, wi, c.rx.flags, `${c.key}: close flags received`, 'rx.flags', ln, c.key, lastNs);
+    const complete = v.gapless(ei) && wi.seqGaps === 0 && wi.firstSeq === 1 && !c.closed;
+    const want = (c.counters.cdcReceived ?? 0) + (c.counters.lateCdcs ?? 0);
+    if (complete && c.counters.cdcReceived !== undefined && wi.cdcs !== want) add('state.counter', at, `${c.key}: CDCs received`, String(wi.cdcs), `cdcReceived+lateCdcs ${want}`, ln, c.key, lastNs);
+  }
+}
+
+/** Our RDMA WRITEs of one connection, on the link of its last CDC, vs its rtoken there. */
+function compareWrites(add: Add, v: GroupView, c: EpConn, tc: SmcConn, on: Pair): void {
+  const conn = v.g.conns.find((x) => x.token === c.localToken);
+  const rt = conn?.rtokens.find((r) => r.link === on.l.id);
+  if (!conn || !rt) return;
+  const eo = v.side;
+  for (const [rkey, w] of on.tl.sent[eo].writeRanges ?? []) {
+    if (v.rmbConn(on.tl, eo, rkey) !== tc) continue;
+    if (rkey !== rt.rkey) add('state.rkey', w, `${c.key}: rkey of our RDMA WRITEs into the peer's RMB`, hex32(rkey), `rtoken ${hex32(rt.rkey)}`, on.name, c.key);
+    else if (conn.peerRmbeSize !== undefined && (w.minVa < rt.addr || w.maxEnd > rt.addr + BigInt(conn.peerRmbeSize))) {
+      add('state.addr', w, `${c.key}: address range of our RDMA WRITEs into the peer's RMB`, `0x${w.minVa.toString(16)}-0x${w.maxEnd.toString(16)}`, `0x${rt.addr.toString(16)}-0x${(rt.addr + BigInt(conn.peerRmbeSize)).toString(16)}`, on.name, c.key);
+    }
+  }
+}
+
+/** CDCs of the tracker's connections no connection of the state matched, on links the state lists. */
+function unknownConns(add: Add, v: GroupView, used: Set<SmcConn>): void {
+  for (const tc of v.seen[0]!.tl.lg.conns) {
+    if (used.has(tc)) continue;
+    for (const d of [v.side, (1 - v.side) as 0 | 1]) {
+      const w = tc.dirs[d], token = tc.sides[1 - d]!.token;
+      // a link newer than the snapshot is not judged
+      const ln = v.pairOf(w.link)?.name;
+      if (!w.lastCdc || w.seq === undefined || token === undefined || ln === undefined) continue;
+      const sent = d === v.side;
+      add('state.conn', w.lastCdc, `${ln}: CDCs ${sent ? 'sent' : 'received'} for token ${hex32(token)}`, `${w.cdcs} CDCs, last seq ${w.seq}`, `no connection with ${sent ? 'peer' : 'local'} token ${hex32(token)} on ${v.g.name}`, ln, undefined, w.lastCdc.tsNs, 'warn');
     }
   }
 }
