@@ -12,7 +12,7 @@
 
 import type { DecodedFrame } from '../frame.js';
 import type { Severity } from '../wire/common.js';
-import { bufSizeFromCode, hex32, hexQp, mtuFromCode } from '../wire/common.js';
+import { bufSizeFromCode, gidOfIp, hex32, hexQp, mtuFromCode } from '../wire/common.js';
 import type { ClcAcceptConfirm, ClcDecline, ClcMessage } from '../wire/clc.js';
 import { declineReason } from '../wire/reasons.js';
 import type { LlcMessage } from '../wire/llc.js';
@@ -454,8 +454,8 @@ export class Tracker {
   private onRoce(d: DecodedFrame): void {
     const r = d.roce!;
     const bth = r.ib.bth;
-    const srcGid = r.grh ? r.grh.sgid : gidOfIp(d.ip!.src);
-    const dstGid = r.grh ? r.grh.dgid : gidOfIp(d.ip!.dst);
+    const srcGid = r.grh ? r.grh.sgid : cachedGid(d.ip!.src);
+    const dstGid = r.grh ? r.grh.dgid : cachedGid(d.ip!.dst);
     const info = opcodeInfo(bth.opcode);
     if (info.transport !== 'RC') { this.onOtherRoce(srcGid, dstGid, bth.destQp, info.transport, r.ib.payload.length, d.n); return; }
     const { link, end } = this.linkOf(srcGid, dstGid, bth.destQp, d);
@@ -1069,12 +1069,13 @@ function sideOf(m: ClcAcceptConfirm): SmcSide {
   };
 }
 
-/** RoCEv2 over IPv4 uses IPv4-mapped GIDs: the GID of 10.55.0.1 is ::ffff:10.55.0.1 (cached: few hosts). */
+/** RoCEv2 over IPv4 uses IPv4-mapped GIDs: the GID of 10.55.0.1 is ::ffff:10.55.0.1 (cached: few
+ *  hosts, no string per frame). */
 const gidCache = new Map<string, string>();
-function gidOfIp(ip: string): string {
+function cachedGid(ip: string): string {
   let g = gidCache.get(ip);
   if (g === undefined) {
-    g = ip.includes(':') ? ip : `::ffff:${ip}`;
+    g = gidOfIp(ip);
     if (gidCache.size > 4096) gidCache.clear();
     gidCache.set(ip, g);
   }

@@ -135,6 +135,9 @@ export function parseIpv4(s: string): Uint8Array {
   return out;
 }
 
+/** The GID of an IP address as RoCEv2 uses it: IPv4 as IPv4-mapped (10.55.0.1 → ::ffff:10.55.0.1). */
+export function gidOfIp(ip: string): string { return ip.includes(':') ? ip : `::ffff:${ip}`; }
+
 /** IPv6 text (RFC 5952: lowercase, longest zero run compressed, IPv4-mapped as ::ffff:a.b.c.d). */
 export function ipv6Str(b: Uint8Array, o: number): string {
   const w: number[] = [];
