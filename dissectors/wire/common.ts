@@ -107,7 +107,7 @@ export function hexN(v: number, digits: number): string { return '0x' + (v >>> 0
 
 export function hex32(v: number): string { return hexN(v, 8); }
 
-/** A QP number as Linux and rdma-core print it: `0x` + hex, unpadded. */
+/** `0x` + hex, unpadded: QP numbers as Linux and rdma-core print them (and rkeys in the state views). */
 export function hexQp(q: number): string { return '0x' + q.toString(16); }
 
 /** MAC as aa:bb:cc:dd:ee:ff. */
