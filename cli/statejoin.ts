@@ -69,9 +69,10 @@ export class StateJoin {
   // names (from every state seen, so frames keep their labels after a link or connection is gone)
   private readonly qpNames = new Map<string, { lg: string; link: string; dir: 'in' | 'out' }>();
   private readonly connNames = new Map<string, string>();
-  // labels already resolved: per tracker link (by receiving end) and per tracker connection
+  // labels already resolved: per tracker link (by receiving end) and per tracker connection on
+  // the link it was last seen on (a connection moves at a failover; its label names the link)
   private readonly linkLabels = new Map<Link, [EpLabel | undefined, EpLabel | undefined]>();
-  private readonly connLabels = new Map<SmcConn, [EpLabel | undefined, EpLabel | undefined]>();
+  private readonly connLabels = new Map<SmcConn, { link: Link; l: [EpLabel | undefined, EpLabel | undefined] }>();
   /** Connection index (FrameNote.conn) → the tracker's connection. */
   private readonly connByIndex = new Map<number, SmcConn>();
   /** "LG|rkey" → the live connection (and since when) whose rtoken it is, from the last state only (RMBs are reused). */
@@ -136,10 +137,8 @@ export class StateJoin {
     const recv = (1 - this.tracker.frameDir) as 0 | 1;
     const idx = note?.conn;
     const conn = idx !== undefined && idx !== 0 ? this.connOf(link.lg, idx) : undefined;
-    if (conn) {
-      const c = this.connLabels.get(conn)?.[recv];
-      if (c) return c;
-    }
+    const cached = conn ? this.connLabels.get(conn) : undefined;
+    if (cached?.link === link && cached.l[recv]) return cached.l[recv];
     const base = this.linkLabel(link, recv);
     if (!base) { this.stale = true; return undefined; }
     const token = conn?.sides[recv].token;
@@ -151,13 +150,13 @@ export class StateJoin {
       return base;
     }
     const l: EpLabel = { ...base, conn: key };
-    let slot = this.connLabels.get(conn!);
-    if (!slot) {
+    let slot = cached;
+    if (slot?.link !== link) {
       if (this.connLabels.size >= CACHE_MAX) this.connLabels.clear();
-      slot = [undefined, undefined];
+      slot = { link, l: [undefined, undefined] };
       this.connLabels.set(conn!, slot);
     }
-    slot[recv] = l;
+    slot!.l[recv] = l;
     return l;
   }
 
