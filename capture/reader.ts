@@ -19,6 +19,7 @@
 import * as fs from 'node:fs';
 import { CaptureFormatError, MutableFrame } from './types.js';
 import type { CaptureFileFormat, CaptureInterface, CapturedFrame } from './types.js';
+import { hex32 } from '../dissectors/wire/common.js';
 
 export { CaptureFormatError } from './types.js';
 
@@ -161,10 +162,6 @@ interface Input {
   positional: boolean;
   fileSize: number;
   bytes?: Uint8Array;
-}
-
-function hex32(v: number): string {
-  return '0x' + (v >>> 0).toString(16).padStart(8, '0');
 }
 
 function cstr(b: Uint8Array): string {

@@ -4,6 +4,7 @@
 // One line, redrawn in place with \r at most every 100 ms, erased at the end.
 
 import { writeSync } from 'node:fs';
+import { fmtBytes } from '../dissectors/wire/common.js';
 
 export interface ProgressOptions {
   /** Bytes of the whole input (0 = unknown: no percentage). */
@@ -54,7 +55,7 @@ export class Progress {
   /** The bar text (exported for tests through render). */
   render(done: number, frames: number, now = performance.now()): string {
     const elapsed = (now - this.start) / 1000;
-    const stats = `${fmtBytes(done)}${this.total > 0 ? ` / ${fmtBytes(this.total)}` : ''}  ${fmtCount(frames)} frames`;
+    const stats = `${fmtBytes(done, true)}${this.total > 0 ? ` / ${fmtBytes(this.total, true)}` : ''}  ${fmtCount(frames)} frames`;
     if (this.total <= 0) return `${stats}  ${fmtDuration(elapsed)}`;
     const frac = Math.min(1, Math.max(0, done / this.total));
     const pct = `${Math.floor(frac * 100)}%`.padStart(4);
@@ -83,15 +84,6 @@ export class Progress {
   private write(s: string): void {
     try { writeSync(this.fd, s); } catch { /* stderr gone: no progress */ }
   }
-}
-
-function fmtBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const u = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
-  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${u[i]}`;
 }
 
 function fmtCount(n: number): string {

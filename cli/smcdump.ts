@@ -3,8 +3,8 @@
 // or JSON lines; writes what it reads or captures to a pcapng/pcap file with -w.
 
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { accessSync, constants as fsc, readFileSync, statSync, writeSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { accessSync, constants as fsc, statSync, writeSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { type as osType, release as osRelease } from 'node:os';
 import { CaptureFormatError } from '../capture/reader.js';
 import { expandCaptureArgs, MergedReader, tsDigits } from '../capture/merge.js';
@@ -17,7 +17,7 @@ import { TimeColumn, TimeParts, timeModeForTCount, type TimeMode } from '../diss
 import { linkHeader } from '../dissectors/render/linkhdr.js';
 import { tcpdumpAscii, tcpdumpHex } from '../dissectors/render/hexdump.js';
 import { TcpRelative } from '../dissectors/render/tcpseq.js';
-import { packageRoot } from '../native/paths.js';
+import { packageVersion } from './lib/program.js';
 import { renderTree } from '../dissectors/render/verbose.js';
 import { renderJson } from '../dissectors/render/json.js';
 import { writeSummary, writeSummaryJson } from '../dissectors/render/summary.js';
@@ -151,10 +151,6 @@ capture errors, missing privileges, nothing to --follow, unwritable output; 2 ba
   return p;
 }
 
-function packageVersion(): string {
-  try { return String((JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: string }).version ?? '?'); } catch { return '?'; }
-}
-
 interface Opts {
   read?: string[]; interface?: string; listInterfaces?: boolean; write?: string; format: 'pcapng' | 'pcap'; version?: boolean;
   // tcpdump's output flags: -e, -t count, --utc, precision, -x/-X/-A counts, -S, -#, -l
@@ -227,6 +223,10 @@ class Dump {
     if (o.ladder || o.ladderSvg) this.ladder = new Ladder();
     this.select = parseSelection(o);
     if (this.select && !this.tracker) throw new CliError('--conn, --lg and --link need correlation: drop --no-track');
+    // the comparison with an endpoint's state reads the tracker's model (-w -q records only: nothing to compare)
+    if ((o.state !== undefined || o.endpoint !== undefined) && !this.tracker && !this.recordOnly) {
+      throw new CliError('--state and --endpoint with a capture compare the correlation with the endpoint: drop --no-track');
+    }
     if (o.report && this.tracker) this.recorder = new ReportRecorder(this.tracker);
     let only = 0;
     for (const p of o.only ?? []) only |= PROTO_BIT[p];
@@ -241,8 +241,8 @@ class Dump {
       // filter runs in the kernel and the tracker is told that frames may be hidden).
       if (this.tracker || this.join) {
         const d = this.decoder.decode(f);
-        this.tracker?.feed(d);
-        this.join?.feed(d);
+        const n = this.tracker?.feed(d);
+        this.join?.feed(d, n);
       }
       return;
     }
@@ -258,7 +258,7 @@ class Dump {
     const inSelection = !this.select || frameSelected(this.tracker!, this.select, note);
     if (note && inSelection) this.ladder?.add(d, note);
     if (note) this.recorder?.add(d, note);
-    const ep = this.join?.feed(d);
+    const ep = this.join?.feed(d, note);
     this.afterFrame?.();
     if (ep) {
       // the endpoint's own names: [LG2/L1 LG2/5 out] (JSON keeps the tracker's and adds them)
@@ -500,7 +500,7 @@ async function replay(o: Opts, filter: string): Promise<void> {
     if (bpf && reader.linktype >= 0) bpf.compile(reader.linktype);
     writer = openWriter(o, { linktype: reader.format === 'pcap' ? reader.linktype : undefined });
     dump = new Dump(o, writer);
-    if (st) dump.join = new StateJoin(st);
+    if (st && dump.tracker) dump.join = new StateJoin(st, dump.tracker);
     if (wantProgress(o.progress)) progress = new Progress({ total: reader.fileSize, delayMs: o.progress ? 0 : 1000 });
     let lastYield = Date.now();
     for (;;) {
@@ -572,8 +572,8 @@ async function live(o: Opts, filter: string): Promise<void> {
   // live: microseconds unless asked, as tcpdump (the -w file keeps the kernel's nanoseconds)
   const digits = forcedDigits(o) ?? 6;
   let watch: ControlWatch | undefined;
-  if (st) {
-    const join = new StateJoin(st, { live: o.endpoint !== undefined });
+  if (st && dump.tracker) {
+    const join = new StateJoin(st, dump.tracker, { live: o.endpoint !== undefined });
     dump.join = join;
     // newer snapshots name the link groups and connections that come up during the capture
     if (o.endpoint !== undefined) {

@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { isIPv4 } from 'node:net';
 import type { DeviceSpec } from '../../endpoint/verbs/index.js';
 import { CliError } from '../output.js';
+import { fmtBytes, fmtSize as fmtSizeIn, OPTION_UNITS } from '../../dissectors/wire/common.js';
 
 export function intArg(name: string, min: number, max: number) {
   return (v: string): number => {
@@ -43,17 +44,9 @@ export function sizeArg(name: string, min: number, max: number) {
 }
 
 /** 65536 → "64k", 1000 → "1000" (the way --sizes takes them). */
-export function fmtSize(n: number): string {
-  for (const [u, m] of [['g', 1024 ** 3], ['m', 1024 ** 2], ['k', 1024]] as const) if (n >= m && n % m === 0) return `${n / m}${u}`;
-  return String(n);
-}
+export function fmtSize(n: number): string { return fmtSizeIn(n, OPTION_UNITS); }
 
-export function fmtBytes(n: number): string {
-  if (n >= 1024 ** 3) return `${(n / 1024 ** 3).toFixed(2)} GiB`;
-  if (n >= 1024 ** 2) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
-  if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${n} B`;
-}
+export { fmtBytes };
 
 export function collect(v: string, prev: string[] | undefined): string[] { return [...(prev ?? []), v]; }
 

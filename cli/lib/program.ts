@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { packageRoot } from '../../native/paths.js';
 import { CliError } from '../output.js';
 
-function packageVersion(): string {
+/** The package's version (package.json), '?' when it cannot be read. */
+export function packageVersion(): string {
   try { return String((JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: string }).version ?? '?'); } catch { return '?'; }
 }
 

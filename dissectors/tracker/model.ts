@@ -119,6 +119,12 @@ export interface SmcDir {
   closed: boolean;
   aborted: boolean;
   stream?: RingStream;
+  /** Sequence number of the writer's first CDC seen (1: the capture holds all of them) and how
+   *  often the sequence jumped; the write-blocked flag of its last CDC (compared with an
+   *  endpoint's state by cli/statejoin.ts). */
+  firstSeq?: number;
+  seqGaps: number;
+  lastWriteBlocked?: boolean;
 }
 
 export interface SmcConn {
@@ -168,7 +174,7 @@ export interface Link {
   /** Unique per capture (link ids are reused after a link is deleted). */
   serial: number;
   confirmedFrame?: number;
-  deleted?: { frame: number; tsNs: bigint; by: 'client' | 'server'; reason: number };
+  deleted?: { frame: number; tsNs: bigint; by: 'client' | 'server'; reason: number; all?: boolean };
   /** Why the link counts as lost (device gone, peer silent…), with evidence frames. */
   lost?: { reasons: string[]; frame: number; tsNs: bigint };
   /** Last frame of any kind (requests and ACKs) sent by each end. */
@@ -192,7 +198,33 @@ export interface Link {
   write: [WriteCont | undefined, WriteCont | undefined];
   /** Recent request PSN → SMC connection index, per direction (for NAK/retransmission attribution). */
   psnConn: [PsnRuns | undefined, PsnRuns | undefined];
+  /** What each end sent on this link (index = sender end = direction), retransmissions excluded. */
+  sent: [LinkSent, LinkSent];
+  /** Mid-stream groups: an RDMA WRITE per direction whose rkey no connection claimed yet (the
+   *  writer's next CDC on this link names its connection). */
+  unclaimed: [{ rkey: number; va: bigint } | undefined, { rkey: number; va: bigint } | undefined];
 }
+
+/** One end's requests on a link and what its LLC said about its QP. */
+export interface LinkSent {
+  /** The first request packet seen, and whether it was a CONFIRM LINK (then: the link's first). */
+  first?: { psn: number; frame: number; tsNs: bigint; confirmLink: boolean };
+  /** SEND and RDMA WRITE messages (not packets), RDMA WRITE payload bytes, PSN gaps. */
+  sends: number;
+  writes: number;
+  writeBytes: number;
+  gaps: number;
+  /** RDMA WRITE address ranges by rkey (from each WRITE's RETH). */
+  writeRanges?: Map<number, WriteRange>;
+  /** The last CONFIRM LINK this end sent, and the ADD LINK (request or response) that announced its QP. */
+  confirm?: LlcQp;
+  add?: LlcQp;
+}
+
+export interface WriteRange { minVa: bigint; maxEnd: bigint; frame: number; tsNs: bigint; count: number }
+
+/** A QP as an LLC message announced it. */
+export interface LlcQp { frame: number; tsNs: bigint; response: boolean; linkId: number; qpn: number; gid: string; mac: string; psn?: number; uid?: number }
 
 export interface RetxStats {
   count: number;
@@ -248,7 +280,9 @@ export interface LgEvent {
 }
 
 export interface RmbRef { conn?: SmcConn; dir: 0 | 1 }
-export interface RmbAlias { ref: RmbRef; va: bigint }
+/** `learned`: bound from traffic in a group whose handshake was not captured (WRITEs followed by
+ *  a CDC on the same link and direction); `va` is then a WRITE's address, not the RMB's start. */
+export interface RmbAlias { ref: RmbRef; va: bigint; learned?: boolean }
 
 /** What the tracker says about one frame (rendered next to the frame's line). */
 export interface FrameNote {

@@ -12,7 +12,7 @@
 
 import type { DecodedFrame } from '../frame.js';
 import type { Severity } from '../wire/common.js';
-import { bufSizeFromCode, hex32, mtuFromCode } from '../wire/common.js';
+import { bufSizeFromCode, gidOfIp, hex32, hexQp, mtuFromCode } from '../wire/common.js';
 import type { ClcAcceptConfirm, ClcDecline, ClcMessage } from '../wire/clc.js';
 import { declineReason } from '../wire/reasons.js';
 import type { LlcMessage } from '../wire/llc.js';
@@ -21,7 +21,7 @@ import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
 import { opcodeInfo } from '../wire/ib.js';
 import type {
-  Anomaly, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
+  Anomaly, FrameNote, Link, LinkGroup, LinkSent, LlcQp, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
 } from './model.js';
 import { RingStream } from './stream.js';
 import { PsnRuns } from './psnruns.js';
@@ -88,6 +88,8 @@ export class Tracker {
   /** (link serial, writer direction, rkey) → RMB: one RMB has one rkey per link (CLC, CONFIRM
    *  RKEY, ADD LINK rkey lists); aliases of one RMB share `ref`, which names its connection. */
   private readonly rmbs = new Map<number, RmbAlias>();
+  /** RMBs learned from traffic (mid-stream groups), per writer direction of a connection. */
+  private readonly learned = new Map<SmcDir, number>();
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
   private readonly awaitingConfirmLink: { conn: TcpConn; lg: LinkGroup; frame: number; tsNs: bigint }[] = [];
   private orphanIndex = 0;
@@ -96,6 +98,10 @@ export class Tracker {
   private lgSerial = 0;
   private note: FrameNote = EMPTY_NOTE;
   private cur!: DecodedFrame;
+  /** The RC link of the last frame fed and its direction (sender end), for consumers that map
+   *  the frame into other names (cli/statejoin.ts); no object per frame. */
+  frameLink: Link | undefined;
+  frameDir: 0 | 1 = 0;
 
   /** Gaps in what the capture shows are warnings — unless a capture filter may hide frames. */
   private readonly gapSeverity: Severity;
@@ -111,6 +117,7 @@ export class Tracker {
     this.lastTs = d.tsNs;
     this.cur = d;
     this.note = { anomalies: NO_ANOMALIES };
+    this.frameLink = undefined;
     this.checkTimeouts(d.tsNs, false);
     // Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
     // anomalies too, so expert info is in one place; notes stay notes of the frame.
@@ -137,6 +144,16 @@ export class Tracker {
   followed(): SmcConn | undefined {
     for (const t of this.tcp) if (t.smc && this.isFollowed(t)) return t.smc;
     return undefined;
+  }
+
+  /** The link end of a QP (GID, QPN), if the capture showed it. */
+  linkOfQp(gid: string, qpn: number): { link: Link; end: 0 | 1 } | undefined {
+    return this.qps.get(gid, qpn);
+  }
+
+  /** The connection whose RMB RDMA WRITEs with `rkey` on `link` in direction `dir` reach. */
+  rmbConn(link: Link, dir: 0 | 1, rkey: number): SmcConn | undefined {
+    return this.rmbs.get(this.rmbKey(link, dir, rkey))?.ref.conn;
   }
 
   /** The followed TCP connection (SMC-R or not). */
@@ -361,6 +378,7 @@ export class Tracker {
       uid: undefined, confirmedFrame: undefined, deleted: undefined, lost: undefined,
       packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined], psnConn: [undefined, undefined],
       lastFrom: [undefined, undefined], retx: [undefined, undefined], testLinkUnanswered: undefined, smcMessages: 0,
+      sent: [newSent(), newSent()], unclaimed: [undefined, undefined],
     };
     lg.links.push(link);
     for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
@@ -436,8 +454,8 @@ export class Tracker {
   private onRoce(d: DecodedFrame): void {
     const r = d.roce!;
     const bth = r.ib.bth;
-    const srcGid = r.grh ? r.grh.sgid : gidOfIp(d.ip!.src);
-    const dstGid = r.grh ? r.grh.dgid : gidOfIp(d.ip!.dst);
+    const srcGid = r.grh ? r.grh.sgid : cachedGid(d.ip!.src);
+    const dstGid = r.grh ? r.grh.dgid : cachedGid(d.ip!.dst);
     const info = opcodeInfo(bth.opcode);
     if (info.transport !== 'RC') { this.onOtherRoce(srcGid, dstGid, bth.destQp, info.transport, r.ib.payload.length, d.n); return; }
     const { link, end } = this.linkOf(srcGid, dstGid, bth.destQp, d);
@@ -445,6 +463,8 @@ export class Tracker {
     // 0 = client → server (received by end 1), 1 = server → client.
     const dir: 0 | 1 = end === 1 ? 0 : 1;
     this.note.link = link.name;
+    this.frameLink = link;
+    this.frameDir = dir;
     link.packets[dir]++;
     link.bytes[dir] += r.ib.payload.length;
     link.lastFrom[dir] = stamp(link.lastFrom[dir], d);
@@ -477,9 +497,11 @@ export class Tracker {
         return; // already processed the first time
       }
       link.psnGaps++;
+      link.sent[dir].gaps++;
       this.anomaly(this.gapSeverity, 'roce.psn-gap', `PSN gap on ${link.name}: expected ${want}, got ${bth.psn} (${((bth.psn - want) & 0xffffff)} packets missing from the capture or lost)`, link.name);
     }
     link.nextPsn[dir] = (bth.psn + 1) & 0xffffff;
+    countSent(link.sent[dir], d, info);
 
     if (info.isWrite) this.onWrite(d, link, dir);
     else {
@@ -526,11 +548,13 @@ export class Tracker {
       if (!hit || !conn) {
         link.write[dir] = undefined;
         if (link.lg.complete && !hit) this.anomaly('error', 'rdma.unknown-rkey', `RDMA WRITE with rkey ${hex32(ib.reth.rkey)} that the receiver never announced on ${link.name}`, link.name);
+        else if (!link.lg.complete) link.unclaimed[dir] = { rkey: ib.reth.rkey, va: ib.reth.va };
         return;
       }
-      const off = Number(ib.reth.va - hit.va);
+      // a learned RMB's start is unknown: no offset, no bounds (-1: not placed in the stream)
+      const off = hit.learned ? -1 : Number(ib.reth.va - hit.va);
       const size = conn.dirs[hit.ref.dir].ringSize;
-      if (size > 0 && (off < 0 || off + ib.reth.dmaLen > size)) {
+      if (size > 0 && !hit.learned && (off < 0 || off + ib.reth.dmaLen > size)) {
         this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
       }
       cont = { conn, dir: hit.ref.dir, offset: off };
@@ -546,8 +570,10 @@ export class Tracker {
     if (cont.dir !== dir) this.anomaly('error', 'rdma.wrong-direction', `RDMA WRITE into the sender's own RMB (connection ${cont.conn.index})`, link.name, cont.conn.index);
     sd.writes++;
     sd.writeBytes += ib.payload.length;
-    sd.stream?.place(cont.offset, ib.payload);
-    cont.offset += ib.payload.length;
+    if (cont.offset >= 0) {
+      sd.stream?.place(cont.offset, ib.payload);
+      cont.offset += ib.payload.length;
+    }
     cont.conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
   }
 
@@ -573,14 +599,18 @@ export class Tracker {
     if (m.prodFlags.failoverValidation) { this.onFailover(conn, link, dir, m, d); return; }
     if (conn.link !== link) conn.link = link;
     w.link = link.name;
+    if (!link.lg.complete) this.learnRmb(link, dir, conn, m);
     conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
     w.lastCdc = stamp(w.lastCdc, d);
     // Sequence numbers: +1 per CDC of the sender (RC retransmissions were filtered by PSN).
     const seq = seqCheck(w.seq, m.seq);
     const seqGap = seq === 'gap';
+    if (seq === 'first') w.firstSeq = m.seq;
+    if (seqGap) w.seqGaps++;
     if (seqGap) this.anomaly(this.gapSeverity, 'cdc.seq-gap', `CDC sequence jumped from ${w.seq} to ${m.seq} on connection ${conn.index} (${((m.seq - w.seq! - 1) & 0xffff)} CDC missing)`, link.name, conn.index);
     else if (seq === 'stale') { this.anomaly('error', 'cdc.seq-regression', `CDC sequence went back from ${w.seq} to ${m.seq} on connection ${conn.index}`, link.name, conn.index); return; }
     w.seq = m.seq;
+    w.lastWriteBlocked = m.prodFlags.writeBlocked;
     // Producer cursor: how far the sender wrote into the receiver's ring; release new bytes.
     // Cursors of a connection whose handshake was captured start at 0:0; mid-stream ones
     // (ring size unknown) only get a baseline from their first CDC.
@@ -650,6 +680,24 @@ export class Tracker {
       const by = SIDE[dir];
       conn.abort = { by, frame: d.n, tsNs: d.tsNs, unread: Math.max(0, back.prodLinear - back.consLinear) };
       this.anomaly('note', 'cdc.abort', `connection ${conn.index} aborted by its ${by}`, link.name, conn.index);
+    }
+  }
+
+  /** Mid-stream group: the WRITEs before a writer's CDC on a link were its connection's (Linux
+   *  sends the CDC after the WRITEs it announces, on the same QP); a closing CDC frees the RMB for
+   *  the next connection. */
+  private learnRmb(link: Link, dir: 0 | 1, conn: SmcConn, m: CdcMessage): void {
+    const u = link.unclaimed[dir];
+    if (u) {
+      link.unclaimed[dir] = undefined;
+      const k = this.rmbKey(link, dir, u.rkey);
+      this.rmbs.set(k, { ref: { conn, dir }, va: u.va, learned: true });
+      this.learned.set(conn.dirs[dir], k);
+    }
+    if (m.connFlags.peerConnClosed || m.connFlags.peerConnAbort) {
+      const k = this.learned.get(conn.dirs[dir]);
+      if (k !== undefined && this.rmbs.get(k)?.ref.conn === conn) this.rmbs.delete(k);
+      this.learned.delete(conn.dirs[dir]);
     }
   }
 
@@ -727,6 +775,7 @@ export class Tracker {
       case 'confirm_link':
         this.setLinkId(link, m.linkId);
         link.uid = m.linkUid;
+        link.sent[dir].confirm = { frame: d.n, tsNs: d.tsNs, response: m.response, linkId: m.linkId, qpn: m.qpn, gid: intern(m.gid), mac: intern(m.mac), uid: m.linkUid };
         if (m.response) {
           if (link.state !== 'active') {
             link.state = 'active';
@@ -760,6 +809,7 @@ export class Tracker {
           const nl = this.newLink(lg, dir === 1 ? [{ gid: '' }, { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }] : [{ gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }, { gid: '' }], mtuFromCode(m.mtu), 'confirming', d.n);
           this.setLinkId(nl, m.linkId);
           nl.nextPsn[dir] = m.psn;
+          nl.sent[dir].add = llcQp(m, d);
           ev('link-added', `ADD LINK ${nl.name} proposed by the ${by} (${m.gid} QP ${hexQp(m.qpn)})`, nl);
           for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         } else {
@@ -767,6 +817,7 @@ export class Tracker {
           if (nl) {
             nl.ends[dir] = { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn };
             nl.nextPsn[dir] = m.psn;
+            nl.sent[dir].add = llcQp(m, d);
             this.claimQp(m.gid, m.qpn, nl, dir);
             for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
           }
@@ -813,7 +864,7 @@ export class Tracker {
         if (l.state !== 'active' && l.state !== 'confirming' && l.state !== 'unknown') continue;
         // A link still waiting for its CONFIRM LINK never came up: failed, not deleted.
         l.state = l.state === 'confirming' && l.confirmedFrame === undefined ? 'failed' : 'deleted';
-        l.deleted = { frame: d.n, tsNs: d.tsNs, by, reason: m.reason };
+        l.deleted = { frame: d.n, tsNs: d.tsNs, by, reason: m.reason, all: true };
       }
       if (lg.state === 'active') {
         lg.state = 'terminated';
@@ -934,10 +985,39 @@ function newDir(ringSize: number, fromStart = false): SmcDir {
   // the fields set later declared now (in the object, no property array per direction)
   return {
     ringSize, prodLinear: 0, consLinear: 0, cdcs: 0, writes: 0, writeBytes: 0, writerBlocked: 0, urgent: 0, urgentMarks: [], stalls: [],
-    doneWriting: false, closed: false, aborted: false,
+    doneWriting: false, closed: false, aborted: false, firstSeq: undefined, seqGaps: 0, lastWriteBlocked: undefined,
     seq: undefined, link: undefined, lastCdc: undefined, lastConsMove: undefined, lastProdMove: undefined, blockedSince: undefined,
     prod: fromStart ? { wrap: 0, count: 0 } : undefined, cons: fromStart ? { wrap: 0, count: 0 } : undefined,
   };
+}
+
+function newSent(): LinkSent {
+  return { first: undefined, sends: 0, writes: 0, writeBytes: 0, gaps: 0, writeRanges: undefined, confirm: undefined, add: undefined };
+}
+
+/** Count one new (not retransmitted) request of an end: messages, WRITE bytes and ranges. */
+function countSent(s: LinkSent, d: DecodedFrame, info: ReturnType<typeof opcodeInfo>): void {
+  const ib = d.roce!.ib;
+  s.first ??= { psn: ib.bth.psn, frame: d.n, tsNs: d.tsNs, confirmLink: d.smc.some((i) => i.proto === 'llc' && i.value.kind === 'confirm_link') };
+  const starts = info.isFirst || info.isOnly;
+  if (info.isSend && starts) s.sends++;
+  if (!info.isWrite) return;
+  s.writeBytes += ib.payload.length;
+  if (starts) s.writes++;
+  const reth = ib.reth;
+  if (!reth) return;
+  // one range per rkey, widened by each WRITE (its RETH names the whole message)
+  const m = s.writeRanges ??= new Map();
+  const r = m.get(reth.rkey);
+  const end = reth.va + BigInt(reth.dmaLen);
+  if (!r) { if (m.size < 4096) m.set(reth.rkey, { minVa: reth.va, maxEnd: end, frame: d.n, tsNs: d.tsNs, count: 1 }); return; }
+  r.count++;
+  if (reth.va < r.minVa) r.minVa = reth.va;
+  if (end > r.maxEnd) r.maxEnd = end;
+}
+
+function llcQp(m: Extract<LlcMessage, { kind: 'add_link' }>, d: DecodedFrame): LlcQp {
+  return { frame: d.n, tsNs: d.tsNs, response: m.response, linkId: m.linkId, qpn: m.qpn, gid: intern(m.gid), mac: intern(m.mac), psn: m.psn };
 }
 
 /** Map key of (link group, writer direction, alert token): exact up to 2^20 link groups. */
@@ -989,12 +1069,13 @@ function sideOf(m: ClcAcceptConfirm): SmcSide {
   };
 }
 
-/** RoCEv2 over IPv4 uses IPv4-mapped GIDs: the GID of 10.55.0.1 is ::ffff:10.55.0.1 (cached: few hosts). */
+/** RoCEv2 over IPv4 uses IPv4-mapped GIDs: the GID of 10.55.0.1 is ::ffff:10.55.0.1 (cached: few
+ *  hosts, no string per frame). */
 const gidCache = new Map<string, string>();
-function gidOfIp(ip: string): string {
+function cachedGid(ip: string): string {
   let g = gidCache.get(ip);
   if (g === undefined) {
-    g = ip.includes(':') ? ip : `::ffff:${ip}`;
+    g = gidOfIp(ip);
     if (gidCache.size > 4096) gidCache.clear();
     gidCache.set(ip, g);
   }
@@ -1035,4 +1116,3 @@ function sameHosts(l: Link, a: string, b: string): boolean {
   return (l.ends[0].gid === a && l.ends[1].gid === b) || (l.ends[0].gid === b && l.ends[1].gid === a);
 }
 
-function hexQp(q: number): string { return '0x' + q.toString(16); }

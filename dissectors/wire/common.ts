@@ -107,6 +107,9 @@ export function hexN(v: number, digits: number): string { return '0x' + (v >>> 0
 
 export function hex32(v: number): string { return hexN(v, 8); }
 
+/** `0x` + hex, unpadded: QP numbers as Linux and rdma-core print them (and rkeys in the state views). */
+export function hexQp(q: number): string { return '0x' + q.toString(16); }
+
 /** MAC as aa:bb:cc:dd:ee:ff. */
 export function macStr(b: Uint8Array, o: number): string {
   let s = '';
@@ -131,6 +134,9 @@ export function parseIpv4(s: string): Uint8Array {
   for (let i = 0; i < 4; i++) out[i] = Number(parts[i] ?? 0) & 0xff;
   return out;
 }
+
+/** The GID of an IP address as RoCEv2 uses it: IPv4 as IPv4-mapped (10.55.0.1 → ::ffff:10.55.0.1). */
+export function gidOfIp(ip: string): string { return ip.includes(':') ? ip : `::ffff:${ip}`; }
 
 /** IPv6 text (RFC 5952: lowercase, longest zero run compressed, IPv4-mapped as ::ffff:a.b.c.d). */
 export function ipv6Str(b: Uint8Array, o: number): string {
@@ -186,10 +192,29 @@ export function bufSizeFromCode(code: number): number { return 2 ** (code + 14);
 /** IB MTU code → bytes (1 = 256 … 5 = 4096); 0 for invalid codes. */
 export function mtuFromCode(code: number): number { return code >= 1 && code <= 5 ? 128 << code : 0; }
 
-export function fmtSize(n: number): string {
-  if (n >= 1 << 20 && n % (1 << 20) === 0) return `${n >> 20}MiB`;
-  if (n >= 1024 && n % 1024 === 0) return `${n >> 10}KiB`;
-  return `${n}B`;
+/** Units for fmtSize, largest first, and the suffix of a size none of them divides. */
+export interface SizeUnits { units: ReadonlyArray<readonly [string, number]>; none: string }
+/** RMB and buffer sizes: 65536 → "64KiB", 1000 → "1000B". */
+export const BYTE_UNITS: SizeUnits = { units: [['MiB', 1024 ** 2], ['KiB', 1024]], none: 'B' };
+/** The way size options take them (cli/lib/args.ts parseSize): 65536 → "64k", 1000 → "1000". */
+export const OPTION_UNITS: SizeUnits = { units: [['g', 1024 ** 3], ['m', 1024 ** 2], ['k', 1024]], none: '' };
+
+/** An exact size in the largest unit that divides it. */
+export function fmtSize(n: number, u: SizeUnits = BYTE_UNITS): string {
+  for (const [name, m] of u.units) if (n >= m && n % m === 0) return `${n / m}${name}`;
+  return `${n}${u.none}`;
+}
+
+const BIN_UNITS = ['KiB', 'MiB', 'GiB', 'TiB'] as const;
+/** A byte count for people: "512 B", "1.5 KiB", "12.3 MiB", "1.25 GiB" (at most GiB). `compact`
+ *  (progress lines): two or three digits, "1.5 MiB", "15 MiB", "150 MiB", up to TiB. */
+export function fmtBytes(n: number, compact = false): string {
+  if (n < 1024) return `${n} B`;
+  let v = n / 1024, i = 0;
+  const top = compact ? 3 : 2;
+  while (v >= 1024 && i < top) { v /= 1024; i++; }
+  if (compact) return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${BIN_UNITS[i]}`;
+  return `${v.toFixed(i === 2 ? 2 : 1)} ${BIN_UNITS[i]}`;
 }
 
 /** Checks that `need` bytes are available from `o`; records a truncation issue otherwise. */

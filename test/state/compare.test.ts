@@ -212,3 +212,45 @@ test.serial('every kind of state disagreement is flagged with its code and both 
     for (const a of got) t.true(a.wire !== a.endpoint && (a.wire ?? '').length > 0 && (a.endpoint ?? '').length > 0, name);
   }
 });
+
+test.serial('the join reads the tracker: --no-track with --state is a clear error', (t) => {
+  const r = smcdump(['-r', capPath, '--state', statePath, '--no-track', '-q']);
+  t.is(r.code, 1);
+  t.regex(r.err, /^smcdump: --state and --endpoint with a capture compare the correlation with the endpoint: drop --no-track\n$/);
+});
+
+test.serial('CDCs of a connection the state does not list: state.conn each way, named by its token', (t) => {
+  const s = JSON.parse(JSON.stringify(snap)) as typeof snap;
+  const gone = s.closedConnections[0]!.key;
+  s.closedConnections = [];
+  const p = join(dir, 'no-closed.json');
+  writeFileSync(p, JSON.stringify(s));
+  const r = smcdump(['-r', capPath, '--state', p, '--summary', '--json']);
+  t.is(r.code, 0, r.err);
+  const got = (JSON.parse(r.out) as SummaryJson).stateDisagreements;
+  t.deepEqual(got.map((a) => `${a.code} ${a.severity}`), ['state.conn warn', 'state.conn warn'], JSON.stringify(got));
+  const token = Number(gone.split('/')[1]);
+  for (const a of got) {
+    t.regex(a.message, /CDCs (sent|received) for token 0x/);
+    t.regex(a.endpoint ?? '', new RegExp(`no connection with (peer|local) token 0x0*${token.toString(16)} on ${snap.linkGroups[0]!.name}`));
+    t.regex(a.wire ?? '', /^\d+ CDCs, last seq \d+$/);
+  }
+  t.deepEqual(got.map((a) => /sent/.test(a.message)).sort(), [false, true]);
+});
+
+test.serial('mid-stream (no CLC in the capture): the tracker attributes RDMA WRITEs by the CDC that follows them', (t) => {
+  const r = smcdump(['-r', capPath, '--summary', '--json']);
+  t.is(r.code, 0, r.err);
+  const j = JSON.parse(r.out) as { midStreamConnections: Array<{ dirs: Array<{ writes: number; writeBytes: number }> }> };
+  t.is(j.midStreamConnections.length, 2);
+  // 150 000 / 3000 bytes, then 100 000 / 70 000: each connection's first WRITE (before its first
+  // CDC) cannot be attributed; everything after it is
+  const sums = j.midStreamConnections.map((c) => c.dirs.map((d) => d.writeBytes).sort((a, b) => a - b));
+  const want = [[3000, 150_000], [70_000, 100_000]];
+  // (one WRITE message is at most the peer's 64 KiB RMBE here)
+  sums.forEach((s, i) => s.forEach((b, k) => {
+    const w = want[i]![k]!;
+    t.true(b <= w && b >= w - 65_536, `connection ${i} direction ${k}: ${b} of ${w} bytes`);
+  }));
+  t.true(sums.flat().filter((b) => b > 0).length >= 3, JSON.stringify(sums));
+});

@@ -11,6 +11,7 @@ import type { DecodedFrame } from '../../frame.js';
 import type { FrameNote, Link, SmcConn } from '../../tracker/model.js';
 import type { Tracker } from '../../tracker/tracker.js';
 import { opcodeInfo } from '../../wire/ib.js';
+import { gidOfIp } from '../../wire/common.js';
 
 /** Cursor points kept per connection direction before halving. */
 export const MAX_POINTS = 20_000;
@@ -235,7 +236,7 @@ export class ReportRecorder {
     // direction: the link's end 0 is the client side; RoCE frames name their sender by address
     const link = this.linkByName(name);
     const r = d.roce!;
-    const srcGid = r.grh ? r.grh.sgid : d.ip ? gidOf(d.ip.src) : undefined;
+    const srcGid = r.grh ? r.grh.sgid : d.ip ? gidOfIp(d.ip.src) : undefined;
     const dir = link && srcGid !== undefined && link.ends[1].gid === srcGid ? 1 : 0;
     const add = (a: [number[], number[]], k: number, v: number): void => {
       const arr = a[k]!;
@@ -279,4 +280,3 @@ function widen(l: LinkSeries): void {
 }
 
 /** RoCEv2 over IPv4 uses IPv4-mapped GIDs (as the tracker names link ends). */
-function gidOf(ip: string): string { return ip.includes(':') ? ip : `::ffff:${ip}`; }
