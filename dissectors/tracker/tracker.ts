@@ -21,13 +21,14 @@ import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
 import { opcodeInfo } from '../wire/ib.js';
 import type {
-  Anomaly, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
+  Anomaly, Failover, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, Step, TcpConn, TcpStream, UrgentMark, WindowStall, WriteCont,
 } from './model.js';
 import { RingStream } from './stream.js';
 import { PsnRuns } from './psnruns.js';
 import { LlcPairing, type LlcRequest } from './llcpair.js';
 import { lgEvent, noteType } from './lgtype.js';
 import { flat, intern, internMaybe } from './intern.js';
+import { append, none, ZERO_PAIR } from './lists.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -36,6 +37,10 @@ export interface TrackerOptions {
   followTuple?: string;
   /** A capture filter may hide frames (live BPF): gaps are then notes, not warnings. */
   filtered?: boolean;
+  /** Keep only what the summary, the diagnosis and the report read (smcdump -q / --summary /
+   *  one-line): the per-direction times of the last cursor moves (`lastProdMove`,
+   *  `lastConsMove`) are not kept. Output is the same either way. */
+  compact?: boolean;
 }
 
 /** After a first-contact Confirm the server must start CONFIRM LINK (Linux waits 5 s as client). */
@@ -127,7 +132,7 @@ export class Tracker {
     for (const g of this.groups) {
       for (const c of g.conns) for (const w of c.dirs) {
         if (w.consAhead) { this.consAheadAnomaly(w, c); w.consAhead = undefined; }
-        if (w.blockedSince && this.lastTs - w.blockedSince.tsNs >= WINDOW_STALL_NS) w.stalls.push({ ...w.blockedSince, resumed: false });
+        if (w.blockedSince && this.lastTs - w.blockedSince.tsNs >= WINDOW_STALL_NS) w.stalls = append(w.stalls, { ...w.blockedSince, resumed: false });
       }
       this.judgeLinks(g);
     }
@@ -165,7 +170,7 @@ export class Tracker {
         client: fromClient ? { ip: src, port: h.srcPort } : { ip: dst, port: h.dstPort },
         server: fromClient ? { ip: dst, port: h.dstPort } : { ip: src, port: h.srcPort },
         synSmc: undefined, synAckSmc: undefined, proposed: undefined, accept: undefined, why: undefined, smc: undefined,
-        mode: 'pending', steps: [], tcpBytes: [0, 0], closed: false,
+        mode: 'pending', steps: none<Step>(), tcpBytes: ZERO_PAIR, closed: false,
       };
       if (!syn) c.why = 'connection began before the capture';
       if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
@@ -177,11 +182,11 @@ export class Tracker {
     if (h.flags.syn) {
       if (!h.flags.ack) {
         c.synSmc = hasOpt;
-        c.steps.push({ name: 'SYN', frame: d.n, tsNs: d.tsNs });
+        c.steps = append(c.steps, { name: 'SYN', frame: d.n, tsNs: d.tsNs });
         if (!hasOpt) { c.mode = 'tcp'; c.why = 'plain TCP: the SYN carried no SMC option'; }
       } else {
         c.synAckSmc = hasOpt;
-        c.steps.push({ name: 'SYN-ACK', frame: d.n, tsNs: d.tsNs });
+        c.steps = append(c.steps, { name: 'SYN-ACK', frame: d.n, tsNs: d.tsNs });
         if (c.synSmc && !hasOpt) {
           c.mode = 'fallback';
           c.fallbackCode = 0x03010000;
@@ -193,6 +198,7 @@ export class Tracker {
     for (const it of d.smc) if (it.proto === 'clc') this.onClc(c, it.value, fromClient, d);
     const len = d.payloadLength;
     if (len > 0 && d.tcpRole === 'data') {
+      if (c.tcpBytes === ZERO_PAIR) c.tcpBytes = [0, 0];
       c.tcpBytes[fromClient ? 0 : 1] += len;
       if (c.mode === 'smc-r' || c.mode === 'smc-d') {
         this.anomaly('error', 'tcp.data-after-smc', `${len} bytes of TCP payload on connection ${c.index} after it switched to SMC-${c.mode === 'smc-r' ? 'R' : 'D'}`, undefined, c.index);
@@ -212,10 +218,10 @@ export class Tracker {
   }
 
   private onClc(c: TcpConn, m: ClcMessage, fromClient: boolean, d: DecodedFrame): void {
-    const step = (name: string): void => { c.steps.push({ name, frame: d.n, tsNs: d.tsNs }); };
+    const step = (name: string): void => { c.steps = append(c.steps, { name, frame: d.n, tsNs: d.tsNs }); };
     switch (m.type) {
       case 'proposal':
-        c.proposed = { ueids: m.v2?.eids.length ? m.v2.eids.map(intern) : NO_UEIDS };
+        c.proposed = proposedOf(m.v2?.eids);
         step('Proposal');
         if (c.synAckSmc === false) this.anomaly('warn', 'clc.without-option', 'CLC Proposal although the SYN-ACK had no SMC option', undefined, c.index);
         break;
@@ -301,11 +307,11 @@ export class Tracker {
       index: c.index, tcp: c, lg, link,
       sides: [client, server],
       dirs: [newDir(server.rmbeSize, true), newDir(client.rmbeSize, true)],
-      failovers: [], firstData: undefined,
+      failovers: none<Failover>(), firstData: undefined,
     };
     if (this.isFollowed(c)) for (const dir of conn.dirs) dir.stream = new RingStream(dir.ringSize, true);
     c.smc = conn;
-    lg.conns.push(conn);
+    lg.conns = append(lg.conns, conn);
     // CDC to the server carries the server's token; WRITEs to the server use the server's rkey
     // on the link the CLC named (CONFIRM RKEY / ADD LINK name it on the group's other links).
     this.byToken.set(tokenKey(lg, 0, server.token), conn);
@@ -347,7 +353,7 @@ export class Tracker {
 
   private newGroup(frame: number, complete: boolean): LinkGroup {
     const lg: LinkGroup = {
-      id: ++this.lgSerial, complete, links: [], conns: [], state: 'active', firstFrame: frame, types: [], events: [],
+      id: ++this.lgSerial, complete, links: none(), conns: none(), state: 'active', firstFrame: frame, types: none(), events: none(),
       clientPeer: undefined, serverPeer: undefined, clientHost: undefined, serverHost: undefined, version: undefined, release: undefined,
       ueid: undefined, maxLinks: undefined, maxConns: undefined, firstTcp: undefined,
     };
@@ -362,7 +368,7 @@ export class Tracker {
       packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined], psnConn: [undefined, undefined],
       lastFrom: [undefined, undefined], retx: [undefined, undefined], testLinkUnanswered: undefined, smcMessages: 0,
     };
-    lg.links.push(link);
+    lg.links = append(lg.links, link);
     for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
     for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link, e);
     return link;
@@ -599,10 +605,10 @@ export class Tracker {
       if (n > 0) {
         w.stream?.release(w.prod.count, n, d.n);
         w.prodLinear += n;
-        w.lastProdMove = stamp(w.lastProdMove, d);
+        if (!this.opts.compact) w.lastProdMove = stamp(w.lastProdMove, d);
       }
     }
-    w.prod = { wrap: m.prod.wrap, count: m.prod.count };
+    w.prod = cursorAt(w.prod, m.prod);
     if (w.consAhead) {
       if (!seqGap) this.consAheadAnomaly(w, conn);
       w.consAhead = undefined;
@@ -620,7 +626,7 @@ export class Tracker {
         back.consAhead = { frame: d.n, tsNs: d.tsNs, link: link.name, text: `consumer cursor ${m.cons.wrap}:${m.cons.count} is beyond what the peer produced (${back.prodLinear} bytes) on connection ${conn.index}` };
       }
     }
-    back.cons = { wrap: m.cons.wrap, count: m.cons.count };
+    back.cons = cursorAt(back.cons, m.cons);
     // Overrun: the writer may not run more than one ring ahead of what the reader consumed.
     const over = size > 0 && w.cons ? overrunBytes(w.prodLinear, w.consLinear, size) : 0;
     if (over > 0) {
@@ -639,7 +645,7 @@ export class Tracker {
       const at = urgentByteAt(w.prodLinear);
       const last = w.urgentMarks[w.urgentMarks.length - 1];
       if (m.prodFlags.urgentPresent && at >= 0 && last?.offset !== at) {
-        w.urgentMarks.push({ offset: at, frame: d.n, tsNs: d.tsNs });
+        w.urgentMarks = append(w.urgentMarks, { offset: at, frame: d.n, tsNs: d.tsNs });
         w.stream?.markUrgent(at);
       }
     }
@@ -655,10 +661,10 @@ export class Tracker {
 
   /** The reader of direction `w` moved its consumer cursor: a blocked writer may go on. */
   private consumed(w: SmcDir, d: DecodedFrame): void {
-    w.lastConsMove = stamp(w.lastConsMove, d);
+    if (!this.opts.compact) w.lastConsMove = stamp(w.lastConsMove, d);
     const b = w.blockedSince;
     if (!b) return;
-    if (d.tsNs - b.tsNs >= WINDOW_STALL_NS) w.stalls.push({ frame: b.frame, tsNs: b.tsNs, endFrame: d.n, endTsNs: d.tsNs, resumed: true });
+    if (d.tsNs - b.tsNs >= WINDOW_STALL_NS) w.stalls = append(w.stalls, { frame: b.frame, tsNs: b.tsNs, endFrame: d.n, endTsNs: d.tsNs, resumed: true });
     w.blockedSince = undefined;
   }
 
@@ -669,7 +675,7 @@ export class Tracker {
     const was = w.link ?? conn.link?.name;
     const from = was !== link.name ? was : undefined;
     const inFlight: [number, number] = [conn.dirs[0].prodLinear - conn.dirs[0].consLinear, conn.dirs[1].prodLinear - conn.dirs[1].consLinear];
-    conn.failovers.push({ from, to: link.name, by: SIDE[dir], frame: d.n, tsNs: d.tsNs, inFlight, at: [conn.dirs[0].prodLinear, conn.dirs[1].prodLinear] });
+    conn.failovers = append(conn.failovers, { from, to: link.name, by: SIDE[dir], frame: d.n, tsNs: d.tsNs, inFlight, at: [conn.dirs[0].prodLinear, conn.dirs[1].prodLinear] });
     lgEvent(link.lg, { frame: d.n, tsNs: d.tsNs, what: 'failover', link: link.name, by: SIDE[dir], text: `connection ${conn.index} moved${from ? ` from ${from}` : ''} to ${link.name} (validation CDC seq ${m.seq} from the ${SIDE[dir]})` });
     if (w.seq !== undefined && validationOutOfSync(w.seq, m.seq)) {
       this.anomaly('warn', 'cdc.failover-seq', `failover validation CDC names seq ${m.seq} but the last CDC seen was ${w.seq} (connection ${conn.index}: CDCs lost with the link)`, link.name, conn.index);
@@ -701,8 +707,8 @@ export class Tracker {
     } else {
       const other = link.ends[dir].gid, dstGid = link.ends[recv].gid;
       const sides: SmcConn['sides'] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
-      conn = { index: -(++this.orphanIndex), lg: link.lg, link, sides, dirs: [newDir(0), newDir(0)], failovers: [] };
-      link.lg.conns.push(conn);
+      conn = { index: -(++this.orphanIndex), lg: link.lg, link, sides, dirs: [newDir(0), newDir(0)], failovers: none<Failover>() };
+      link.lg.conns = append(link.lg.conns, conn);
       this.orphanConns.push(conn);
     }
     this.byToken.set(tokenKey(link.lg, dir, token), conn);
@@ -735,7 +741,7 @@ export class Tracker {
             noteType(lg, d.n, d.tsNs);
           }
           const first = lg.firstTcp;
-          if (first && !first.steps.some((x) => x.name === 'CONFIRM LINK')) first.steps.push({ name: 'CONFIRM LINK', frame: d.n, tsNs: d.tsNs });
+          if (first && !first.steps.some((x) => x.name === 'CONFIRM LINK')) first.steps = append(first.steps, { name: 'CONFIRM LINK', frame: d.n, tsNs: d.tsNs });
         } else {
           // The server started link bring-up; a missing response is now an LLC timeout.
           if (link.state === 'unknown') link.state = 'confirming';
@@ -790,7 +796,7 @@ export class Tracker {
           // The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link.
           const wdir = (1 - dir) as 0 | 1;
           const k = this.rmbKey(link, wdir, m.rkey);
-          const ref: RmbRef = this.rmbs.get(k)?.ref ?? { dir: wdir };
+          const ref: RmbRef = this.rmbs.get(k)?.ref ?? { conn: undefined, dir: wdir };
           this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
           for (const o of m.others.slice(0, m.numRtokens)) {
             const ol = this.linkById(lg, o.linkId);
@@ -836,7 +842,7 @@ export class Tracker {
   /** ADD LINK rkey list: the sender's RMB known by `rkey` on `onLink` is `rkeyNew` on `nl`. */
   private rkeyAlias(onLink: Link, nl: Link, rkey: number, rkeyNew: number, vaNew: bigint, ownerEnd: 0 | 1): void {
     const wdir = (1 - ownerEnd) as 0 | 1; // WRITEs into the owner's RMB travel towards it
-    const ref = this.rmbs.get(this.rmbKey(onLink, wdir, rkey))?.ref ?? { dir: wdir };
+    const ref = this.rmbs.get(this.rmbKey(onLink, wdir, rkey))?.ref ?? { conn: undefined, dir: wdir };
     this.aliasRmb(nl, wdir, rkeyNew, vaNew, ref);
   }
 
@@ -933,7 +939,7 @@ export class Tracker {
 function newDir(ringSize: number, fromStart = false): SmcDir {
   // the fields set later declared now (in the object, no property array per direction)
   return {
-    ringSize, prodLinear: 0, consLinear: 0, cdcs: 0, writes: 0, writeBytes: 0, writerBlocked: 0, urgent: 0, urgentMarks: [], stalls: [],
+    ringSize, prodLinear: 0, consLinear: 0, cdcs: 0, writes: 0, writeBytes: 0, writerBlocked: 0, urgent: 0, urgentMarks: none<UrgentMark>(), stalls: none<WindowStall>(),
     doneWriting: false, closed: false, aborted: false,
     seq: undefined, link: undefined, lastCdc: undefined, lastConsMove: undefined, lastProdMove: undefined, blockedSince: undefined,
     prod: fromStart ? { wrap: 0, count: 0 } : undefined, cons: fromStart ? { wrap: 0, count: 0 } : undefined,
@@ -943,6 +949,30 @@ function newDir(ringSize: number, fromStart = false): SmcDir {
 /** Map key of (link group, writer direction, alert token): exact up to 2^20 link groups. */
 function tokenKey(lg: LinkGroup, dir: 0 | 1, token: number): number {
   return (lg.id * 2 + dir) * 0x100000000 + (token >>> 0);
+}
+
+/** A cursor kept in the model, updated in place (no object per CDC). */
+function cursorAt(slot: { wrap: number; count: number } | undefined, c: { wrap: number; count: number }): { wrap: number; count: number } {
+  if (!slot) return { wrap: c.wrap, count: c.count };
+  slot.wrap = c.wrap;
+  slot.count = c.count;
+  return slot;
+}
+
+/** The CLC Proposal's UEID list, one shared (frozen) record per distinct list: 100 000
+ *  connections offering the same UEID keep one. */
+const proposals = new Map<string, { ueids: string[] }>();
+const NO_PROPOSED = Object.freeze({ ueids: NO_UEIDS }) as { ueids: string[] };
+function proposedOf(eids: readonly string[] | undefined): { ueids: string[] } {
+  if (!eids || eids.length === 0) return NO_PROPOSED;
+  const key = eids.join('\n');
+  let p = proposals.get(key);
+  if (!p) {
+    if (proposals.size >= 1024) proposals.clear();
+    p = Object.freeze({ ueids: Object.freeze(eids.map(intern)) as string[] }) as { ueids: string[] };
+    proposals.set(flat(key), p);
+  }
+  return p;
 }
 
 /** Update a "last seen" slot in place (no object per frame on the hot path). */
