@@ -21,7 +21,7 @@ import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
 import { opcodeInfo } from '../wire/ib.js';
 import type {
-  Anomaly, Failover, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, Step, TcpConn, TcpStream, UrgentMark, WindowStall, WriteCont,
+  Anomaly, Failover, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, Step, TcpConn, TcpStream, WriteCont,
 } from './model.js';
 import { RingStream } from './stream.js';
 import { PsnRuns } from './psnruns.js';
@@ -29,6 +29,7 @@ import { LlcPairing, type LlcRequest } from './llcpair.js';
 import { lgEvent, noteType } from './lgtype.js';
 import { flat, intern, internMaybe } from './intern.js';
 import { append, none, ZERO_PAIR } from './lists.js';
+import { DirState } from './dir.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -100,6 +101,8 @@ export class Tracker {
   /** Link group ids: never reused, also after a phantom group was folded into a real one. */
   private lgSerial = 0;
   private note: FrameNote = EMPTY_NOTE;
+  /** A cursor read out of a direction for the cursor rules (no object per CDC). */
+  private readonly curA = { wrap: 0, count: 0 };
   private cur!: DecodedFrame;
 
   /** Gaps in what the capture shows are warnings — unless a capture filter may hide frames. */
@@ -573,14 +576,15 @@ export class Tracker {
     }
     this.note.conn = conn.index;
     this.note.dir = dir === 0 ? 'c>s' : 's>c';
-    const w = conn.dirs[dir];        // this CDC's writer direction (sender → receiver)
-    const back = conn.dirs[1 - dir]!; // the reverse direction, whose reader is this CDC's sender
+    // (the tracker made every direction: a DirState)
+    const w = conn.dirs[dir] as DirState;        // this CDC's writer direction (sender → receiver)
+    const back = conn.dirs[1 - dir] as DirState; // the reverse direction, whose reader is this CDC's sender
     w.cdcs++;
     if (m.prodFlags.failoverValidation) { this.onFailover(conn, link, dir, m, d); return; }
     if (conn.link !== link) conn.link = link;
     w.link = link.name;
     conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
-    w.lastCdc = stamp(w.lastCdc, d);
+    w.noteCdc(d.n, d.tsNs);
     // Sequence numbers: +1 per CDC of the sender (RC retransmissions were filtered by PSN).
     const seq = seqCheck(w.seq, m.seq);
     const seqGap = seq === 'gap';
@@ -594,30 +598,32 @@ export class Tracker {
     if (size > 0 && cursorOutOfRing(m.prod, size)) {
       this.anomaly('error', 'cdc.cursor-range', `producer cursor count ${m.prod.count} is beyond the receiver's ${size}-byte RMBE on connection ${conn.index}`, link.name, conn.index);
     }
-    if (w.prod && size > 0) {
+    const wp = w.prodInto(this.curA);
+    if (wp && size > 0) {
       // Linux moves a cursor at most one wrap per CDC (smc_curs_diff). A bigger step is a
       // protocol anomaly — unless CDCs are missing from the capture (the sequence gap says so).
-      const multiWrap = movedMultiWrap(w.prod, m.prod);
+      const multiWrap = movedMultiWrap(wp, m.prod);
       if (multiWrap && !seqGap) {
-        this.anomaly('warn', 'cdc.cursor-jump', `producer cursor jumped more than one wrap (${w.prod.wrap}:${w.prod.count} → ${m.prod.wrap}:${m.prod.count}) on connection ${conn.index}`, link.name, conn.index);
+        this.anomaly('warn', 'cdc.cursor-jump', `producer cursor jumped more than one wrap (${wp.wrap}:${wp.count} → ${m.prod.wrap}:${m.prod.count}) on connection ${conn.index}`, link.name, conn.index);
       }
-      const n = multiWrap ? cursorDistance(w.prod, m.prod, size) : cursorDiff(w.prod, m.prod, size);
+      const n = multiWrap ? cursorDistance(wp, m.prod, size) : cursorDiff(wp, m.prod, size);
       if (n > 0) {
-        w.stream?.release(w.prod.count, n, d.n);
+        w.stream?.release(wp.count, n, d.n);
         w.prodLinear += n;
         if (!this.opts.compact) w.lastProdMove = stamp(w.lastProdMove, d);
       }
     }
-    w.prod = cursorAt(w.prod, m.prod);
+    w.prod = m.prod;
     if (w.consAhead) {
       if (!seqGap) this.consAheadAnomaly(w, conn);
       w.consAhead = undefined;
     }
     // Consumer cursor: how far the sender consumed the reverse stream.
     const bsize = back.ringSize;
-    if (back.cons && bsize > 0) {
-      const multiWrap = movedMultiWrap(back.cons, m.cons);
-      const moved = multiWrap ? cursorDistance(back.cons, m.cons, bsize) : cursorDiff(back.cons, m.cons, bsize);
+    const bc = back.consInto(this.curA);
+    if (bc && bsize > 0) {
+      const multiWrap = movedMultiWrap(bc, m.cons);
+      const moved = multiWrap ? cursorDistance(bc, m.cons, bsize) : cursorDiff(bc, m.cons, bsize);
       back.consLinear += moved;
       if (moved > 0) this.consumed(back, d);
       // Ahead of the producer we saw: a violation — unless the capture lacks a CDC of the
@@ -626,14 +632,14 @@ export class Tracker {
         back.consAhead = { frame: d.n, tsNs: d.tsNs, link: link.name, text: `consumer cursor ${m.cons.wrap}:${m.cons.count} is beyond what the peer produced (${back.prodLinear} bytes) on connection ${conn.index}` };
       }
     }
-    back.cons = cursorAt(back.cons, m.cons);
+    back.cons = m.cons;
     // Overrun: the writer may not run more than one ring ahead of what the reader consumed.
-    const over = size > 0 && w.cons ? overrunBytes(w.prodLinear, w.consLinear, size) : 0;
+    const over = size > 0 && w.hasCons() ? overrunBytes(w.prodLinear, w.consLinear, size) : 0;
     if (over > 0) {
       this.anomaly('error', 'cdc.overrun', `producer cursor overruns the peer's consumer cursor by ${over} bytes on connection ${conn.index} (would overwrite unread data)`, link.name, conn.index);
     }
     // Window: the writer waits for the reader (flag, or its ring is full).
-    const full = size > 0 && w.cons !== undefined && w.prodLinear - w.consLinear >= size;
+    const full = size > 0 && w.hasCons() && w.prodLinear - w.consLinear >= size;
     if (m.prodFlags.writeBlocked) w.writerBlocked++;
     // A stall needs unread data: Linux leaves write_blocked set on the CDCs that follow (e.g. the
     // closing one) after the reader has consumed everything, and an empty ring blocks nobody.
@@ -937,26 +943,12 @@ export class Tracker {
 
 /** Per-direction state; `fromStart`: the handshake was captured, so both cursors start at 0:0. */
 function newDir(ringSize: number, fromStart = false): SmcDir {
-  // the fields set later declared now (in the object, no property array per direction)
-  return {
-    ringSize, prodLinear: 0, consLinear: 0, cdcs: 0, writes: 0, writeBytes: 0, writerBlocked: 0, urgent: 0, urgentMarks: none<UrgentMark>(), stalls: none<WindowStall>(),
-    doneWriting: false, closed: false, aborted: false,
-    seq: undefined, link: undefined, lastCdc: undefined, lastConsMove: undefined, lastProdMove: undefined, blockedSince: undefined,
-    prod: fromStart ? { wrap: 0, count: 0 } : undefined, cons: fromStart ? { wrap: 0, count: 0 } : undefined,
-  };
+  return new DirState(ringSize, fromStart);
 }
 
 /** Map key of (link group, writer direction, alert token): exact up to 2^20 link groups. */
 function tokenKey(lg: LinkGroup, dir: 0 | 1, token: number): number {
   return (lg.id * 2 + dir) * 0x100000000 + (token >>> 0);
-}
-
-/** A cursor kept in the model, updated in place (no object per CDC). */
-function cursorAt(slot: { wrap: number; count: number } | undefined, c: { wrap: number; count: number }): { wrap: number; count: number } {
-  if (!slot) return { wrap: c.wrap, count: c.count };
-  slot.wrap = c.wrap;
-  slot.count = c.count;
-  return slot;
 }
 
 /** The CLC Proposal's UEID list, one shared (frozen) record per distinct list: 100 000
