@@ -21,7 +21,7 @@ import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
 import { opcodeInfo } from '../wire/ib.js';
 import type {
-  Anomaly, Failover, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, Step, TcpConn, TcpStream, WriteCont,
+  Anomaly, Failover, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
 } from './model.js';
 import { RingStream } from './stream.js';
 import { PsnRuns } from './psnruns.js';
@@ -30,6 +30,7 @@ import { lgEvent, noteType } from './lgtype.js';
 import { flat, intern, internMaybe } from './intern.js';
 import { append, none, ZERO_PAIR } from './lists.js';
 import { DirState } from './dir.js';
+import { TcpState } from './tcpconn.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -85,7 +86,7 @@ export class Tracker {
   lastTs = 0n;
   readonly llc = new LlcPairing();
 
-  private readonly tcpByKey = new Map<string, TcpConn>();
+  private readonly tcpByKey = new Map<string, TcpState>();
   /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
   private readonly qps = new QpIndex();
   /** (link group, writer direction, token) → connection (tokens are per host, valid on every
@@ -168,28 +169,24 @@ export class Tracker {
       const src = intern(ip.src), dst = intern(ip.dst);
       // every field that is usually set later declared now: kept in the object, not in a
       // property array added to each of 100 000 connections
-      c = {
-        index: this.tcp.length + 1,
-        client: fromClient ? { ip: src, port: h.srcPort } : { ip: dst, port: h.dstPort },
-        server: fromClient ? { ip: dst, port: h.dstPort } : { ip: src, port: h.srcPort },
-        synSmc: undefined, synAckSmc: undefined, proposed: undefined, accept: undefined, why: undefined, smc: undefined,
-        mode: 'pending', steps: none<Step>(), tcpBytes: ZERO_PAIR, closed: false,
-      };
+      c = fromClient
+        ? new TcpState(this.tcp.length + 1, src, h.srcPort, dst, h.dstPort)
+        : new TcpState(this.tcp.length + 1, dst, h.dstPort, src, h.srcPort);
       if (!syn) c.why = 'connection began before the capture';
       if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
       this.tcp.push(c);
       this.tcpByKey.set(flat(key), c);
     }
-    const fromClient = ip.src === c.client.ip && h.srcPort === c.client.port;
+    const fromClient = ip.src === c.clientIp && h.srcPort === c.clientPort;
     const hasOpt = d.smc.some((i) => i.proto === 'tcpopt');
     if (h.flags.syn) {
       if (!h.flags.ack) {
         c.synSmc = hasOpt;
-        c.steps = append(c.steps, { name: 'SYN', frame: d.n, tsNs: d.tsNs });
+        c.addStep('SYN', d.n, d.tsNs);
         if (!hasOpt) { c.mode = 'tcp'; c.why = 'plain TCP: the SYN carried no SMC option'; }
       } else {
         c.synAckSmc = hasOpt;
-        c.steps = append(c.steps, { name: 'SYN-ACK', frame: d.n, tsNs: d.tsNs });
+        c.addStep('SYN-ACK', d.n, d.tsNs);
         if (c.synSmc && !hasOpt) {
           c.mode = 'fallback';
           c.fallbackCode = 0x03010000;
@@ -220,8 +217,8 @@ export class Tracker {
     this.note.conn = c.index;
   }
 
-  private onClc(c: TcpConn, m: ClcMessage, fromClient: boolean, d: DecodedFrame): void {
-    const step = (name: string): void => { c.steps = append(c.steps, { name, frame: d.n, tsNs: d.tsNs }); };
+  private onClc(c: TcpState, m: ClcMessage, fromClient: boolean, d: DecodedFrame): void {
+    const step = (name: string): void => { c.addStep(name, d.n, d.tsNs); };
     switch (m.type) {
       case 'proposal':
         c.proposed = proposedOf(m.v2?.eids);
@@ -746,8 +743,8 @@ export class Tracker {
             ev('link-confirmed', `${link.name} up (CONFIRM LINK answered by the ${by})`);
             noteType(lg, d.n, d.tsNs);
           }
-          const first = lg.firstTcp;
-          if (first && !first.steps.some((x) => x.name === 'CONFIRM LINK')) first.steps = append(first.steps, { name: 'CONFIRM LINK', frame: d.n, tsNs: d.tsNs });
+          const first = lg.firstTcp as TcpState | undefined; // the tracker made it
+          if (first && !first.hasStep('CONFIRM LINK')) first.addStep('CONFIRM LINK', d.n, d.tsNs);
         } else {
           // The server started link bring-up; a missing response is now an LLC timeout.
           if (link.state === 'unknown') link.state = 'confirming';
