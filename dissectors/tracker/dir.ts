@@ -47,7 +47,11 @@ export class DirState implements SmcDir {
   private rare: Rare | undefined = undefined;
 
   /** `fromStart`: the handshake was captured, so both cursors start at 0:0. */
-  constructor(public ringSize: number, fromStart: boolean) {
+  ringSize: number;
+
+  constructor(ringSize: number, fromStart: boolean) {
+    // a small integer field (a size computed as 2^n may arrive as a double: a boxed number each)
+    this.ringSize = ringSize | 0;
     this.pWrap = fromStart ? 0 : -1;
     this.cWrap = fromStart ? 0 : -1;
   }

@@ -21,7 +21,7 @@ import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
 import { opcodeInfo } from '../wire/ib.js';
 import type {
-  Anomaly, Failover, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
+  Anomaly, FrameNote, Link, LinkGroup, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
 } from './model.js';
 import { RingStream } from './stream.js';
 import { PsnRuns } from './psnruns.js';
@@ -31,6 +31,7 @@ import { flat, intern, internMaybe } from './intern.js';
 import { append, none, ZERO_PAIR } from './lists.js';
 import { DirState } from './dir.js';
 import { TcpState } from './tcpconn.js';
+import { SmcState } from './smcconn.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -303,12 +304,7 @@ export class Tracker {
         this.anomaly('note', 'track.lg-unknown', `connection ${c.index} reuses a link group created before the capture`, undefined, c.index);
       }
     }
-    const conn: SmcConn = {
-      index: c.index, tcp: c, lg, link,
-      sides: [client, server],
-      dirs: [newDir(server.rmbeSize, true), newDir(client.rmbeSize, true)],
-      failovers: none<Failover>(), firstData: undefined,
-    };
+    const conn = new SmcState(c.index, c, lg, link, client, server, newDir(server.rmbeSize, true), newDir(client.rmbeSize, true));
     if (this.isFollowed(c)) for (const dir of conn.dirs) dir.stream = new RingStream(dir.ringSize, true);
     c.smc = conn;
     lg.conns = append(lg.conns, conn);
@@ -535,7 +531,7 @@ export class Tracker {
         return;
       }
       const off = Number(ib.reth.va - hit.va);
-      const size = conn.dirs[hit.ref.dir].ringSize;
+      const size = dirOf(conn, hit.ref.dir).ringSize;
       if (size > 0 && (off < 0 || off + ib.reth.dmaLen > size)) {
         this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
       }
@@ -546,7 +542,7 @@ export class Tracker {
       if (!cont) return; // MIDDLE/LAST whose FIRST was not captured
       if (info.isLast) link.write[dir] = undefined;
     }
-    const sd = cont.conn.dirs[cont.dir];
+    const sd = dirOf(cont.conn, cont.dir);
     this.note.conn = cont.conn.index;
     this.note.dir = cont.dir === 0 ? 'c>s' : 's>c';
     if (cont.dir !== dir) this.anomaly('error', 'rdma.wrong-direction', `RDMA WRITE into the sender's own RMB (connection ${cont.conn.index})`, link.name, cont.conn.index);
@@ -554,7 +550,7 @@ export class Tracker {
     sd.writeBytes += ib.payload.length;
     sd.stream?.place(cont.offset, ib.payload);
     cont.offset += ib.payload.length;
-    cont.conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
+    (cont.conn as SmcState).noteData(d.n, d.tsNs);
   }
 
   private onCdc(m: CdcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
@@ -574,13 +570,13 @@ export class Tracker {
     this.note.conn = conn.index;
     this.note.dir = dir === 0 ? 'c>s' : 's>c';
     // (the tracker made every direction: a DirState)
-    const w = conn.dirs[dir] as DirState;        // this CDC's writer direction (sender → receiver)
-    const back = conn.dirs[1 - dir] as DirState; // the reverse direction, whose reader is this CDC's sender
+    const w = dirOf(conn, dir);                     // this CDC's writer direction (sender → receiver)
+    const back = dirOf(conn, (1 - dir) as 0 | 1); // the reverse direction, whose reader is this CDC's sender
     w.cdcs++;
     if (m.prodFlags.failoverValidation) { this.onFailover(conn, link, dir, m, d); return; }
     if (conn.link !== link) conn.link = link;
     w.link = link.name;
-    conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
+    (conn as SmcState).noteData(d.n, d.tsNs);
     w.noteCdc(d.n, d.tsNs);
     // Sequence numbers: +1 per CDC of the sender (RC retransmissions were filtered by PSN).
     const seq = seqCheck(w.seq, m.seq);
@@ -674,11 +670,12 @@ export class Tracker {
   /** Failover validation CDC (zero cursors, the last completed sequence number): the sender
    *  continues this connection on `link`. Cursors and sequence are not touched by it. */
   private onFailover(conn: SmcConn, link: Link, dir: 0 | 1, m: CdcMessage, d: DecodedFrame): void {
-    const w = conn.dirs[dir];
+    const w = dirOf(conn, dir);
     const was = w.link ?? conn.link?.name;
     const from = was !== link.name ? was : undefined;
-    const inFlight: [number, number] = [conn.dirs[0].prodLinear - conn.dirs[0].consLinear, conn.dirs[1].prodLinear - conn.dirs[1].consLinear];
-    conn.failovers = append(conn.failovers, { from, to: link.name, by: SIDE[dir], frame: d.n, tsNs: d.tsNs, inFlight, at: [conn.dirs[0].prodLinear, conn.dirs[1].prodLinear] });
+    const d0 = dirOf(conn, 0), d1 = dirOf(conn, 1);
+    const inFlight: [number, number] = [d0.prodLinear - d0.consLinear, d1.prodLinear - d1.consLinear];
+    conn.failovers = append(conn.failovers, { from, to: link.name, by: SIDE[dir], frame: d.n, tsNs: d.tsNs, inFlight, at: [d0.prodLinear, d1.prodLinear] });
     lgEvent(link.lg, { frame: d.n, tsNs: d.tsNs, what: 'failover', link: link.name, by: SIDE[dir], text: `connection ${conn.index} moved${from ? ` from ${from}` : ''} to ${link.name} (validation CDC seq ${m.seq} from the ${SIDE[dir]})` });
     if (w.seq !== undefined && validationOutOfSync(w.seq, m.seq)) {
       this.anomaly('warn', 'cdc.failover-seq', `failover validation CDC names seq ${m.seq} but the last CDC seen was ${w.seq} (connection ${conn.index}: CDCs lost with the link)`, link.name, conn.index);
@@ -702,15 +699,15 @@ export class Tracker {
     const recv = dir === 0 ? 1 : 0;
     // The reverse direction of a connection already seen by its other token? Only when exactly
     // one mid-stream connection on this link group lacks this side's token (no guessing).
-    const cands = this.orphanConns.filter((c) => c.lg === link.lg && c.sides[recv].token === undefined);
+    const cands = this.orphanConns.filter((c) => c.lg === link.lg && (c as SmcState).side(recv).token === undefined);
     let conn: SmcConn;
     if (cands.length === 1) {
       conn = cands[0]!;
-      conn.sides[recv].token = token;
+      (conn as SmcState).side(recv).token = token;
     } else {
       const other = link.ends[dir].gid, dstGid = link.ends[recv].gid;
-      const sides: SmcConn['sides'] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
-      conn = { index: -(++this.orphanIndex), lg: link.lg, link, sides, dirs: [newDir(0), newDir(0)], failovers: none<Failover>() };
+      const [s0, s1] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
+      conn = new SmcState(-(++this.orphanIndex), undefined, link.lg, link, s0, s1, newDir(0), newDir(0));
       link.lg.conns = append(link.lg.conns, conn);
       this.orphanConns.push(conn);
     }
@@ -872,7 +869,7 @@ export class Tracker {
     for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) {
       const w = this.awaitingConfirmLink[i]!;
       const overdue = now - w.tsNs > CONFIRM_LINK_TIMEOUT_NS;
-      const cdcSeen = w.lg.conns.some((c) => c.dirs[0].cdcs + c.dirs[1].cdcs > 0);
+      const cdcSeen = w.lg.conns.some((c) => dirOf(c, 0).cdcs + dirOf(c, 1).cdcs > 0);
       if (overdue || (final && cdcSeen)) {
         this.awaitingConfirmLink.splice(i, 1);
         this.anomalyAt(w.frame, w.tsNs, 'warn', 'link.no-confirm-link', `first contact (connection ${w.conn.index}) without a completed LLC CONFIRM LINK exchange on LG${w.lg.id}`, `LG${w.lg.id}`, w.conn.index);
@@ -939,8 +936,13 @@ export class Tracker {
 }
 
 /** Per-direction state; `fromStart`: the handshake was captured, so both cursors start at 0:0. */
-function newDir(ringSize: number, fromStart = false): SmcDir {
+function newDir(ringSize: number, fromStart = false): DirState {
   return new DirState(ringSize, fromStart);
+}
+
+/** Direction `i` of a connection the tracker made (no pair built per frame). */
+function dirOf(c: SmcConn, i: 0 | 1): DirState {
+  return (c as SmcState).dir(i);
 }
 
 /** Map key of (link group, writer direction, alert token): exact up to 2^20 link groups. */
