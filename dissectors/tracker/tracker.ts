@@ -30,7 +30,7 @@ import { lgEvent, noteType } from './lgtype.js';
 import { flat, intern, internMaybe } from './intern.js';
 import { append, none, ZERO_PAIR } from './lists.js';
 import { DirState } from './dir.js';
-import { TcpState } from './tcpconn.js';
+import { TcpState, type Epoch } from './tcpconn.js';
 import { SmcState } from './smcconn.js';
 
 export interface TrackerOptions {
@@ -103,6 +103,8 @@ export class Tracker {
   /** Link group ids: never reused, also after a phantom group was folded into a real one. */
   private lgSerial = 0;
   private note: FrameNote = EMPTY_NOTE;
+  /** What the model's times are kept relative to: the first frame's time. */
+  private readonly epoch: Epoch = { base: 0n };
   /** A cursor read out of a direction for the cursor rules (no object per CDC). */
   private readonly curA = { wrap: 0, count: 0 };
   private cur!: DecodedFrame;
@@ -117,7 +119,7 @@ export class Tracker {
   /** Feed one frame (capture order). Returns what the tracker knows about it. */
   feed(d: DecodedFrame): FrameNote {
     this.frames++;
-    this.firstTs ??= d.tsNs;
+    if (this.firstTs === undefined) { this.firstTs = d.tsNs; this.epoch.base = d.tsNs; }
     this.lastTs = d.tsNs;
     this.cur = d;
     this.note = { anomalies: NO_ANOMALIES };
@@ -171,8 +173,8 @@ export class Tracker {
       // every field that is usually set later declared now: kept in the object, not in a
       // property array added to each of 100 000 connections
       c = fromClient
-        ? new TcpState(this.tcp.length + 1, src, h.srcPort, dst, h.dstPort)
-        : new TcpState(this.tcp.length + 1, dst, h.dstPort, src, h.srcPort);
+        ? new TcpState(this.epoch, this.tcp.length + 1, src, h.srcPort, dst, h.dstPort)
+        : new TcpState(this.epoch, this.tcp.length + 1, dst, h.dstPort, src, h.srcPort);
       if (!syn) c.why = 'connection began before the capture';
       if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
       this.tcp.push(c);
