@@ -10,6 +10,8 @@ import type { RingStream } from './stream.js';
 import { none } from './lists.js';
 
 type Stamp = { frame: number; tsNs: bigint };
+
+const DONE_WRITING = 1, CLOSED = 2, ABORTED = 4;
 type Cursor = { wrap: number; count: number };
 
 /** The fields most directions never set. */
@@ -33,9 +35,8 @@ export class DirState implements SmcDir {
   writerBlocked = 0;
   urgent = 0;
   link: string | undefined = undefined;
-  doneWriting = false;
-  closed = false;
-  aborted = false;
+  /** DONE_WRITING | CLOSED | ABORTED */
+  private flags = 0;
   /** Producer and consumer cursors (wrap -1: not known yet). */
   private pWrap: number;
   private pCount = 0;
@@ -55,6 +56,13 @@ export class DirState implements SmcDir {
     this.pWrap = fromStart ? 0 : -1;
     this.cWrap = fromStart ? 0 : -1;
   }
+
+  get doneWriting(): boolean { return (this.flags & DONE_WRITING) !== 0; }
+  set doneWriting(v: boolean) { this.flags = v ? this.flags | DONE_WRITING : this.flags & ~DONE_WRITING; }
+  get closed(): boolean { return (this.flags & CLOSED) !== 0; }
+  set closed(v: boolean) { this.flags = v ? this.flags | CLOSED : this.flags & ~CLOSED; }
+  get aborted(): boolean { return (this.flags & ABORTED) !== 0; }
+  set aborted(v: boolean) { this.flags = v ? this.flags | ABORTED : this.flags & ~ABORTED; }
 
   get prod(): Cursor | undefined { return this.pWrap < 0 ? undefined : { wrap: this.pWrap, count: this.pCount }; }
   set prod(v: Cursor | undefined) { this.pWrap = v ? v.wrap : -1; this.pCount = v ? v.count : 0; }

@@ -24,25 +24,43 @@ function nameCode(name: string): number {
 /** The time steps are kept relative to (the capture's first frame), shared by all connections. */
 export interface Epoch { base: bigint }
 
+interface Rare {
+  decline: TcpConn['decline'];
+  fallbackCode: number | undefined;
+  rst: TcpConn['rst'];
+  tcpStream: [TcpStream, TcpStream] | undefined;
+}
+
 export class TcpState implements TcpConn {
   synSmc: boolean | undefined = undefined;
   synAckSmc: boolean | undefined = undefined;
   proposed: { ueids: string[] } | undefined = undefined;
+  /** The Accept until the Confirm (every SMC connection has one for a while: not rare). */
   accept: ClcAcceptConfirm | undefined = undefined;
-  decline: TcpConn['decline'] = undefined;
   mode: TcpMode = 'pending';
   why: string | undefined = undefined;
-  fallbackCode: number | undefined = undefined;
   /** Shared [0, 0] until the first TCP payload byte (then its own pair). */
   tcpBytes: [number, number] = ZERO_PAIR;
   smc: SmcConn | undefined = undefined;
   closed = false;
-  rst: TcpConn['rst'] = undefined;
-  tcpStream: [TcpStream, TcpStream] | undefined = undefined;
+  /** What few connections have (a Decline, a RST, a --follow stream). */
+  private rare: Rare | undefined = undefined;
   /** Steps flat: name code, frame, time since the epoch (a BigInt when not exact as a double). */
   private st: (number | bigint)[] = none();
 
   constructor(private readonly epoch: Epoch, readonly index: number, readonly clientIp: string, readonly clientPort: number, readonly serverIp: string, readonly serverPort: number) {}
+
+  private more(): Rare {
+    return (this.rare ??= { decline: undefined, fallbackCode: undefined, rst: undefined, tcpStream: undefined });
+  }
+  get decline(): TcpConn['decline'] { return this.rare?.decline; }
+  set decline(v: TcpConn['decline']) { if (v || this.rare) this.more().decline = v; }
+  get fallbackCode(): number | undefined { return this.rare?.fallbackCode; }
+  set fallbackCode(v: number | undefined) { if (v !== undefined || this.rare) this.more().fallbackCode = v; }
+  get rst(): TcpConn['rst'] { return this.rare?.rst; }
+  set rst(v: TcpConn['rst']) { if (v || this.rare) this.more().rst = v; }
+  get tcpStream(): [TcpStream, TcpStream] | undefined { return this.rare?.tcpStream; }
+  set tcpStream(v: [TcpStream, TcpStream] | undefined) { if (v || this.rare) this.more().tcpStream = v; }
 
   get client(): Endpoint { return { ip: this.clientIp, port: this.clientPort }; }
   get server(): Endpoint { return { ip: this.serverIp, port: this.serverPort }; }
