@@ -182,7 +182,9 @@ async function main(): Promise<void> {
     const frames = await countFrames(file);
     const mb = statSync(file).size / 1e6;
     const isMany = extra.length > 0;
-    console.log(`\n${file.replace(root + '/', '')}: ${frames} frames, ${mb.toFixed(1)} MB${isMany ? ` (smcdump ${extra.join(' ')}: ICRCs are stale in this rewritten copy)` : ''}`);
+    // b-second-contact: 171 frames and 4 SMC-R connections per copy
+    const conns = isMany ? (frames / 171) * 4 : 0;
+    console.log(`\n${file.replace(root + '/', '')}: ${frames} frames, ${mb.toFixed(1)} MB${isMany ? `, ${conns} connections (smcdump ${extra.join(' ')}: ICRCs are stale in this rewritten copy)` : ''}`);
     const node = process.execPath;
     const cmds: Record<string, [string, string[]]> = {
       'smcdump -r': [node, [smcdump, '-r', file, ...extra]],
@@ -201,7 +203,8 @@ async function main(): Promise<void> {
     for (const [name, v] of Object.entries(m)) {
       const vsT = ts && name !== 'tshark -r (SMC)' ? `   ${ratio(ts.cpu, v.cpu)} tshark` : '';
       const vsD = name === 'smcdump -r' && m['tcpdump -n -r'] ? `   ${ratio(m['tcpdump -n -r']!.cpu, v.cpu)} tcpdump` : '';
-      const rssCap = name === 'smcdump -V' ? `   RSS/capture ${(v.rssMb / mb).toFixed(1)}x` : '';
+      const rssCap = name === 'smcdump -V' ? `   RSS/capture ${(v.rssMb / mb).toFixed(1)}x`
+        : conns > 0 && name.startsWith('smcdump') ? `   ${((v.rssMb * 1024 * 1024) / conns).toFixed(0)} bytes RSS/connection` : '';
       console.log(`  ${name.padEnd(26)} ${v.cpu.toFixed(3).padStart(8)} s CPU ${rate(v.cpu).padStart(7)} frames/s ${v.rssMb.toFixed(0).padStart(6)} MB peak RSS${vsT}${vsD}${rssCap}`);
     }
     if (!tools.tshark) console.log('  tshark                     not installed (apt-get install tshark)');
