@@ -203,8 +203,7 @@ async function main(): Promise<void> {
     for (const [name, v] of Object.entries(m)) {
       const vsT = ts && name !== 'tshark -r (SMC)' ? `   ${ratio(ts.cpu, v.cpu)} tshark` : '';
       const vsD = name === 'smcdump -r' && m['tcpdump -n -r'] ? `   ${ratio(m['tcpdump -n -r']!.cpu, v.cpu)} tcpdump` : '';
-      const rssCap = name === 'smcdump -V' ? `   RSS/capture ${(v.rssMb / mb).toFixed(1)}x`
-        : conns > 0 && name.startsWith('smcdump') ? `   ${((v.rssMb * 1024 * 1024) / conns).toFixed(0)} bytes RSS/connection` : '';
+      const rssCap = name === 'smcdump -V' ? `   RSS/capture ${(v.rssMb / mb).toFixed(1)}x` : '';
       console.log(`  ${name.padEnd(26)} ${v.cpu.toFixed(3).padStart(8)} s CPU ${rate(v.cpu).padStart(7)} frames/s ${v.rssMb.toFixed(0).padStart(6)} MB peak RSS${vsT}${vsD}${rssCap}`);
     }
     if (!tools.tshark) console.log('  tshark                     not installed (apt-get install tshark)');
