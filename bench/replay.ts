@@ -182,7 +182,9 @@ async function main(): Promise<void> {
     const frames = await countFrames(file);
     const mb = statSync(file).size / 1e6;
     const isMany = extra.length > 0;
-    console.log(`\n${file.replace(root + '/', '')}: ${frames} frames, ${mb.toFixed(1)} MB${isMany ? ` (smcdump ${extra.join(' ')}: ICRCs are stale in this rewritten copy)` : ''}`);
+    // b-second-contact: 171 frames and 4 SMC-R connections per copy
+    const conns = isMany ? (frames / 171) * 4 : 0;
+    console.log(`\n${file.replace(root + '/', '')}: ${frames} frames, ${mb.toFixed(1)} MB${isMany ? `, ${conns} connections (smcdump ${extra.join(' ')}: ICRCs are stale in this rewritten copy)` : ''}`);
     const node = process.execPath;
     const cmds: Record<string, [string, string[]]> = {
       'smcdump -r': [node, [smcdump, '-r', file, ...extra]],

@@ -219,7 +219,10 @@ class Dump {
     this.lineOpts = { chalk: this.chalk, time: '', link: undefined, seq: undefined, number: o.number !== false };
     this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
     this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg && !o.report;
-    if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter });
+    // compact: only what the summary, the diagnosis and one-line notes read; --follow, the
+    // HTML report, the ladder and the endpoint state comparison get the whole model.
+    const compact = o.follow === undefined && !o.report && !o.ladder && !o.ladderSvg && o.endpoint === undefined && o.state === undefined;
+    if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter, compact });
     if (o.ladder || o.ladderSvg) this.ladder = new Ladder();
     this.select = parseSelection(o);
     if (this.select && !this.tracker) throw new CliError('--conn, --lg and --link need correlation: drop --no-track');

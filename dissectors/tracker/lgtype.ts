@@ -8,6 +8,7 @@
 
 import type { LgEvent, LgType, LinkGroup } from './model.js';
 import { flat } from './intern.js';
+import { append } from './lists.js';
 
 export function lgTypeOf(lg: LinkGroup): LgType {
   const up = lg.links.filter((l) => l.state === 'active');
@@ -30,14 +31,14 @@ export function noteType(lg: LinkGroup, frame: number, tsNs: bigint): void {
   if (last?.type === t) return;
   // NONE between a link going and the group ending is not a type Linux reports.
   if (t === 'NONE' && lg.types.length > 0) return;
-  lg.types.push({ type: t, frame, tsNs });
+  lg.types = append(lg.types, { type: t, frame, tsNs });
 }
 
 export function lgEvent(lg: LinkGroup, e: LgEvent): void {
   // kept until the end: flat strings, not the template literal's tree of parts
   e.text = flat(e.text);
   if (e.link !== undefined) e.link = flat(e.link);
-  lg.events.push(e);
+  lg.events = append(lg.events, e);
 }
 
 /** "SINGLE → SYMMETRIC → SINGLE": the type history in one line. */

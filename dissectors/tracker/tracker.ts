@@ -28,6 +28,10 @@ import { PsnRuns } from './psnruns.js';
 import { LlcPairing, type LlcRequest } from './llcpair.js';
 import { lgEvent, noteType } from './lgtype.js';
 import { flat, intern, internMaybe } from './intern.js';
+import { append, none, ZERO_PAIR } from './lists.js';
+import { DirState } from './dir.js';
+import { TcpState, type Epoch } from './tcpconn.js';
+import { SmcState } from './smcconn.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -36,6 +40,10 @@ export interface TrackerOptions {
   followTuple?: string;
   /** A capture filter may hide frames (live BPF): gaps are then notes, not warnings. */
   filtered?: boolean;
+  /** Keep only what the summary, the diagnosis and the report read (smcdump -q / --summary /
+   *  one-line): the per-direction times of the last cursor moves (`lastProdMove`,
+   *  `lastConsMove`) are not kept. Output is the same either way. */
+  compact?: boolean;
 }
 
 /** After a first-contact Confirm the server must start CONFIRM LINK (Linux waits 5 s as client). */
@@ -79,7 +87,7 @@ export class Tracker {
   lastTs = 0n;
   readonly llc = new LlcPairing();
 
-  private readonly tcpByKey = new Map<string, TcpConn>();
+  private readonly tcpByKey = new Map<string, TcpState>();
   /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
   private readonly qps = new QpIndex();
   /** (link group, writer direction, token) → connection (tokens are per host, valid on every
@@ -97,6 +105,10 @@ export class Tracker {
   /** Link group ids: never reused, also after a phantom group was folded into a real one. */
   private lgSerial = 0;
   private note: FrameNote = EMPTY_NOTE;
+  /** What the model's times are kept relative to: the first frame's time. */
+  private readonly epoch: Epoch = { base: 0n };
+  /** A cursor read out of a direction for the cursor rules (no object per CDC). */
+  private readonly curA = { wrap: 0, count: 0 };
   private cur!: DecodedFrame;
   /** The RC link of the last frame fed and its direction (sender end), for consumers that map
    *  the frame into other names (cli/statejoin.ts); no object per frame. */
@@ -113,7 +125,7 @@ export class Tracker {
   /** Feed one frame (capture order). Returns what the tracker knows about it. */
   feed(d: DecodedFrame): FrameNote {
     this.frames++;
-    this.firstTs ??= d.tsNs;
+    if (this.firstTs === undefined) { this.firstTs = d.tsNs; this.epoch.base = d.tsNs; }
     this.lastTs = d.tsNs;
     this.cur = d;
     this.note = { anomalies: NO_ANOMALIES };
@@ -134,7 +146,7 @@ export class Tracker {
     for (const g of this.groups) {
       for (const c of g.conns) for (const w of c.dirs) {
         if (w.consAhead) { this.consAheadAnomaly(w, c); w.consAhead = undefined; }
-        if (w.blockedSince && this.lastTs - w.blockedSince.tsNs >= WINDOW_STALL_NS) w.stalls.push({ ...w.blockedSince, resumed: false });
+        if (w.blockedSince && this.lastTs - w.blockedSince.tsNs >= WINDOW_STALL_NS) w.stalls = append(w.stalls, { ...w.blockedSince, resumed: false });
       }
       this.judgeLinks(g);
     }
@@ -177,28 +189,24 @@ export class Tracker {
       const src = intern(ip.src), dst = intern(ip.dst);
       // every field that is usually set later declared now: kept in the object, not in a
       // property array added to each of 100 000 connections
-      c = {
-        index: this.tcp.length + 1,
-        client: fromClient ? { ip: src, port: h.srcPort } : { ip: dst, port: h.dstPort },
-        server: fromClient ? { ip: dst, port: h.dstPort } : { ip: src, port: h.srcPort },
-        synSmc: undefined, synAckSmc: undefined, proposed: undefined, accept: undefined, why: undefined, smc: undefined,
-        mode: 'pending', steps: [], tcpBytes: [0, 0], closed: false,
-      };
+      c = fromClient
+        ? new TcpState(this.epoch, this.tcp.length + 1, src, h.srcPort, dst, h.dstPort)
+        : new TcpState(this.epoch, this.tcp.length + 1, dst, h.dstPort, src, h.srcPort);
       if (!syn) c.why = 'connection began before the capture';
       if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
       this.tcp.push(c);
       this.tcpByKey.set(flat(key), c);
     }
-    const fromClient = ip.src === c.client.ip && h.srcPort === c.client.port;
+    const fromClient = ip.src === c.clientIp && h.srcPort === c.clientPort;
     const hasOpt = d.smc.some((i) => i.proto === 'tcpopt');
     if (h.flags.syn) {
       if (!h.flags.ack) {
         c.synSmc = hasOpt;
-        c.steps.push({ name: 'SYN', frame: d.n, tsNs: d.tsNs });
+        c.addStep('SYN', d.n, d.tsNs);
         if (!hasOpt) { c.mode = 'tcp'; c.why = 'plain TCP: the SYN carried no SMC option'; }
       } else {
         c.synAckSmc = hasOpt;
-        c.steps.push({ name: 'SYN-ACK', frame: d.n, tsNs: d.tsNs });
+        c.addStep('SYN-ACK', d.n, d.tsNs);
         if (c.synSmc && !hasOpt) {
           c.mode = 'fallback';
           c.fallbackCode = 0x03010000;
@@ -210,6 +218,7 @@ export class Tracker {
     for (const it of d.smc) if (it.proto === 'clc') this.onClc(c, it.value, fromClient, d);
     const len = d.payloadLength;
     if (len > 0 && d.tcpRole === 'data') {
+      if (c.tcpBytes === ZERO_PAIR) c.tcpBytes = [0, 0];
       c.tcpBytes[fromClient ? 0 : 1] += len;
       if (c.mode === 'smc-r' || c.mode === 'smc-d') {
         this.anomaly('error', 'tcp.data-after-smc', `${len} bytes of TCP payload on connection ${c.index} after it switched to SMC-${c.mode === 'smc-r' ? 'R' : 'D'}`, undefined, c.index);
@@ -228,11 +237,11 @@ export class Tracker {
     this.note.conn = c.index;
   }
 
-  private onClc(c: TcpConn, m: ClcMessage, fromClient: boolean, d: DecodedFrame): void {
-    const step = (name: string): void => { c.steps.push({ name, frame: d.n, tsNs: d.tsNs }); };
+  private onClc(c: TcpState, m: ClcMessage, fromClient: boolean, d: DecodedFrame): void {
+    const step = (name: string): void => { c.addStep(name, d.n, d.tsNs); };
     switch (m.type) {
       case 'proposal':
-        c.proposed = { ueids: m.v2?.eids.length ? m.v2.eids.map(intern) : NO_UEIDS };
+        c.proposed = proposedOf(m.v2?.eids);
         step('Proposal');
         if (c.synAckSmc === false) this.anomaly('warn', 'clc.without-option', 'CLC Proposal although the SYN-ACK had no SMC option', undefined, c.index);
         break;
@@ -314,15 +323,10 @@ export class Tracker {
         this.anomaly('note', 'track.lg-unknown', `connection ${c.index} reuses a link group created before the capture`, undefined, c.index);
       }
     }
-    const conn: SmcConn = {
-      index: c.index, tcp: c, lg, link,
-      sides: [client, server],
-      dirs: [newDir(server.rmbeSize, true), newDir(client.rmbeSize, true)],
-      failovers: [], firstData: undefined,
-    };
+    const conn = new SmcState(c.index, c, lg, link, client, server, newDir(server.rmbeSize, true), newDir(client.rmbeSize, true));
     if (this.isFollowed(c)) for (const dir of conn.dirs) dir.stream = new RingStream(dir.ringSize, true);
     c.smc = conn;
-    lg.conns.push(conn);
+    lg.conns = append(lg.conns, conn);
     // CDC to the server carries the server's token; WRITEs to the server use the server's rkey
     // on the link the CLC named (CONFIRM RKEY / ADD LINK name it on the group's other links).
     this.byToken.set(tokenKey(lg, 0, server.token), conn);
@@ -364,7 +368,7 @@ export class Tracker {
 
   private newGroup(frame: number, complete: boolean): LinkGroup {
     const lg: LinkGroup = {
-      id: ++this.lgSerial, complete, links: [], conns: [], state: 'active', firstFrame: frame, types: [], events: [],
+      id: ++this.lgSerial, complete, links: none(), conns: none(), state: 'active', firstFrame: frame, types: none(), events: none(),
       clientPeer: undefined, serverPeer: undefined, clientHost: undefined, serverHost: undefined, version: undefined, release: undefined,
       ueid: undefined, maxLinks: undefined, maxConns: undefined, firstTcp: undefined,
     };
@@ -380,7 +384,7 @@ export class Tracker {
       lastFrom: [undefined, undefined], retx: [undefined, undefined], testLinkUnanswered: undefined, smcMessages: 0,
       sent: [newSent(), newSent()], unclaimed: [undefined, undefined],
     };
-    lg.links.push(link);
+    lg.links = append(lg.links, link);
     for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
     for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link, e);
     return link;
@@ -553,7 +557,7 @@ export class Tracker {
       }
       // a learned RMB's start is unknown: no offset, no bounds (-1: not placed in the stream)
       const off = hit.learned ? -1 : Number(ib.reth.va - hit.va);
-      const size = conn.dirs[hit.ref.dir].ringSize;
+      const size = dirOf(conn, hit.ref.dir).ringSize;
       if (size > 0 && !hit.learned && (off < 0 || off + ib.reth.dmaLen > size)) {
         this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
       }
@@ -564,7 +568,7 @@ export class Tracker {
       if (!cont) return; // MIDDLE/LAST whose FIRST was not captured
       if (info.isLast) link.write[dir] = undefined;
     }
-    const sd = cont.conn.dirs[cont.dir];
+    const sd = dirOf(cont.conn, cont.dir);
     this.note.conn = cont.conn.index;
     this.note.dir = cont.dir === 0 ? 'c>s' : 's>c';
     if (cont.dir !== dir) this.anomaly('error', 'rdma.wrong-direction', `RDMA WRITE into the sender's own RMB (connection ${cont.conn.index})`, link.name, cont.conn.index);
@@ -574,7 +578,7 @@ export class Tracker {
       sd.stream?.place(cont.offset, ib.payload);
       cont.offset += ib.payload.length;
     }
-    cont.conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
+    (cont.conn as SmcState).noteData(d.n, d.tsNs);
   }
 
   private onCdc(m: CdcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
@@ -593,15 +597,16 @@ export class Tracker {
     }
     this.note.conn = conn.index;
     this.note.dir = dir === 0 ? 'c>s' : 's>c';
-    const w = conn.dirs[dir];        // this CDC's writer direction (sender → receiver)
-    const back = conn.dirs[1 - dir]!; // the reverse direction, whose reader is this CDC's sender
+    // (the tracker made every direction: a DirState)
+    const w = dirOf(conn, dir);                     // this CDC's writer direction (sender → receiver)
+    const back = dirOf(conn, (1 - dir) as 0 | 1); // the reverse direction, whose reader is this CDC's sender
     w.cdcs++;
     if (m.prodFlags.failoverValidation) { this.onFailover(conn, link, dir, m, d); return; }
     if (conn.link !== link) conn.link = link;
     w.link = link.name;
     if (!link.lg.complete) this.learnRmb(link, dir, conn, m);
-    conn.firstData ??= { name: 'first data', frame: d.n, tsNs: d.tsNs };
-    w.lastCdc = stamp(w.lastCdc, d);
+    (conn as SmcState).noteData(d.n, d.tsNs);
+    w.noteCdc(d.n, d.tsNs);
     // Sequence numbers: +1 per CDC of the sender (RC retransmissions were filtered by PSN).
     const seq = seqCheck(w.seq, m.seq);
     const seqGap = seq === 'gap';
@@ -618,30 +623,32 @@ export class Tracker {
     if (size > 0 && cursorOutOfRing(m.prod, size)) {
       this.anomaly('error', 'cdc.cursor-range', `producer cursor count ${m.prod.count} is beyond the receiver's ${size}-byte RMBE on connection ${conn.index}`, link.name, conn.index);
     }
-    if (w.prod && size > 0) {
+    const wp = w.prodInto(this.curA);
+    if (wp && size > 0) {
       // Linux moves a cursor at most one wrap per CDC (smc_curs_diff). A bigger step is a
       // protocol anomaly — unless CDCs are missing from the capture (the sequence gap says so).
-      const multiWrap = movedMultiWrap(w.prod, m.prod);
+      const multiWrap = movedMultiWrap(wp, m.prod);
       if (multiWrap && !seqGap) {
-        this.anomaly('warn', 'cdc.cursor-jump', `producer cursor jumped more than one wrap (${w.prod.wrap}:${w.prod.count} → ${m.prod.wrap}:${m.prod.count}) on connection ${conn.index}`, link.name, conn.index);
+        this.anomaly('warn', 'cdc.cursor-jump', `producer cursor jumped more than one wrap (${wp.wrap}:${wp.count} → ${m.prod.wrap}:${m.prod.count}) on connection ${conn.index}`, link.name, conn.index);
       }
-      const n = multiWrap ? cursorDistance(w.prod, m.prod, size) : cursorDiff(w.prod, m.prod, size);
+      const n = multiWrap ? cursorDistance(wp, m.prod, size) : cursorDiff(wp, m.prod, size);
       if (n > 0) {
-        w.stream?.release(w.prod.count, n, d.n);
+        w.stream?.release(wp.count, n, d.n);
         w.prodLinear += n;
-        w.lastProdMove = stamp(w.lastProdMove, d);
+        if (!this.opts.compact) w.lastProdMove = stamp(w.lastProdMove, d);
       }
     }
-    w.prod = { wrap: m.prod.wrap, count: m.prod.count };
+    w.prod = m.prod;
     if (w.consAhead) {
       if (!seqGap) this.consAheadAnomaly(w, conn);
       w.consAhead = undefined;
     }
     // Consumer cursor: how far the sender consumed the reverse stream.
     const bsize = back.ringSize;
-    if (back.cons && bsize > 0) {
-      const multiWrap = movedMultiWrap(back.cons, m.cons);
-      const moved = multiWrap ? cursorDistance(back.cons, m.cons, bsize) : cursorDiff(back.cons, m.cons, bsize);
+    const bc = back.consInto(this.curA);
+    if (bc && bsize > 0) {
+      const multiWrap = movedMultiWrap(bc, m.cons);
+      const moved = multiWrap ? cursorDistance(bc, m.cons, bsize) : cursorDiff(bc, m.cons, bsize);
       back.consLinear += moved;
       if (moved > 0) this.consumed(back, d);
       // Ahead of the producer we saw: a violation — unless the capture lacks a CDC of the
@@ -650,14 +657,14 @@ export class Tracker {
         back.consAhead = { frame: d.n, tsNs: d.tsNs, link: link.name, text: `consumer cursor ${m.cons.wrap}:${m.cons.count} is beyond what the peer produced (${back.prodLinear} bytes) on connection ${conn.index}` };
       }
     }
-    back.cons = { wrap: m.cons.wrap, count: m.cons.count };
+    back.cons = m.cons;
     // Overrun: the writer may not run more than one ring ahead of what the reader consumed.
-    const over = size > 0 && w.cons ? overrunBytes(w.prodLinear, w.consLinear, size) : 0;
+    const over = size > 0 && w.hasCons() ? overrunBytes(w.prodLinear, w.consLinear, size) : 0;
     if (over > 0) {
       this.anomaly('error', 'cdc.overrun', `producer cursor overruns the peer's consumer cursor by ${over} bytes on connection ${conn.index} (would overwrite unread data)`, link.name, conn.index);
     }
     // Window: the writer waits for the reader (flag, or its ring is full).
-    const full = size > 0 && w.cons !== undefined && w.prodLinear - w.consLinear >= size;
+    const full = size > 0 && w.hasCons() && w.prodLinear - w.consLinear >= size;
     if (m.prodFlags.writeBlocked) w.writerBlocked++;
     // A stall needs unread data: Linux leaves write_blocked set on the CDCs that follow (e.g. the
     // closing one) after the reader has consumed everything, and an empty ring blocks nobody.
@@ -669,7 +676,7 @@ export class Tracker {
       const at = urgentByteAt(w.prodLinear);
       const last = w.urgentMarks[w.urgentMarks.length - 1];
       if (m.prodFlags.urgentPresent && at >= 0 && last?.offset !== at) {
-        w.urgentMarks.push({ offset: at, frame: d.n, tsNs: d.tsNs });
+        w.urgentMarks = append(w.urgentMarks, { offset: at, frame: d.n, tsNs: d.tsNs });
         w.stream?.markUrgent(at);
       }
     }
@@ -692,32 +699,33 @@ export class Tracker {
       link.unclaimed[dir] = undefined;
       const k = this.rmbKey(link, dir, u.rkey);
       this.rmbs.set(k, { ref: { conn, dir }, va: u.va, learned: true });
-      this.learned.set(conn.dirs[dir], k);
+      this.learned.set(dirOf(conn, dir), k);
     }
     if (m.connFlags.peerConnClosed || m.connFlags.peerConnAbort) {
-      const k = this.learned.get(conn.dirs[dir]);
+      const k = this.learned.get(dirOf(conn, dir));
       if (k !== undefined && this.rmbs.get(k)?.ref.conn === conn) this.rmbs.delete(k);
-      this.learned.delete(conn.dirs[dir]);
+      this.learned.delete(dirOf(conn, dir));
     }
   }
 
   /** The reader of direction `w` moved its consumer cursor: a blocked writer may go on. */
   private consumed(w: SmcDir, d: DecodedFrame): void {
-    w.lastConsMove = stamp(w.lastConsMove, d);
+    if (!this.opts.compact) w.lastConsMove = stamp(w.lastConsMove, d);
     const b = w.blockedSince;
     if (!b) return;
-    if (d.tsNs - b.tsNs >= WINDOW_STALL_NS) w.stalls.push({ frame: b.frame, tsNs: b.tsNs, endFrame: d.n, endTsNs: d.tsNs, resumed: true });
+    if (d.tsNs - b.tsNs >= WINDOW_STALL_NS) w.stalls = append(w.stalls, { frame: b.frame, tsNs: b.tsNs, endFrame: d.n, endTsNs: d.tsNs, resumed: true });
     w.blockedSince = undefined;
   }
 
   /** Failover validation CDC (zero cursors, the last completed sequence number): the sender
    *  continues this connection on `link`. Cursors and sequence are not touched by it. */
   private onFailover(conn: SmcConn, link: Link, dir: 0 | 1, m: CdcMessage, d: DecodedFrame): void {
-    const w = conn.dirs[dir];
+    const w = dirOf(conn, dir);
     const was = w.link ?? conn.link?.name;
     const from = was !== link.name ? was : undefined;
-    const inFlight: [number, number] = [conn.dirs[0].prodLinear - conn.dirs[0].consLinear, conn.dirs[1].prodLinear - conn.dirs[1].consLinear];
-    conn.failovers.push({ from, to: link.name, by: SIDE[dir], frame: d.n, tsNs: d.tsNs, inFlight, at: [conn.dirs[0].prodLinear, conn.dirs[1].prodLinear] });
+    const d0 = dirOf(conn, 0), d1 = dirOf(conn, 1);
+    const inFlight: [number, number] = [d0.prodLinear - d0.consLinear, d1.prodLinear - d1.consLinear];
+    conn.failovers = append(conn.failovers, { from, to: link.name, by: SIDE[dir], frame: d.n, tsNs: d.tsNs, inFlight, at: [d0.prodLinear, d1.prodLinear] });
     lgEvent(link.lg, { frame: d.n, tsNs: d.tsNs, what: 'failover', link: link.name, by: SIDE[dir], text: `connection ${conn.index} moved${from ? ` from ${from}` : ''} to ${link.name} (validation CDC seq ${m.seq} from the ${SIDE[dir]})` });
     if (w.seq !== undefined && validationOutOfSync(w.seq, m.seq)) {
       this.anomaly('warn', 'cdc.failover-seq', `failover validation CDC names seq ${m.seq} but the last CDC seen was ${w.seq} (connection ${conn.index}: CDCs lost with the link)`, link.name, conn.index);
@@ -741,16 +749,16 @@ export class Tracker {
     const recv = dir === 0 ? 1 : 0;
     // The reverse direction of a connection already seen by its other token? Only when exactly
     // one mid-stream connection on this link group lacks this side's token (no guessing).
-    const cands = this.orphanConns.filter((c) => c.lg === link.lg && c.sides[recv].token === undefined);
+    const cands = this.orphanConns.filter((c) => c.lg === link.lg && (c as SmcState).side(recv).token === undefined);
     let conn: SmcConn;
     if (cands.length === 1) {
       conn = cands[0]!;
-      conn.sides[recv].token = token;
+      (conn as SmcState).side(recv).token = token;
     } else {
       const other = link.ends[dir].gid, dstGid = link.ends[recv].gid;
-      const sides: SmcConn['sides'] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
-      conn = { index: -(++this.orphanIndex), lg: link.lg, link, sides, dirs: [newDir(0), newDir(0)], failovers: [] };
-      link.lg.conns.push(conn);
+      const [s0, s1] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
+      conn = new SmcState(-(++this.orphanIndex), undefined, link.lg, link, s0, s1, newDir(0), newDir(0));
+      link.lg.conns = append(link.lg.conns, conn);
       this.orphanConns.push(conn);
     }
     this.byToken.set(tokenKey(link.lg, dir, token), conn);
@@ -783,8 +791,8 @@ export class Tracker {
             ev('link-confirmed', `${link.name} up (CONFIRM LINK answered by the ${by})`);
             noteType(lg, d.n, d.tsNs);
           }
-          const first = lg.firstTcp;
-          if (first && !first.steps.some((x) => x.name === 'CONFIRM LINK')) first.steps.push({ name: 'CONFIRM LINK', frame: d.n, tsNs: d.tsNs });
+          const first = lg.firstTcp as TcpState | undefined; // the tracker made it
+          if (first && !first.hasStep('CONFIRM LINK')) first.addStep('CONFIRM LINK', d.n, d.tsNs);
         } else {
           // The server started link bring-up; a missing response is now an LLC timeout.
           if (link.state === 'unknown') link.state = 'confirming';
@@ -841,7 +849,7 @@ export class Tracker {
           // The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link.
           const wdir = (1 - dir) as 0 | 1;
           const k = this.rmbKey(link, wdir, m.rkey);
-          const ref: RmbRef = this.rmbs.get(k)?.ref ?? { dir: wdir };
+          const ref: RmbRef = this.rmbs.get(k)?.ref ?? { conn: undefined, dir: wdir };
           this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
           for (const o of m.others.slice(0, m.numRtokens)) {
             const ol = this.linkById(lg, o.linkId);
@@ -887,7 +895,7 @@ export class Tracker {
   /** ADD LINK rkey list: the sender's RMB known by `rkey` on `onLink` is `rkeyNew` on `nl`. */
   private rkeyAlias(onLink: Link, nl: Link, rkey: number, rkeyNew: number, vaNew: bigint, ownerEnd: 0 | 1): void {
     const wdir = (1 - ownerEnd) as 0 | 1; // WRITEs into the owner's RMB travel towards it
-    const ref = this.rmbs.get(this.rmbKey(onLink, wdir, rkey))?.ref ?? { dir: wdir };
+    const ref = this.rmbs.get(this.rmbKey(onLink, wdir, rkey))?.ref ?? { conn: undefined, dir: wdir };
     this.aliasRmb(nl, wdir, rkeyNew, vaNew, ref);
   }
 
@@ -914,7 +922,7 @@ export class Tracker {
     for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) {
       const w = this.awaitingConfirmLink[i]!;
       const overdue = now - w.tsNs > CONFIRM_LINK_TIMEOUT_NS;
-      const cdcSeen = w.lg.conns.some((c) => c.dirs[0].cdcs + c.dirs[1].cdcs > 0);
+      const cdcSeen = w.lg.conns.some((c) => dirOf(c, 0).cdcs + dirOf(c, 1).cdcs > 0);
       if (overdue || (final && cdcSeen)) {
         this.awaitingConfirmLink.splice(i, 1);
         this.anomalyAt(w.frame, w.tsNs, 'warn', 'link.no-confirm-link', `first contact (connection ${w.conn.index}) without a completed LLC CONFIRM LINK exchange on LG${w.lg.id}`, `LG${w.lg.id}`, w.conn.index);
@@ -981,14 +989,13 @@ export class Tracker {
 }
 
 /** Per-direction state; `fromStart`: the handshake was captured, so both cursors start at 0:0. */
-function newDir(ringSize: number, fromStart = false): SmcDir {
-  // the fields set later declared now (in the object, no property array per direction)
-  return {
-    ringSize, prodLinear: 0, consLinear: 0, cdcs: 0, writes: 0, writeBytes: 0, writerBlocked: 0, urgent: 0, urgentMarks: [], stalls: [],
-    doneWriting: false, closed: false, aborted: false, firstSeq: undefined, seqGaps: 0, lastWriteBlocked: undefined,
-    seq: undefined, link: undefined, lastCdc: undefined, lastConsMove: undefined, lastProdMove: undefined, blockedSince: undefined,
-    prod: fromStart ? { wrap: 0, count: 0 } : undefined, cons: fromStart ? { wrap: 0, count: 0 } : undefined,
-  };
+function newDir(ringSize: number, fromStart = false): DirState {
+  return new DirState(ringSize, fromStart);
+}
+
+/** Direction `i` of a connection the tracker made (no pair built per frame). */
+function dirOf(c: SmcConn, i: 0 | 1): DirState {
+  return (c as SmcState).dir(i);
 }
 
 function newSent(): LinkSent {
@@ -1023,6 +1030,22 @@ function llcQp(m: Extract<LlcMessage, { kind: 'add_link' }>, d: DecodedFrame): L
 /** Map key of (link group, writer direction, alert token): exact up to 2^20 link groups. */
 function tokenKey(lg: LinkGroup, dir: 0 | 1, token: number): number {
   return (lg.id * 2 + dir) * 0x100000000 + (token >>> 0);
+}
+
+/** The CLC Proposal's UEID list, one shared (frozen) record per distinct list: 100 000
+ *  connections offering the same UEID keep one. */
+const proposals = new Map<string, { ueids: string[] }>();
+const NO_PROPOSED = Object.freeze({ ueids: NO_UEIDS }) as { ueids: string[] };
+function proposedOf(eids: readonly string[] | undefined): { ueids: string[] } {
+  if (!eids || eids.length === 0) return NO_PROPOSED;
+  const key = eids.join('\n');
+  let p = proposals.get(key);
+  if (!p) {
+    if (proposals.size >= 1024) proposals.clear();
+    p = Object.freeze({ ueids: Object.freeze(eids.map(intern)) as string[] }) as { ueids: string[] };
+    proposals.set(flat(key), p);
+  }
+  return p;
 }
 
 /** Update a "last seen" slot in place (no object per frame on the hot path). */

@@ -1,0 +1,95 @@
+// One TCP connection of the capture, as the model's TcpConn, in fewer objects: the tracker
+// keeps one per connection for the whole capture. Its two endpoints are kept as fields and its
+// handshake steps as one flat list (name, frame, time per step) instead of an object per step;
+// both are read back as the model's objects (made on each read: the summary and the diagnosis
+// read them once or twice per connection, the tracker only at a CONFIRM LINK). Step times are
+// kept as nanoseconds since the capture's first frame in an array of doubles (8 bytes each, no
+// BigInt object per step), exact below 2^53 ns (104 days); a step further away keeps its BigInt.
+
+import type { ClcAcceptConfirm } from '../wire/clc.js';
+import type { Endpoint, SmcConn, Step, TcpConn, TcpMode, TcpStream } from './model.js';
+import { none, ZERO_PAIR } from './lists.js';
+
+/** Up to this many steps the list is copied to its exact size on each step. */
+const EXACT_STEPS = 8;
+
+/** Step names by code (the tracker's steps are a handful of literals). */
+const NAMES: string[] = ['SYN', 'SYN-ACK', 'Proposal', 'Accept', 'Confirm', 'Decline', 'CONFIRM LINK'];
+function nameCode(name: string): number {
+  let i = NAMES.indexOf(name);
+  if (i < 0) i = NAMES.push(name) - 1;
+  return i;
+}
+
+/** The time steps are kept relative to (the capture's first frame), shared by all connections. */
+export interface Epoch { base: bigint }
+
+interface Rare {
+  decline: TcpConn['decline'];
+  fallbackCode: number | undefined;
+  rst: TcpConn['rst'];
+  tcpStream: [TcpStream, TcpStream] | undefined;
+}
+
+export class TcpState implements TcpConn {
+  synSmc: boolean | undefined = undefined;
+  synAckSmc: boolean | undefined = undefined;
+  proposed: { ueids: string[] } | undefined = undefined;
+  /** The Accept until the Confirm (every SMC connection has one for a while: not rare). */
+  accept: ClcAcceptConfirm | undefined = undefined;
+  mode: TcpMode = 'pending';
+  why: string | undefined = undefined;
+  /** Shared [0, 0] until the first TCP payload byte (then its own pair). */
+  tcpBytes: [number, number] = ZERO_PAIR;
+  smc: SmcConn | undefined = undefined;
+  closed = false;
+  /** What few connections have (a Decline, a RST, a --follow stream). */
+  private rare: Rare | undefined = undefined;
+  /** Steps flat: name code, frame, time since the epoch (a BigInt when not exact as a double). */
+  private st: (number | bigint)[] = none();
+
+  constructor(private readonly epoch: Epoch, readonly index: number, readonly clientIp: string, readonly clientPort: number, readonly serverIp: string, readonly serverPort: number) {}
+
+  private more(): Rare {
+    return (this.rare ??= { decline: undefined, fallbackCode: undefined, rst: undefined, tcpStream: undefined });
+  }
+  get decline(): TcpConn['decline'] { return this.rare?.decline; }
+  set decline(v: TcpConn['decline']) { if (v || this.rare) this.more().decline = v; }
+  get fallbackCode(): number | undefined { return this.rare?.fallbackCode; }
+  set fallbackCode(v: number | undefined) { if (v !== undefined || this.rare) this.more().fallbackCode = v; }
+  get rst(): TcpConn['rst'] { return this.rare?.rst; }
+  set rst(v: TcpConn['rst']) { if (v || this.rare) this.more().rst = v; }
+  get tcpStream(): [TcpStream, TcpStream] | undefined { return this.rare?.tcpStream; }
+  set tcpStream(v: [TcpStream, TcpStream] | undefined) { if (v || this.rare) this.more().tcpStream = v; }
+
+  get client(): Endpoint { return { ip: this.clientIp, port: this.clientPort }; }
+  get server(): Endpoint { return { ip: this.serverIp, port: this.serverPort }; }
+
+  /** Handshake steps in order with their times (SYN, Proposal, Accept, Confirm, CONFIRM LINK). */
+  get steps(): Step[] {
+    const s = this.st, out = new Array<Step>(s.length / 3);
+    for (let i = 0; i < s.length; i += 3) {
+      const t = s[i + 2]!;
+      out[i / 3] = { name: NAMES[s[i] as number]!, frame: s[i + 1] as number, tsNs: typeof t === 'bigint' ? t : this.epoch.base + BigInt(t) };
+    }
+    return out;
+  }
+
+  addStep(name: string, frame: number, tsNs: bigint): void {
+    const rel = Number(tsNs - this.epoch.base);
+    const t = Number.isSafeInteger(rel) ? rel : tsNs;
+    const s = this.st;
+    if (s.length >= EXACT_STEPS * 3) { s.push(nameCode(name), frame, t); return; }
+    // exact size; numbers only make it an array of unboxed doubles
+    const out = new Array<number | bigint>(s.length + 3);
+    for (let i = 0; i < s.length; i++) out[i] = s[i]!;
+    out[s.length] = nameCode(name); out[s.length + 1] = frame; out[s.length + 2] = t;
+    this.st = out;
+  }
+
+  hasStep(name: string): boolean {
+    const code = nameCode(name);
+    for (let i = 0; i < this.st.length; i += 3) if (this.st[i] === code) return true;
+    return false;
+  }
+}
