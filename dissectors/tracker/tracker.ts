@@ -42,7 +42,8 @@ export interface TrackerOptions {
   filtered?: boolean;
   /** Keep only what the summary, the diagnosis and the report read (smcdump -q / --summary /
    *  one-line): the per-direction times of the last cursor moves (`lastProdMove`,
-   *  `lastConsMove`) are not kept. Output is the same either way. */
+   *  `lastConsMove`) and what each end sent on a link (`Link.sent`, read only by the state
+   *  comparison) are not kept. Output is the same either way. */
   compact?: boolean;
 }
 
@@ -156,6 +157,11 @@ export class Tracker {
   followed(): SmcConn | undefined {
     for (const t of this.tcp) if (t.smc && this.isFollowed(t)) return t.smc;
     return undefined;
+  }
+
+  /** What end `dir` of `link` sent, when recorded (not in a compact tracker). */
+  private sentOf(link: Link, dir: 0 | 1): LinkSent | undefined {
+    return this.opts.compact ? undefined : link.sent[dir];
   }
 
   /** The link end of a QP (GID, QPN), if the capture showed it. */
@@ -382,7 +388,7 @@ export class Tracker {
       uid: undefined, confirmedFrame: undefined, deleted: undefined, lost: undefined,
       packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined], psnConn: [undefined, undefined],
       lastFrom: [undefined, undefined], retx: [undefined, undefined], testLinkUnanswered: undefined, smcMessages: 0,
-      sent: [newSent(), newSent()], unclaimed: [undefined, undefined],
+      sent: this.opts.compact ? NO_SENT : [newSent(), newSent()], unclaimed: [undefined, undefined],
     };
     lg.links = append(lg.links, link);
     for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
@@ -501,11 +507,13 @@ export class Tracker {
         return; // already processed the first time
       }
       link.psnGaps++;
-      link.sent[dir].gaps++;
+      const s = this.sentOf(link, dir);
+      if (s) s.gaps++;
       this.anomaly(this.gapSeverity, 'roce.psn-gap', `PSN gap on ${link.name}: expected ${want}, got ${bth.psn} (${((bth.psn - want) & 0xffffff)} packets missing from the capture or lost)`, link.name);
     }
     link.nextPsn[dir] = (bth.psn + 1) & 0xffffff;
-    countSent(link.sent[dir], d, info);
+    const sent = this.sentOf(link, dir);
+    if (sent) countSent(sent, d, info);
 
     if (info.isWrite) this.onWrite(d, link, dir);
     else {
@@ -783,7 +791,7 @@ export class Tracker {
       case 'confirm_link':
         this.setLinkId(link, m.linkId);
         link.uid = m.linkUid;
-        link.sent[dir].confirm = { frame: d.n, tsNs: d.tsNs, response: m.response, linkId: m.linkId, qpn: m.qpn, gid: intern(m.gid), mac: intern(m.mac), uid: m.linkUid };
+        if (!this.opts.compact) link.sent[dir].confirm = { frame: d.n, tsNs: d.tsNs, response: m.response, linkId: m.linkId, qpn: m.qpn, gid: intern(m.gid), mac: intern(m.mac), uid: m.linkUid };
         if (m.response) {
           if (link.state !== 'active') {
             link.state = 'active';
@@ -817,7 +825,8 @@ export class Tracker {
           const nl = this.newLink(lg, dir === 1 ? [{ gid: '' }, { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }] : [{ gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }, { gid: '' }], mtuFromCode(m.mtu), 'confirming', d.n);
           this.setLinkId(nl, m.linkId);
           nl.nextPsn[dir] = m.psn;
-          nl.sent[dir].add = llcQp(m, d);
+          const sent = this.sentOf(nl, dir);
+          if (sent) sent.add = llcQp(m, d);
           ev('link-added', `ADD LINK ${nl.name} proposed by the ${by} (${m.gid} QP ${hexQp(m.qpn)})`, nl);
           for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         } else {
@@ -825,7 +834,8 @@ export class Tracker {
           if (nl) {
             nl.ends[dir] = { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn };
             nl.nextPsn[dir] = m.psn;
-            nl.sent[dir].add = llcQp(m, d);
+            const sent = this.sentOf(nl, dir);
+            if (sent) sent.add = llcQp(m, d);
             this.claimQp(m.gid, m.qpn, nl, dir);
             for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
           }
@@ -997,6 +1007,10 @@ function newDir(ringSize: number, fromStart = false): DirState {
 function dirOf(c: SmcConn, i: 0 | 1): DirState {
   return (c as SmcState).dir(i);
 }
+
+/** A compact tracker's links: what each end sent is not recorded (only the state comparison
+ *  reads it, and smcdump never makes a compact tracker for one); reads give zeros. */
+const NO_SENT: [LinkSent, LinkSent] = Object.freeze([Object.freeze(newSent()), Object.freeze(newSent())]) as unknown as [LinkSent, LinkSent];
 
 function newSent(): LinkSent {
   return { first: undefined, sends: 0, writes: 0, writeBytes: 0, gaps: 0, writeRanges: undefined, confirm: undefined, add: undefined };
