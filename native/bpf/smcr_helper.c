@@ -269,7 +269,21 @@ int main(int argc, char **argv)
   int probe_only = 0;
   memset(&cfg, 0, sizeof(cfg));
   setvbuf(stdout, NULL, _IOLBF, 0);
+
+  /* Signal handlers first, before anything can ask us to stop: Node reads READY and may be
+   * killed at once, and a SIGTERM (parent death) that met the default action would end this
+   * process without cleanup, leaving our cgroup behind. A stop during start-up is acted on
+   * when the command loop begins. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal; /* no SA_RESTART: a signal ends the blocking read */
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  pid_t parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) stop_flag = 1; /* the parent died before the request took effect */
   libbpf_set_print(libbpf_print);
 
   for (int i = 1; i < argc; i++) {
@@ -398,14 +412,6 @@ int main(int argc, char **argv)
   json_str(stdout, cg_ours);
   printf(",\"created\":%s,\"mountedCgroup2\":%s,\"progId\":%u}\n", cg_created ? "true" : "false",
          mounted ? "true" : "false", pinfo.id);
-
-  struct sigaction sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_signal; /* no SA_RESTART: a signal ends the blocking read */
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
 
   char line[512];
   while (!stop_flag && fgets(line, sizeof(line), stdin)) {
