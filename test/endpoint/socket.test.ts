@@ -128,6 +128,67 @@ test.serial('SMC-R mode: a slow reader blocks the writer through the window, and
   stop();
 });
 
+/** Read `s` through setOnread into a small reused buffer; pauses once after `pauseAt` bytes and resumes later. */
+function onreadSink(s: SmcSocket, bufSize: number, pauseAt: number): { digest: Promise<string>; bytes: () => number; pauses: () => number; maxChunk: () => number } {
+  const h = createHash('sha256');
+  let n = 0, pauses = 0, max = 0;
+  const buffer = Buffer.alloc(bufSize);
+  s.setOnread({
+    buffer,
+    callback: (nread, buf) => {
+      if (buf !== buffer) throw new Error('onread handed over another buffer');
+      h.update(buf.subarray(0, nread));
+      n += nread;
+      max = Math.max(max, nread);
+      if (pauses === 0 && n >= pauseAt) {
+        pauses++;
+        setTimeout(() => s.resume(), 30);
+        return false;
+      }
+      return undefined;
+    },
+  });
+  s.on('data', () => { throw new Error("'data' emitted in onread mode"); });
+  const digest = new Promise<string>((r) => s.once('end', () => r(h.digest('hex'))));
+  s.resume();
+  return { digest, bytes: () => n, pauses: () => pauses, maxChunk: () => max };
+}
+
+test.serial('SMC-R mode: setOnread reads through one reused buffer (pause, resume, bytes buffered before it, end)', async (t) => {
+  const { a, b, stop } = await smcPair({ rmbeA: 65536, rmbeB: 65536 });
+  a.resume(); // a reads nothing but b's end
+  const data = randomBytes(6 << 20);
+  // bytes the Readable already holds (a header parser unshifted them) are delivered first
+  const head = data.subarray(0, 1000);
+  a.write(head);
+  await new Promise<void>((r) => b.once('data', (d: Buffer) => { b.pause(); b.unshift(d); r(); }));
+  const sink = onreadSink(b, 7000, 1 << 20);
+  await pipeline(Readable.from([data.subarray(1000, 3 << 20), data.subarray(3 << 20)]), a);
+  t.is(await sink.digest, sha(data));
+  t.is(sink.bytes(), data.length);
+  t.is(sink.pauses(), 1);
+  t.true(sink.maxChunk() <= 7000);
+  b.end();
+  await Promise.all([closed(a), closed(b)]);
+  stop();
+});
+
+test.serial('fallback mode: setOnread copies TCP chunks through the reused buffer', async (t) => {
+  const [c, s, stop] = await tcpPair();
+  const a = new SmcSocket({ tcp: c, mode: 'tcp', fallbackCode: 0x03010000 });
+  const b = new SmcSocket({ tcp: s, mode: 'tcp', fallbackCode: 0x03010000 });
+  const data = randomBytes(3 << 20);
+  a.resume();
+  const sink = onreadSink(b, 5000, 1 << 20);
+  await pipeline(Readable.from([data]), a);
+  t.is(await sink.digest, sha(data));
+  t.is(sink.pauses(), 1);
+  t.true(sink.maxChunk() <= 5000);
+  b.end();
+  await Promise.all([closed(a), closed(b)]);
+  stop();
+});
+
 test.serial('SMC-R mode: urgent data through the socket', async (t) => {
   const { a, b, stop } = await smcPair();
   a.resume();
