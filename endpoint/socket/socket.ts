@@ -176,12 +176,15 @@ export class SmcSocket extends Duplex {
         o.callback(n, o.buffer);
       }
     }
+    const first = this.onread === undefined;
     this.onread = o;
-    this.on('pause', () => { this.onreadPaused = true; });
-    this.on('resume', () => {
-      this.onreadPaused = false;
-      if (this.mode === 'tcp') this.tcp.resume(); else this.pull();
-    });
+    if (first) {
+      this.on('pause', () => { this.onreadPaused = true; });
+      this.on('resume', () => {
+        this.onreadPaused = false;
+        if (this.mode === 'tcp') this.tcp.resume(); else this.pull();
+      });
+    }
     this.onreadPaused = this.isPaused();
     if (this.mode === 'tcp') { if (!this.onreadPaused) this.tcp.resume(); } else this.pull();
     return this;
