@@ -1,6 +1,6 @@
 // SmcSocket over real sockets: TCP fallback mode on a plain TCP pair, and SMC-R mode on a real
 // TCP pair + a uroce RDMA link pair (CdcConnection over WrLink), piping files through it.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import net from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
@@ -154,39 +154,36 @@ function onreadSink(s: SmcSocket, bufSize: number, pauseAt: number): { digest: P
   return { digest, bytes: () => n, pauses: () => pauses, maxChunk: () => max };
 }
 
-test.serial('SMC-R mode: setOnread reads through one reused buffer (pause, resume, bytes buffered before it, end)', async (t) => {
-  const { a, b, stop } = await smcPair({ rmbeA: 65536, rmbeB: 65536 });
+/**
+ * a → b through b.setOnread: bytes b's Readable already holds (a header parser unshifted them)
+ * come first, one pause by returning false, resume, end; every byte by SHA-256.
+ */
+async function onreadThrough(t: ExecutionContext, a: SmcSocket, b: SmcSocket, stop: () => void, size: number, bufSize: number): Promise<void> {
   a.resume(); // a reads nothing but b's end
-  const data = randomBytes(6 << 20);
-  // bytes the Readable already holds (a header parser unshifted them) are delivered first
-  const head = data.subarray(0, 1000);
-  a.write(head);
+  const data = randomBytes(size);
+  a.write(data.subarray(0, 1000));
   await new Promise<void>((r) => b.once('data', (d: Buffer) => { b.pause(); b.unshift(d); r(); }));
-  const sink = onreadSink(b, 7000, 1 << 20);
-  await pipeline(Readable.from([data.subarray(1000, 3 << 20), data.subarray(3 << 20)]), a);
+  const sink = onreadSink(b, bufSize, 1 << 20);
+  await pipeline(Readable.from([data.subarray(1000, size >> 1), data.subarray(size >> 1)]), a);
   t.is(await sink.digest, sha(data));
   t.is(sink.bytes(), data.length);
   t.is(sink.pauses(), 1);
-  t.true(sink.maxChunk() <= 7000);
+  t.true(sink.maxChunk() <= bufSize);
   b.end();
   await Promise.all([closed(a), closed(b)]);
   stop();
+}
+
+test.serial('SMC-R mode: setOnread reads through one reused buffer (pause, resume, bytes buffered before it, end)', async (t) => {
+  const { a, b, stop } = await smcPair({ rmbeA: 65536, rmbeB: 65536 });
+  await onreadThrough(t, a, b, stop, 6 << 20, 7000);
 });
 
 test.serial('fallback mode: setOnread copies TCP chunks through the reused buffer', async (t) => {
   const [c, s, stop] = await tcpPair();
   const a = new SmcSocket({ tcp: c, mode: 'tcp', fallbackCode: 0x03010000 });
   const b = new SmcSocket({ tcp: s, mode: 'tcp', fallbackCode: 0x03010000 });
-  const data = randomBytes(3 << 20);
-  a.resume();
-  const sink = onreadSink(b, 5000, 1 << 20);
-  await pipeline(Readable.from([data]), a);
-  t.is(await sink.digest, sha(data));
-  t.is(sink.pauses(), 1);
-  t.true(sink.maxChunk() <= 5000);
-  b.end();
-  await Promise.all([closed(a), closed(b)]);
-  stop();
+  await onreadThrough(t, a, b, stop, 3 << 20, 5000);
 });
 
 test.serial('SMC-R mode: urgent data through the socket', async (t) => {
