@@ -162,6 +162,9 @@ export async function main(argv: string[]): Promise<number> {
  * Read one "\n"-terminated line (at most `max` bytes). The stream is left paused with the bytes
  * after the line unshifted: the caller attaches its own 'data' listener and calls resume().
  */
+/** Read buffer of a stream sink that reads through onread. */
+const SINK_BUF = 256 * 1024;
+
 function readLine(s: Duplex, max: number, timeoutMs: number, what: string): Promise<string> {
   return new Promise((resolve, reject) => {
     let acc: Buffer = Buffer.alloc(0);
@@ -399,16 +402,27 @@ async function runTest(s: Duplex, h: Header): Promise<ServedConn> {
   let cpu = cpuClock();
   let omitTimer: NodeJS.Timeout | undefined;
   const done = new Promise<void>((resolve) => { s.once('end', () => resolve()); void closed.then(() => resolve()); });
-  s.on('data', (d: Buffer) => {
+  const got = (n: number): void => {
     if (!t0) {
       t0 = performance.now();
       cpu0 = process.cpuUsage();
       cpu = cpuClock();
       if (h.omitMs) omitTimer = setTimeout(() => { cpu = cpuClock(); }, h.omitMs);
     }
-    bytes += d.length;
-    if (h.test === 'rr' && !s.write(d)) { s.pause(); s.once('drain', () => s.resume()); }
-  });
+    bytes += n;
+  };
+  const smc = s as Partial<SmcSocket>;
+  if (h.test === 'stream' && typeof smc.setOnread === 'function' && process.env.SMCPERF_SINK !== 'data') {
+    // A stream sink reads into one reused buffer, as iperf3 does (node:net's onread; Node
+    // offers it only for sockets it makes, so the plain TCP listener below keeps 'data').
+    // SMCPERF_SINK=data: fresh chunks through 'data' on SMC-R too (A/B).
+    smc.setOnread({ buffer: Buffer.allocUnsafe(SINK_BUF), callback: got });
+  } else {
+    s.on('data', (d: Buffer) => {
+      got(d.length);
+      if (h.test === 'rr' && !s.write(d)) { s.pause(); s.once('drain', () => s.resume()); }
+    });
+  }
   s.resume();
   await done;
   clearTimeout(omitTimer);

@@ -358,24 +358,47 @@ export class CdcConnection extends EventEmitter {
    * null when nothing is readable. Stops before an urgent byte and skips it.
    */
   read(max = Infinity): Uint8Array | null {
-    if (this.st === 'CLOSED' && this.abortReason !== undefined) return null;
-    this.skipUrgentAtMark();
-    let avail = this.rxProd - this.cons;
-    if (this.urgPos >= this.cons) avail = this.urgPos - this.cons;
-    const n = Math.min(avail, Math.max(0, Math.floor(max)));
+    const n = this.readable(max);
     if (n <= 0) { this.checkEnd(); return null; }
     // A Buffer, filled at once: the socket pushes it into a Readable, which would otherwise wrap
     // a plain Uint8Array in a Buffer per chunk; small reads come from Node's buffer pool.
     const out = Buffer.allocUnsafe(n);
-    const off = this.cons % this.rmbeSize;
-    const first = Math.min(n, this.rmbeSize - off);
-    out.set(this.rmbe.subarray(off, off + first), 0);
-    if (n > first) out.set(this.rmbe.subarray(0, n - first), first);
+    this.take(out, 0, n);
+    return out;
+  }
+
+  /**
+   * read() into the caller's memory: copies up to `max` received bytes (default: what fits)
+   * into `dst` at `off` and advances the consumer cursor; returns the count (0 when nothing is
+   * readable). No allocation: a reader that reuses one buffer (node:net's `onread`) costs one
+   * copy out of the RMBE per byte and no garbage.
+   */
+  readInto(dst: Uint8Array, off = 0, max = dst.length - off): number {
+    const n = this.readable(Math.min(max, dst.length - off));
+    if (n <= 0) { this.checkEnd(); return 0; }
+    this.take(dst, off, n);
+    return n;
+  }
+
+  /** Bytes a read of at most `max` returns now (stops before an urgent byte, skips one at the mark). */
+  private readable(max: number): number {
+    if (this.st === 'CLOSED' && this.abortReason !== undefined) return 0;
+    this.skipUrgentAtMark();
+    let avail = this.rxProd - this.cons;
+    if (this.urgPos >= this.cons) avail = this.urgPos - this.cons;
+    return Math.min(avail, Math.max(0, Math.floor(max)));
+  }
+
+  /** Copy n readable bytes out of the ring into dst[off…] and consume them. */
+  private take(dst: Uint8Array, off: number, n: number): void {
+    const at = this.cons % this.rmbeSize;
+    const first = Math.min(n, this.rmbeSize - at);
+    dst.set(this.rmbe.subarray(at, at + first), off);
+    if (n > first) dst.set(this.rmbe.subarray(0, n - first), off + first);
     this.cons += n;
     const skipped = this.skipUrgentAtMark();
     this.consumerUpdate(skipped);
     this.checkEnd();
-    return out;
   }
 
   /** shutdown(SHUT_WR): send peer_done_writing once every written byte is in the peer's RMBE. */

@@ -71,6 +71,16 @@ export type SmcSocketInit =
 
 const READ_CHUNK = 65536;
 
+/**
+ * node:net's `onread` option: received bytes are copied into `buffer` and handed to `callback`
+ * (valid only during the call) instead of being pushed as fresh chunks; returning false pauses
+ * the socket (resume() continues). 'data' is not emitted; 'end' is.
+ */
+export interface OnRead {
+  buffer: Uint8Array;
+  callback: (nread: number, buf: Uint8Array) => boolean | void;
+}
+
 type Cb = (err?: Error | null) => void;
 
 function err(code: string, message: string): Error {
@@ -92,6 +102,8 @@ export class SmcSocket extends Duplex {
   private pulling = false;
   private pullAgain = false;
   private writeWaiter: (() => void) | undefined;
+  private onread: OnRead | undefined;
+  private onreadPaused = false;
   private readonly closeTimeoutMs: number;
   /** TCP bytes received in SMC-R mode (the peer should send none). */
   tcpBytesIgnored = 0;
@@ -144,6 +156,52 @@ export class SmcSocket extends Duplex {
     });
   }
 
+  /**
+   * Read through `o.buffer` from now on (node:net's `onread` option, which Node offers only when
+   * a socket is made): no fresh Buffer per chunk. Over SMC-R the bytes are copied from the RMBE
+   * straight into `o.buffer` (one copy, no allocation — a chunk per read costs an allocation and,
+   * at stream rates, most of the receiver's CPU in garbage collection: docs/uroce.md round 6);
+   * in fallback mode each TCP chunk is copied into it. Call before the first byte is read.
+   */
+  setOnread(o: OnRead): this {
+    if (!(o.buffer instanceof Uint8Array) || o.buffer.length === 0) throw new TypeError('onread needs a non-empty buffer');
+    // bytes already taken into the Readable (e.g. unshifted by a header parser) come first
+    while (this.readableLength > 0) {
+      const b = this.read() as Buffer | null;
+      if (b === null) break;
+      for (let off = 0; off < b.length;) {
+        const n = Math.min(o.buffer.length, b.length - off);
+        o.buffer.set(b.subarray(off, off + n), 0);
+        off += n;
+        o.callback(n, o.buffer);
+      }
+    }
+    const first = this.onread === undefined;
+    this.onread = o;
+    if (first) {
+      this.on('pause', () => { this.onreadPaused = true; });
+      this.on('resume', () => {
+        this.onreadPaused = false;
+        if (this.mode === 'tcp') this.tcp.resume(); else this.pull();
+      });
+    }
+    this.onreadPaused = this.isPaused();
+    if (this.mode === 'tcp') { if (!this.onreadPaused) this.tcp.resume(); } else this.pull();
+    return this;
+  }
+
+  /** Fallback mode with onread: a TCP chunk copied through the caller's buffer. */
+  private deliverOnread(b: Buffer): void {
+    const { buffer, callback } = this.onread!;
+    for (let o = 0; o < b.length;) {
+      const n = Math.min(buffer.length, b.length - o);
+      buffer.set(b.subarray(o, o + n), 0);
+      o += n;
+      if (callback(n, buffer) === false) this.pause();
+    }
+    if (this.onreadPaused) this.tcp.pause();
+  }
+
   // =====================================================================================
   // Fallback: TCP carries the data
   // =====================================================================================
@@ -153,7 +211,11 @@ export class SmcSocket extends Duplex {
     tcp.allowHalfOpen = true;
     const filter = init.strayClc ? new StrayClcFilter() : undefined;
     let timer: NodeJS.Timeout | undefined;
-    const deliver = (b: Buffer): void => { if (b.length > 0 && !this.push(b)) tcp.pause(); };
+    const deliver = (b: Buffer): void => {
+      if (b.length === 0) return;
+      if (this.onread) { this.deliverOnread(b); return; }
+      if (!this.push(b)) tcp.pause();
+    };
     const checked = (): void => {
       clearTimeout(timer);
       if (filter && filter.dropped > 0) init.log?.(`fallback: took ${filter.dropped} stray CLC message(s) off the TCP stream (sent by the peer before it saw the fallback)`);
@@ -307,17 +369,34 @@ export class SmcSocket extends Duplex {
 
   private pullOnce(): void {
     const conn = this.conn!;
+    const onread = this.onread;
+    if (onread) {
+      while (!this.onreadPaused && !this.pushedEof) {
+        const n = conn.readInto(onread.buffer);
+        if (n > 0) {
+          if (onread.callback(n, onread.buffer) === false) this.pause();
+          continue;
+        }
+        this.pushEofIfDone(conn);
+        break;
+      }
+      return;
+    }
     while (this.reading && !this.pushedEof) {
       const b = conn.read(READ_CHUNK);
       if (b) {
         if (!this.push(b)) this.reading = false;
         continue;
       }
-      if (conn.peerDone && conn.readableLength === 0 && !conn.aborted) {
-        this.pushedEof = true;
-        this.push(null);
-      }
+      this.pushEofIfDone(conn);
       break;
+    }
+  }
+
+  private pushEofIfDone(conn: CdcConnection): void {
+    if (conn.peerDone && conn.readableLength === 0 && !conn.aborted) {
+      this.pushedEof = true;
+      this.push(null);
     }
   }
 

@@ -1,6 +1,6 @@
 // SmcSocket over real sockets: TCP fallback mode on a plain TCP pair, and SMC-R mode on a real
 // TCP pair + a uroce RDMA link pair (CdcConnection over WrLink), piping files through it.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import net from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
@@ -126,6 +126,64 @@ test.serial('SMC-R mode: a slow reader blocks the writer through the window, and
   b.end();
   await Promise.all([closed(a), closed(b)]);
   stop();
+});
+
+/** Read `s` through setOnread into a small reused buffer; pauses once after `pauseAt` bytes and resumes later. */
+function onreadSink(s: SmcSocket, bufSize: number, pauseAt: number): { digest: Promise<string>; bytes: () => number; pauses: () => number; maxChunk: () => number } {
+  const h = createHash('sha256');
+  let n = 0, pauses = 0, max = 0;
+  const buffer = Buffer.alloc(bufSize);
+  s.setOnread({
+    buffer,
+    callback: (nread, buf) => {
+      if (buf !== buffer) throw new Error('onread handed over another buffer');
+      h.update(buf.subarray(0, nread));
+      n += nread;
+      max = Math.max(max, nread);
+      if (pauses === 0 && n >= pauseAt) {
+        pauses++;
+        setTimeout(() => s.resume(), 30);
+        return false;
+      }
+      return undefined;
+    },
+  });
+  s.on('data', () => { throw new Error("'data' emitted in onread mode"); });
+  const digest = new Promise<string>((r) => s.once('end', () => r(h.digest('hex'))));
+  s.resume();
+  return { digest, bytes: () => n, pauses: () => pauses, maxChunk: () => max };
+}
+
+/**
+ * a → b through b.setOnread: bytes b's Readable already holds (a header parser unshifted them)
+ * come first, one pause by returning false, resume, end; every byte by SHA-256.
+ */
+async function onreadThrough(t: ExecutionContext, a: SmcSocket, b: SmcSocket, stop: () => void, size: number, bufSize: number): Promise<void> {
+  a.resume(); // a reads nothing but b's end
+  const data = randomBytes(size);
+  a.write(data.subarray(0, 1000));
+  await new Promise<void>((r) => b.once('data', (d: Buffer) => { b.pause(); b.unshift(d); r(); }));
+  const sink = onreadSink(b, bufSize, 1 << 20);
+  await pipeline(Readable.from([data.subarray(1000, size >> 1), data.subarray(size >> 1)]), a);
+  t.is(await sink.digest, sha(data));
+  t.is(sink.bytes(), data.length);
+  t.is(sink.pauses(), 1);
+  t.true(sink.maxChunk() <= bufSize);
+  b.end();
+  await Promise.all([closed(a), closed(b)]);
+  stop();
+}
+
+test.serial('SMC-R mode: setOnread reads through one reused buffer (pause, resume, bytes buffered before it, end)', async (t) => {
+  const { a, b, stop } = await smcPair({ rmbeA: 65536, rmbeB: 65536 });
+  await onreadThrough(t, a, b, stop, 6 << 20, 7000);
+});
+
+test.serial('fallback mode: setOnread copies TCP chunks through the reused buffer', async (t) => {
+  const [c, s, stop] = await tcpPair();
+  const a = new SmcSocket({ tcp: c, mode: 'tcp', fallbackCode: 0x03010000 });
+  const b = new SmcSocket({ tcp: s, mode: 'tcp', fallbackCode: 0x03010000 });
+  await onreadThrough(t, a, b, stop, 3 << 20, 5000);
 });
 
 test.serial('SMC-R mode: urgent data through the socket', async (t) => {
