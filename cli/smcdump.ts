@@ -12,7 +12,7 @@ import type { CaptureWriter, WriteTarget } from '../capture/writer.js';
 import type { CapturedFrame } from '../capture/types.js';
 import type { InterfaceInfo, LiveStats } from '../capture/live.js';
 import { FrameDecoder, frameProtoMask, PROTO_BIT, type SmcProto } from '../dissectors/frame.js';
-import { renderLine, renderLineRest, type LineOptions } from '../dissectors/render/line.js';
+import { renderLine, writeLineRest, type LineOptions } from '../dissectors/render/line.js';
 import { TimeColumn, TimeParts, timeModeForTCount, type TimeMode } from '../dissectors/render/time.js';
 import { TcpRelative } from '../dissectors/render/tcpseq.js';
 import type { Selection } from '../dissectors/render/select.js';
@@ -335,7 +335,8 @@ class Dump {
     if (sec >= 0) {
       if (lo.number) { this.out.int(d.n, 6); this.out.byte(32); }
       this.parts!.writeParts(this.out, sec, f.tsSubNs ?? 0, digits);
-      this.out.line(renderLineRest(d, lo, note));
+      writeLineRest(this.out, d, lo, note);
+      this.out.byte(10);
     } else this.out.line(renderLine(d, lo, note));
     if (link && (o.x || o.X || o.A)) {
       // tcpdump: -X wins over -x, -x over -A; doubled, the link-level header is included
