@@ -1,14 +1,36 @@
 // Small helpers shared by every smcscope command: colour policy, one-line errors, buffered stdout.
 
-import { Chalk, type ChalkInstance } from 'chalk';
+import type { ChalkInstance } from 'chalk';
 import { writeSync } from 'node:fs';
+import { createRequire } from 'node:module';
 
-/** Colour only on a TTY, never with NO_COLOR (any value) or --no-color. */
+/** Colour only on a TTY, never with NO_COLOR (any value) or --no-color. Without colour (every
+ *  pipe and file) chalk is not even loaded: PLAIN stands in for it (~10 ms of start-up). */
 export function makeChalk(wantColor: boolean, stream: NodeJS.WriteStream = process.stdout): ChalkInstance {
   const tty = stream.isTTY === true;
   const noColor = process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '';
-  return new Chalk({ level: wantColor && tty && !noColor ? 1 : 0 });
+  if (!(wantColor && tty && !noColor)) return PLAIN;
+  // chalk is ES-only; require() loads it synchronously from Node 20.19 on (package.json engines)
+  const { Chalk } = createRequire(import.meta.url)('chalk') as typeof import('chalk');
+  return new Chalk({ level: 1 });
 }
+
+/** Colour models: they take a colour and return a style (`c.hex('#f00')('x')`). */
+const MODELS = new Set(['rgb', 'hex', 'ansi256', 'bgRgb', 'bgHex', 'bgAnsi256']);
+
+/**
+ * What chalk at level 0 does, without chalk: a style (any name, chained: `c.bold.red`) returns
+ * its arguments joined by spaces, `visible` returns '', a colour model returns a style, `level`
+ * is 0. test/integration/plainchalk.test.ts holds it to chalk's own level-0 output.
+ */
+const PLAIN: ChalkInstance = (() => {
+  const style = (...args: unknown[]): string => (args.length === 1 ? String(args[0]) : args.join(' '));
+  const visible: ChalkInstance = new Proxy(() => '', { get: (_t, k) => (k === 'level' ? 0 : visible) }) as unknown as ChalkInstance;
+  const proxy: ChalkInstance = new Proxy(style, {
+    get: (_t, k) => (k === 'level' ? 0 : k === 'visible' ? visible : typeof k === 'string' && MODELS.has(k) ? () => proxy : proxy),
+  }) as unknown as ChalkInstance;
+  return proxy;
+})();
 
 /** A user-facing error: printed as one line, exits non-zero, never a stack trace. */
 export class CliError extends Error {

@@ -877,14 +877,32 @@ export interface IcrcCheck {
  * 'v1' with `off` at the GRH. `end` defaults to the end given by the IP/GRH length fields.
  */
 export function checkIcrc(frame: Uint8Array, off: number, kind: 'v1' | 'v2', end?: number): IcrcCheck {
-  const e = end ?? (kind === 'v1' ? Math.min(frame.length, off + GRH_LEN + u16(frame, off + 4)) : ipEnd(frame, off));
-  const minLen = kind === 'v1' ? GRH_LEN + BTH_LEN + ICRC_LEN : 20 + 8 + BTH_LEN + ICRC_LEN;
-  if (e - off < minLen || e > frame.length) {
+  const e = end ?? icrcEnd(frame, off, kind);
+  if (!icrcFits(frame, off, kind, e)) {
     return { ok: false, expected: 0, actual: e >= ICRC_LEN && e <= frame.length ? u32le(frame, e - ICRC_LEN) : 0 };
   }
   const expected = kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e);
   const actual = u32le(frame, e - ICRC_LEN);
   return { ok: expected === actual, expected, actual };
+}
+
+/** checkIcrc(…).ok without the result object (the replay path checks every RoCE frame; the
+ *  details are asked for only when it fails). */
+export function icrcOk(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): boolean {
+  const e = icrcEnd(frame, off, kind);
+  if (!icrcFits(frame, off, kind, e)) return false;
+  return (kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e)) === u32le(frame, e - ICRC_LEN);
+}
+
+/** End of the RoCE packet at `off` by its own length field (GRH payload length, IP length). */
+function icrcEnd(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): number {
+  return kind === 'v1' ? Math.min(frame.length, off + GRH_LEN + u16(frame, off + 4)) : ipEnd(frame, off);
+}
+
+/** [off, e) is captured and long enough for the headers and an ICRC. */
+function icrcFits(frame: Uint8Array, off: number, kind: 'v1' | 'v2', e: number): boolean {
+  const minLen = kind === 'v1' ? GRH_LEN + BTH_LEN + ICRC_LEN : 20 + 8 + BTH_LEN + ICRC_LEN;
+  return e - off >= minLen && e <= frame.length;
 }
 
 /** checkIcrc(frame, 0, 'v2') for a buffer starting at the IP header (the version is read from it). */
@@ -895,7 +913,7 @@ export function checkIcrcV1(fromGrh: Uint8Array): IcrcCheck { return checkIcrc(f
 
 /** Compute and store the ICRC of a contiguous RoCE frame in place; returns it. */
 export function writeIcrc(frame: Uint8Array, off: number, kind: 'v1' | 'v2', end?: number): number {
-  const e = end ?? (kind === 'v1' ? Math.min(frame.length, off + GRH_LEN + u16(frame, off + 4)) : ipEnd(frame, off));
+  const e = end ?? icrcEnd(frame, off, kind);
   const c = kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e);
   setIcrc(frame, c, e);
   return c;

@@ -4,32 +4,13 @@
 // (non-ASCII, flushes in the middle of a piece, pieces longer than the buffer).
 
 import test from 'ava';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { tmpdir } from 'node:os';
 import { Chalk } from 'chalk';
-import { Out } from '../../cli/output.js';
 import { openCapture } from '../../capture/reader.js';
 import { FrameDecoder, type DecodedFrame } from '../../dissectors/frame.js';
 import type { FrameNote } from '../../dissectors/tracker/model.js';
 import { Tracker } from '../../dissectors/tracker/tracker.js';
 import { renderLineRest, writeLineRest, type LineOptions } from '../../dissectors/render/line.js';
-import { pcapPath } from '../helpers.js';
-
-/** Everything written to an Out, as text (through a real file descriptor). */
-function written(fill: (o: Out) => void, size = 4096): string {
-  const dir = mkdtempSync(join(tmpdir(), 'linebytes-'));
-  const file = join(dir, 'out.txt');
-  const fd = openSync(file, 'w');
-  try {
-    const o = new Out(fd, size); // small: flushes happen in the middle of lines
-    fill(o);
-    o.flush();
-  } finally { closeSync(fd); }
-  const s = readFileSync(file, 'utf8');
-  rmSync(dir, { recursive: true });
-  return s;
-}
+import { pcapPath, writtenByOut } from '../helpers.js';
 
 for (const level of [0, 1] as const) {
   test(`writeLineRest into Out = renderLineRest, every frame of six kernel captures (colour level ${level})`, async (t) => {
@@ -50,7 +31,7 @@ for (const level of [0, 1] as const) {
       }
       r.close();
       frames += decoded.length;
-      const got = written((o) => { for (const [d, note] of decoded) { writeLineRest(o, d, opts, note); o.byte(10); } });
+      const got = writtenByOut((o) => { for (const [d, note] of decoded) { writeLineRest(o, d, opts, note); o.byte(10); } });
       t.is(got, want.map((l) => l + '\n').join(''), name);
     }
     t.true(frames > 3000 && roce > 2500, `${frames} frames, ${roce} RoCE`);
@@ -60,7 +41,7 @@ for (const level of [0, 1] as const) {
 test('Out.text: ASCII and UTF-8 pieces, flushed mid-piece, longer than the buffer; Out.hex', (t) => {
   const pieces = ['10.55.0.1', ' > ', '[1 issues: x,…]', 'ü€😀 mixed', 'x'.repeat(5000), '', 'tail'];
   const hexes = [0, 9, 10, 0x11, 0xabcdef, 0xffffffff, -1, 2 ** 32 + 5];
-  const got = written((o) => {
+  const got = writtenByOut((o) => {
     for (let i = 0; i < 300; i++) for (const p of pieces) o.text(p);
     for (const h of hexes) { o.hex(h); o.byte(44); }
   }, 256);
