@@ -209,6 +209,8 @@ interface Opts {
 }
 
 const COUNTED: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma'];
+/** PROTO_BIT of each COUNTED protocol (no keyed lookup by name per frame). */
+const COUNTED_BITS: readonly number[] = COUNTED.map((p) => PROTO_BIT[p]);
 
 /** Decode, count, print and (with -w) write each frame: the same path for files and live capture. */
 class Dump {
@@ -297,7 +299,7 @@ class Dump {
     if (this.recordOnly) return;
     const d = this.decoder.decode(f);
     const mask = frameProtoMask(d);
-    if (mask !== 0) for (let i = 0; i < COUNTED.length; i++) if (mask & PROTO_BIT[COUNTED[i]!]) this.counts[i]!++;
+    if (mask !== 0) for (let i = 0; i < COUNTED_BITS.length; i++) if (mask & COUNTED_BITS[i]!) this.counts[i]!++;
     this.issues += d.issues.length;
     for (const i of d.issues) if (i.severity === 'error') this.errors++;
     let note = this.tracker?.feed(d);
