@@ -462,10 +462,11 @@ export async function main(argv: string[]): Promise<void> {
     throw e;
   }
   const o = program.opts<Opts>();
-  if (o.version) return printVersion();
   const filter = program.args.join(' ').trim();
   if (o.write === '-') o.quiet = true;
+  // before anything reads `lazy` (--version included)
   await loadModules(o, filter);
+  if (o.version) return printVersion();
   if (o.listInterfaces) return listIfaces(o);
   // usage errors exit 2, like commander's own
   if (o.interface !== undefined && o.read !== undefined) throw new CliError('-r and -i exclude each other: read a file or capture live', 2);
