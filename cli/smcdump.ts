@@ -619,7 +619,7 @@ async function live(o: Opts, filter: string): Promise<void> {
     throw e;
   }
   // The interface block goes out now, so even a capture that ends empty opens in Wireshark.
-  if (writer instanceof lazy.writer!.PcapngWriter) writer.addInterface(cap.linktype, cap.name);
+  if (writer !== undefined && writer instanceof lazy.writer!.PcapngWriter) writer.addInterface(cap.linktype, cap.name);
   const dump = new Dump(o, writer, filter !== '');
   // live: microseconds unless asked, as tcpdump (the -w file keeps the kernel's nanoseconds)
   const digits = forcedDigits(o) ?? 6;

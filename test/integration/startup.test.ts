@@ -4,7 +4,7 @@
 
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -16,14 +16,20 @@ const fromDist = import.meta.url.includes('/dist/') && existsSync(compiled);
 // A loader hook that names each file an ES `import` loads (for a package imported from ES code,
 // e.g. cli-table3, its entry file; a require() inside CommonJS is not seen).
 const dir = mkdtempSync(join(tmpdir(), 'smcdump-startup-'));
-writeFileSync(join(dir, 'hooks.mjs'), "export async function load(url, ctx, next) { if (url.startsWith('file:')) process.stderr.write('LOADED ' + url + '\\n'); return next(url, ctx); }\n");
+// The hook runs on the loader's own thread: it appends each name to a file synchronously (a
+// write to stderr from there can be lost when the process exits first).
+writeFileSync(join(dir, 'hooks.mjs'), "import { appendFileSync } from 'node:fs';\nexport async function load(url, ctx, next) { if (url.startsWith('file:')) appendFileSync(process.env.SMCDUMP_LOADED, url + '\\n'); return next(url, ctx); }\n");
 writeFileSync(join(dir, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`);
+
+let calls = 0;
 
 /** The files a real smcdump process loads for `args`. */
 function loaded(args: string[]): string[] {
-  const r = spawnSync(process.execPath, ['--import', pathToFileURL(join(dir, 'register.mjs')).href, compiled, ...args], { encoding: 'utf8', cwd: ROOT, env: { ...process.env, NO_COLOR: '' } });
+  const log = join(dir, `loaded-${calls++}.txt`);
+  writeFileSync(log, '');
+  const r = spawnSync(process.execPath, ['--import', pathToFileURL(join(dir, 'register.mjs')).href, compiled, ...args], { encoding: 'utf8', cwd: ROOT, env: { ...process.env, NO_COLOR: '', SMCDUMP_LOADED: log } });
   if (r.status !== 0) throw new Error(`smcdump ${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-400)}`);
-  return r.stderr.split('\n').filter((l) => l.startsWith('LOADED ')).map((l) => l.slice(7));
+  return readFileSync(log, 'utf8').split('\n').filter((l) => l !== '');
 }
 
 const ONLY_FOR_OTHER_MODES = [
