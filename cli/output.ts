@@ -1,14 +1,36 @@
 // Small helpers shared by every smcscope command: colour policy, one-line errors, buffered stdout.
 
-import { Chalk, type ChalkInstance } from 'chalk';
+import type { ChalkInstance } from 'chalk';
 import { writeSync } from 'node:fs';
+import { createRequire } from 'node:module';
 
-/** Colour only on a TTY, never with NO_COLOR (any value) or --no-color. */
+/** Colour only on a TTY, never with NO_COLOR (any value) or --no-color. Without colour (every
+ *  pipe and file) chalk is not even loaded: PLAIN stands in for it (~10 ms of start-up). */
 export function makeChalk(wantColor: boolean, stream: NodeJS.WriteStream = process.stdout): ChalkInstance {
   const tty = stream.isTTY === true;
   const noColor = process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '';
-  return new Chalk({ level: wantColor && tty && !noColor ? 1 : 0 });
+  if (!(wantColor && tty && !noColor)) return PLAIN;
+  // chalk is ES-only; require() loads it synchronously from Node 20.19 on (package.json engines)
+  const { Chalk } = createRequire(import.meta.url)('chalk') as typeof import('chalk');
+  return new Chalk({ level: 1 });
 }
+
+/** Colour models: they take a colour and return a style (`c.hex('#f00')('x')`). */
+const MODELS = new Set(['rgb', 'hex', 'ansi256', 'bgRgb', 'bgHex', 'bgAnsi256']);
+
+/**
+ * What chalk at level 0 does, without chalk: a style (any name, chained: `c.bold.red`) returns
+ * its arguments joined by spaces, `visible` returns '', a colour model returns a style, `level`
+ * is 0. test/integration/plainchalk.test.ts holds it to chalk's own level-0 output.
+ */
+const PLAIN: ChalkInstance = (() => {
+  const style = (...args: unknown[]): string => (args.length === 1 ? String(args[0]) : args.join(' '));
+  const visible: ChalkInstance = new Proxy(() => '', { get: (_t, k) => (k === 'level' ? 0 : visible) }) as unknown as ChalkInstance;
+  const proxy: ChalkInstance = new Proxy(style, {
+    get: (_t, k) => (k === 'level' ? 0 : k === 'visible' ? visible : typeof k === 'string' && MODELS.has(k) ? () => proxy : proxy),
+  }) as unknown as ChalkInstance;
+  return proxy;
+})();
 
 /** A user-facing error: printed as one line, exits non-zero, never a stack trace. */
 export class CliError extends Error {
@@ -58,14 +80,53 @@ export class Out {
   int(n: number, width = 0, pad = 32): void {
     if (this.pos + 24 + width > this.buf.length) this.flush();
     const b = this.buf;
+    // 31-bit values (frame numbers, PSNs, lengths) divide with integer ops, larger ones in doubles
+    const small = n <= 0x7fffffff;
     let len = 1;
-    for (let x = n; x >= 10; x = Math.floor(x / 10)) len++;
+    if (small) for (let x = n; x >= 10; x = (x / 10) | 0) len++;
+    else for (let x = n; x >= 10; x = Math.floor(x / 10)) len++;
     const end = this.pos + (width > len ? width : len);
     let p = end;
     let x = n;
-    do { b[--p] = 48 + (x % 10); x = Math.floor(x / 10); } while (x > 0);
+    if (small) do { const q = (x / 10) | 0; b[--p] = 48 + x - q * 10; x = q; } while (x > 0);
+    else do { b[--p] = 48 + (x % 10); x = Math.floor(x / 10); } while (x > 0);
     while (p > this.pos) b[--p] = pad;
     this.pos = end;
+  }
+
+  /** Append `s` without ending the line (a piece of one: see TextSink in dissectors/wire/common.ts).
+   *  ASCII goes in byte by byte; from the first other character on, the rest as UTF-8. */
+  text(s: string): void {
+    const n = s.length;
+    if (this.pos + n * 3 > this.buf.length) {
+      this.flush();
+      if (n * 3 > this.buf.length) { this.write(Buffer.from(s)); return; }
+    }
+    const b = this.buf;
+    let p = this.pos;
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 127) { this.pos = p + b.write(s.slice(i), p); return; }
+      b[p++] = c;
+    }
+    this.pos = p;
+  }
+
+  /** Append the decimal digits of an integer 0 <= n < 2^53. */
+  dec(n: number): void { this.int(n); }
+
+  /** Append `0x` and the unpadded lower-case hex digits of `n >>> 0`. */
+  hex(n: number): void {
+    if (this.pos + 10 > this.buf.length) this.flush();
+    const b = this.buf;
+    let x = n >>> 0;
+    let len = 1;
+    for (let y = x >>> 4; y !== 0; y >>>= 4) len++;
+    b[this.pos] = 48; // 0
+    b[this.pos + 1] = 120; // x
+    let p = this.pos + 2 + len;
+    this.pos = p;
+    do { const d = x & 15; b[--p] = d < 10 ? 48 + d : 87 + d; x >>>= 4; } while (x !== 0);
   }
 
   /** Append one byte (an ASCII character code). */

@@ -3,38 +3,81 @@
 // or JSON lines; writes what it reads or captures to a pcapng/pcap file with -w.
 
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { accessSync, constants as fsc, statSync, writeSync } from 'node:fs';
+import { accessSync, constants as fsc, statSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { type as osType, release as osRelease } from 'node:os';
 import { CaptureFormatError } from '../capture/reader.js';
 import { expandCaptureArgs, MergedReader, tsDigits } from '../capture/merge.js';
-import { createCaptureWriter, PcapngWriter, type CaptureWriter, type WriteTarget } from '../capture/writer.js';
+import type { CaptureWriter, WriteTarget } from '../capture/writer.js';
 import type { CapturedFrame } from '../capture/types.js';
-import { BpfMatcher, LiveCapture, listInterfaces, rdmaDevices, pcapVersion, type InterfaceInfo, type LiveStats } from '../capture/live.js';
+import type { InterfaceInfo, LiveStats } from '../capture/live.js';
 import { FrameDecoder, frameProtoMask, PROTO_BIT, type SmcProto } from '../dissectors/frame.js';
-import { renderLine, renderLineRest, type LineOptions } from '../dissectors/render/line.js';
+import { renderLine, writeLineRest, type LineOptions } from '../dissectors/render/line.js';
 import { TimeColumn, TimeParts, timeModeForTCount, type TimeMode } from '../dissectors/render/time.js';
-import { linkHeader } from '../dissectors/render/linkhdr.js';
-import { tcpdumpAscii, tcpdumpHex } from '../dissectors/render/hexdump.js';
 import { TcpRelative } from '../dissectors/render/tcpseq.js';
-import { packageVersion } from './lib/program.js';
-import { renderTree } from '../dissectors/render/verbose.js';
-import { renderJson } from '../dissectors/render/json.js';
-import { writeSummary, writeSummaryJson } from '../dissectors/render/summary.js';
-import { frameSelected, parseSelection, type Selection } from '../dissectors/render/select.js';
-import { Ladder } from '../dissectors/render/ladder.js';
+import type { Selection } from '../dissectors/render/select.js';
+import type { Ladder } from '../dissectors/render/ladder.js';
 import { Tracker } from '../dissectors/tracker/tracker.js';
-import { writeFileSync } from 'node:fs';
-import { parseFollow, renderFollow, type FollowDir, type FollowFormat } from './follow.js';
+import type { FollowDir, FollowFormat } from './follow.js';
 import { CliError, die, makeChalk, Out, writeAll } from './output.js';
 import { jsonReplacer } from '../dissectors/wire/common.js';
 import { Progress, wantProgress } from './progress.js';
-import { ReportRecorder, writeReport } from './report.js';
-import { StateJoin, type StateAnomaly } from './statejoin.js';
-import { parseEndpointState, type EndpointState } from './stateread.js';
+import type { ReportRecorder } from './report.js';
+import type { StateJoin, StateAnomaly } from './statejoin.js';
+import type { EndpointState } from './stateread.js';
 import type { FrameNote } from '../dissectors/tracker/model.js';
-import { queryControl, watchControl, type ControlWatch } from '../endpoint/control.js';
-import { disagreementsJson, fetchState, loadStateFile, renderDisagreements, renderState } from './state.js';
+import type { ControlWatch } from '../endpoint/control.js';
+
+/**
+ * The modules only some modes use, loaded (dynamic import) before the first frame when the
+ * options ask for them: a plain one-line replay pays for none of them at start-up (each ES
+ * module costs its read, compile and link; the report, state and live-capture ones are most of
+ * the ~110 a full load reads). Each field is set by `loadModules` when the option named next to
+ * it is given, and read only under that option.
+ */
+const lazy: {
+  writer?: typeof import('../capture/writer.js'); // -w
+  live?: typeof import('../capture/live.js'); // -i, -D, --version, a filter
+  linkhdr?: typeof import('../dissectors/render/linkhdr.js'); // -e, -x, -X, -A
+  hexdump?: typeof import('../dissectors/render/hexdump.js'); // -x, -X, -A
+  verbose?: typeof import('../dissectors/render/verbose.js'); // -V
+  json?: typeof import('../dissectors/render/json.js'); // --json
+  summary?: typeof import('../dissectors/render/summary.js'); // --summary
+  select?: typeof import('../dissectors/render/select.js'); // --conn, --lg, --link
+  ladder?: typeof import('../dissectors/render/ladder.js'); // --ladder, --ladder-svg
+  follow?: typeof import('./follow.js'); // --follow
+  report?: typeof import('./report.js'); // --report
+  statejoin?: typeof import('./statejoin.js'); // --endpoint, --state
+  stateread?: typeof import('./stateread.js'); // --endpoint, --state
+  state?: typeof import('./state.js'); // --endpoint, --state
+  control?: typeof import('../endpoint/control.js'); // --endpoint
+  program?: typeof import('./lib/program.js'); // --version
+} = {};
+
+/** Load what the options need (see `lazy`); everything else stays unread. */
+async function loadModules(o: Opts, filter: string): Promise<void> {
+  const want = <K extends keyof typeof lazy>(k: K, when: unknown, load: () => Promise<NonNullable<(typeof lazy)[K]>>): Promise<void> | undefined =>
+    when && !lazy[k] ? load().then((m) => { lazy[k] = m; }) : undefined;
+  const state = o.endpoint !== undefined || o.state !== undefined;
+  await Promise.all([
+    want('writer', o.write !== undefined, () => import('../capture/writer.js')),
+    want('live', o.interface !== undefined || o.listInterfaces || o.version || filter !== '', () => import('../capture/live.js')),
+    want('linkhdr', o.e || o.x || o.X || o.A, () => import('../dissectors/render/linkhdr.js')),
+    want('hexdump', o.x || o.X || o.A, () => import('../dissectors/render/hexdump.js')),
+    want('verbose', o.tree, () => import('../dissectors/render/verbose.js')),
+    want('json', o.json, () => import('../dissectors/render/json.js')),
+    want('summary', o.summary, () => import('../dissectors/render/summary.js')),
+    want('select', o.conn !== undefined || o.lg !== undefined || o.link !== undefined, () => import('../dissectors/render/select.js')),
+    want('ladder', o.ladder || o.ladderSvg !== undefined, () => import('../dissectors/render/ladder.js')),
+    want('follow', o.follow !== undefined, () => import('./follow.js')),
+    want('report', o.report !== undefined, () => import('./report.js')),
+    want('statejoin', state, () => import('./statejoin.js')),
+    want('stateread', state, () => import('./stateread.js')),
+    want('state', state, () => import('./state.js')),
+    want('control', o.endpoint !== undefined, () => import('../endpoint/control.js')),
+    want('program', o.version, () => import('./lib/program.js')),
+  ]);
+}
 
 const PROTOS: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma', 'roce'];
 
@@ -166,6 +209,8 @@ interface Opts {
 }
 
 const COUNTED: SmcProto[] = ['tcpopt', 'clc', 'llc', 'cdc', 'rdma'];
+/** PROTO_BIT of each COUNTED protocol (no keyed lookup by name per frame). */
+const COUNTED_BITS: readonly number[] = COUNTED.map((p) => PROTO_BIT[p]);
 
 /** Decode, count, print and (with -w) write each frame: the same path for files and live capture. */
 class Dump {
@@ -222,15 +267,15 @@ class Dump {
     // compact: only what the summary, the diagnosis and one-line notes read; --follow, the
     // HTML report, the ladder and the endpoint state comparison get the whole model.
     const compact = o.follow === undefined && !o.report && !o.ladder && !o.ladderSvg && o.endpoint === undefined && o.state === undefined;
-    if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? parseFollow(o.follow) : {}), filtered: liveFilter, compact });
-    if (o.ladder || o.ladderSvg) this.ladder = new Ladder();
-    this.select = parseSelection(o);
+    if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? lazy.follow!.parseFollow(o.follow) : {}), filtered: liveFilter, compact });
+    if (o.ladder || o.ladderSvg) this.ladder = new lazy.ladder!.Ladder();
+    this.select = lazy.select?.parseSelection(o);
     if (this.select && !this.tracker) throw new CliError('--conn, --lg and --link need correlation: drop --no-track');
     // the comparison with an endpoint's state reads the tracker's model (-w -q records only: nothing to compare)
     if ((o.state !== undefined || o.endpoint !== undefined) && !this.tracker && !this.recordOnly) {
       throw new CliError('--state and --endpoint with a capture compare the correlation with the endpoint: drop --no-track');
     }
-    if (o.report && this.tracker) this.recorder = new ReportRecorder(this.tracker);
+    if (o.report && this.tracker) this.recorder = new lazy.report!.ReportRecorder(this.tracker);
     let only = 0;
     for (const p of o.only ?? []) only |= PROTO_BIT[p];
     this.only = only;
@@ -254,11 +299,11 @@ class Dump {
     if (this.recordOnly) return;
     const d = this.decoder.decode(f);
     const mask = frameProtoMask(d);
-    if (mask !== 0) for (let i = 0; i < COUNTED.length; i++) if (mask & PROTO_BIT[COUNTED[i]!]) this.counts[i]!++;
+    if (mask !== 0) for (let i = 0; i < COUNTED_BITS.length; i++) if (mask & COUNTED_BITS[i]!) this.counts[i]!++;
     this.issues += d.issues.length;
     for (const i of d.issues) if (i.severity === 'error') this.errors++;
     let note = this.tracker?.feed(d);
-    const inSelection = !this.select || frameSelected(this.tracker!, this.select, note);
+    const inSelection = !this.select || lazy.select!.frameSelected(this.tracker!, this.select, note);
     if (note && inSelection) this.ladder?.add(d, note);
     if (note) this.recorder?.add(d, note);
     const ep = this.join?.feed(d, note);
@@ -282,8 +327,8 @@ class Dump {
     if (!inSelection) return;
     if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0 && anomalies === 0)) return;
     this.printed++;
-    if (o.json) { this.out.line(renderJson(d, note)); return; }
-    const link = o.e || o.x || o.X || o.A ? linkHeader(f.data, f.linktype, f.origlen) : undefined;
+    if (o.json) { this.out.line(lazy.json!.renderJson(d, note)); return; }
+    const link = o.e || o.x || o.X || o.A ? lazy.linkhdr!.linkHeader(f.data, f.linktype, f.origlen) : undefined;
     // one options object for every line (no per-frame object spreads on the hot path)
     const lo = this.lineOpts;
     lo.time = time;
@@ -292,15 +337,17 @@ class Dump {
     if (sec >= 0) {
       if (lo.number) { this.out.int(d.n, 6); this.out.byte(32); }
       this.parts!.writeParts(this.out, sec, f.tsSubNs ?? 0, digits);
-      this.out.line(renderLineRest(d, lo, note));
+      writeLineRest(this.out, d, lo, note);
+      this.out.byte(10);
     } else this.out.line(renderLine(d, lo, note));
     if (link && (o.x || o.X || o.A)) {
       // tcpdump: -X wins over -x, -x over -A; doubled, the link-level header is included
       const level = o.X || o.x || o.A;
       const bytes = level > 1 ? f.data : f.data.subarray(link.length);
-      if (bytes.length > 0) this.out.line(o.X ? tcpdumpHex(bytes, true) : o.x ? tcpdumpHex(bytes, false) : tcpdumpAscii(bytes));
+      const hx = lazy.hexdump!;
+      if (bytes.length > 0) this.out.line(o.X ? hx.tcpdumpHex(bytes, true) : o.x ? hx.tcpdumpHex(bytes, false) : hx.tcpdumpAscii(bytes));
     }
-    if (o.tree) this.out.line(renderTree(d, this.chalk));
+    if (o.tree) this.out.line(lazy.verbose!.renderTree(d, this.chalk));
     else if (o.verbose) for (const i of d.issues) this.out.line(`        ${i.severity} ${i.code} @${i.offset}: ${i.message}`);
     if (o.l) this.out.flush();
   }
@@ -316,24 +363,24 @@ class Dump {
     const stateReport = (): void => {
       if (!this.join) return;
       if (o.summary && o.json) return; // in the summary object
-      if (o.json) this.out.line(JSON.stringify({ stateDisagreements: disagreementsJson(this.disagreements) }));
-      else if (o.summary || this.report) this.out.line('\n' + renderDisagreements(this.disagreements, this.join.current, this.chalk));
+      if (o.json) this.out.line(JSON.stringify({ stateDisagreements: lazy.state!.disagreementsJson(this.disagreements) }));
+      else if (o.summary || this.report) this.out.line('\n' + lazy.state!.renderDisagreements(this.disagreements, this.join.current, this.chalk));
     };
     if (!t) {
       stateReport();
-      return this.join && !o.json ? renderDisagreements(this.disagreements, this.join.current, makeChalk(false)) : undefined;
+      return this.join && !o.json ? lazy.state!.renderDisagreements(this.disagreements, this.join.current, makeChalk(false)) : undefined;
     }
     t.finish();
     let line: string | undefined;
     if (o.follow !== undefined) {
-      line = renderFollow(t, o.json ? 'json' : o.followFormat, o.followDir, this.chalk, (b) => {
+      line = lazy.follow!.renderFollow(t, o.json ? 'json' : o.followFormat, o.followDir, this.chalk, (b: string | Uint8Array) => {
         if (typeof b === 'string') this.out.line(b.endsWith('\n') ? b.slice(0, -1) : b);
         else { this.out.flush(); writeAll(1, b); }
       });
     }
     if (o.summary) {
       if (o.json) {
-        const extra = this.join ? { endpointState: this.join.current, stateDisagreements: disagreementsJson(this.disagreements) } : {};
+        const extra = this.join ? { endpointState: this.join.current, stateDisagreements: lazy.state!.disagreementsJson(this.disagreements) } : {};
         // one JSON document written in pieces of about 1 MiB (a 100 000-connection summary
         // is hundreds of MB of text: never one string)
         let parts: string[] = [], size = 0;
@@ -342,15 +389,15 @@ class Dump {
           try { writeAll(1, Buffer.from(parts.join('') + (last ? '\n' : ''))); } catch (e) { if ((e as NodeJS.ErrnoException).code === 'EPIPE') process.exit(0); throw e; }
           parts = []; size = 0;
         };
-        writeSummaryJson(t, this.select, extra, jsonReplacer, (s) => { parts.push(s); size += s.length; if (size >= 1 << 20) spill(false); });
+        lazy.summary!.writeSummaryJson(t, this.select, extra, jsonReplacer, (s: string) => { parts.push(s); size += s.length; if (size >= 1 << 20) spill(false); });
         spill(true);
       } else {
         // A terminal gets tables that fit its width and the top rows; a pipe gets every row,
         // fitted to $COLUMNS or 80 columns; --wide gets everything.
         const tty = process.stdout.isTTY === true;
         const width = o.wide ? Infinity : tty ? process.stdout.columns || 80 : Number(process.env.COLUMNS) || 80;
-        writeSummary(t, this.chalk, { width, maxRows: tty && !o.wide ? 40 : Infinity, ...(this.select ? { select: this.select } : {}) }, (l) => { this.out.line(l); });
-        if (this.join) this.out.line('\n' + renderState(this.join.current, this.chalk));
+        lazy.summary!.writeSummary(t, this.chalk, { width, maxRows: tty && !o.wide ? 40 : Infinity, ...(this.select ? { select: this.select } : {}) }, (l: string) => { this.out.line(l); });
+        if (this.join) this.out.line('\n' + lazy.state!.renderState(this.join.current, this.chalk));
       }
     }
     stateReport();
@@ -358,14 +405,14 @@ class Dump {
     if (o.ladderSvg && this.ladder) {
       try { writeFileSync(o.ladderSvg, this.ladder.renderSvg(t.groups)); } catch (e) { throw new CliError(`cannot write ${o.ladderSvg}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
     }
-    if (o.report && this.recorder) writeReport(o.report, t, this.recorder, o.read ?? o.interface ?? 'capture');
+    if (o.report && this.recorder) lazy.report!.writeReport(o.report, t, this.recorder, o.read ?? o.interface ?? 'capture');
     if (!o.summary && t.anomalyCount > 0) {
       const bySev = { error: 0, warn: 0, note: 0 };
       for (const a of t.anomalyTotals.values()) bySev[a.severity] += a.count;
       line = (line ? line + '\n' : '') + `${t.anomalyCount} anomal${t.anomalyCount === 1 ? 'y' : 'ies'} (${bySev.error} errors, ${bySev.warn} warnings, ${bySev.note} notes): --summary lists them`;
     }
     // frames on stdout, the state comparison with the closing summary on stderr
-    if (this.join && !o.summary && !o.json && !this.report) line = (line ? line + '\n' : '') + renderDisagreements(this.disagreements, this.join.current, makeChalk(false));
+    if (this.join && !o.summary && !o.json && !this.report) line = (line ? line + '\n' : '') + lazy.state!.renderDisagreements(this.disagreements, this.join.current, makeChalk(false));
     return line;
   }
 
@@ -389,7 +436,7 @@ function openWriter(o: Opts, extra: { linktype?: number; snaplen?: number }): Ca
   };
   let w: CaptureWriter;
   try {
-    w = createCaptureWriter(target, {
+    w = lazy.writer!.createCaptureWriter(target, {
       format: o.format, nanosecond: true, userAppl: 'smcdump (smcscope)', os: `${osType()} ${osRelease()}`,
       ...(extra.linktype !== undefined ? { linktype: extra.linktype } : {}),
       ...(extra.snaplen !== undefined && extra.snaplen > 0 ? { snaplen: extra.snaplen } : {}),
@@ -415,9 +462,11 @@ export async function main(argv: string[]): Promise<void> {
     throw e;
   }
   const o = program.opts<Opts>();
-  if (o.version) return printVersion();
   const filter = program.args.join(' ').trim();
   if (o.write === '-') o.quiet = true;
+  // before anything reads `lazy` (--version included)
+  await loadModules(o, filter);
+  if (o.version) return printVersion();
   if (o.listInterfaces) return listIfaces(o);
   // usage errors exit 2, like commander's own
   if (o.interface !== undefined && o.read !== undefined) throw new CliError('-r and -i exclude each other: read a file or capture live', 2);
@@ -451,22 +500,22 @@ function checkWritable(file: string, flag: string): void {
 /** Like tcpdump --version: this program's version, then the libpcap it runs on. */
 function printVersion(): void {
   let pcap: string;
-  try { pcap = pcapVersion(); } catch (e) { pcap = `libpcap: ${(e as Error).message}`; }
-  writeAll(1, Buffer.from(`smcdump ${packageVersion()} (smcscope)\n${pcap}\n`));
+  try { pcap = lazy.live!.pcapVersion(); } catch (e) { pcap = `libpcap: ${(e as Error).message}`; }
+  writeAll(1, Buffer.from(`smcdump ${lazy.program!.packageVersion()} (smcscope)\n${pcap}\n`));
 }
 
 /** `smcdump --endpoint SOCK` / `--state FILE` without a capture: the endpoint's state, smcss-like. */
 async function stateView(o: Opts): Promise<void> {
-  const { state, raw } = o.endpoint !== undefined ? await fetchState(o.endpoint) : loadStateFile(o.state!);
+  const { state, raw } = o.endpoint !== undefined ? await lazy.state!.fetchState(o.endpoint) : lazy.state!.loadStateFile(o.state!);
   const out = new Out();
-  out.line(o.json ? JSON.stringify(raw, jsonReplacer) : renderState(state, makeChalk(o.color)));
+  out.line(o.json ? JSON.stringify(raw, jsonReplacer) : lazy.state!.renderState(state, makeChalk(o.color)));
   out.flush();
 }
 
 /** The state to join a capture with (--endpoint: asked now; --state: the file). */
 async function initialState(o: Opts): Promise<EndpointState | undefined> {
-  if (o.endpoint !== undefined) return (await fetchState(o.endpoint)).state;
-  if (o.state !== undefined) return loadStateFile(o.state).state;
+  if (o.endpoint !== undefined) return (await lazy.state!.fetchState(o.endpoint)).state;
+  if (o.state !== undefined) return lazy.state!.loadStateFile(o.state).state;
   return undefined;
 }
 
@@ -487,7 +536,7 @@ class StopOnSignal {
 }
 
 async function replay(o: Opts, filter: string): Promise<void> {
-  const bpf = filter !== '' ? new BpfMatcher(filter) : undefined;
+  const bpf = filter !== '' ? new lazy.live!.BpfMatcher(filter) : undefined;
   const st = await initialState(o);
   const reader = MergedReader.open(expandCaptureArgs(o.read!));
   const digits = forcedDigits(o);
@@ -503,7 +552,7 @@ async function replay(o: Opts, filter: string): Promise<void> {
     if (bpf && reader.linktype >= 0) bpf.compile(reader.linktype);
     writer = openWriter(o, { linktype: reader.format === 'pcap' ? reader.linktype : undefined });
     dump = new Dump(o, writer);
-    if (st && dump.tracker) dump.join = new StateJoin(st, dump.tracker);
+    if (st && dump.tracker) dump.join = new lazy.statejoin!.StateJoin(st, dump.tracker);
     if (wantProgress(o.progress)) progress = new Progress({ total: reader.fileSize, delayMs: o.progress ? 0 : 1000 });
     let lastYield = Date.now();
     for (;;) {
@@ -534,7 +583,7 @@ async function replay(o: Opts, filter: string): Promise<void> {
     }
     if (progress) { progress.update(reader.bytesRead, read); progress.end(); }
     // a live endpoint: compare with its state as it is now, after the whole file
-    if (o.endpoint !== undefined && dump.join) dump.join.update((await fetchState(o.endpoint)).state);
+    if (o.endpoint !== undefined && dump.join) dump.join.update((await lazy.state!.fetchState(o.endpoint)).state);
     const closing = dump.finish();
     if (closing) after.push(closing);
   } finally {
@@ -558,7 +607,7 @@ async function replay(o: Opts, filter: string): Promise<void> {
 
 async function live(o: Opts, filter: string): Promise<void> {
   const st = await initialState(o);
-  const cap = LiveCapture.open({
+  const cap = lazy.live!.LiveCapture.open({
     device: o.interface!, filter: filter || undefined, snaplen: o.snaplen || 262144, promisc: o.promiscuousMode,
     bufferSize: o.bufferSize !== undefined ? o.bufferSize * 1024 : undefined, immediate: o.immediate === true,
   });
@@ -570,26 +619,26 @@ async function live(o: Opts, filter: string): Promise<void> {
     throw e;
   }
   // The interface block goes out now, so even a capture that ends empty opens in Wireshark.
-  if (writer instanceof PcapngWriter) writer.addInterface(cap.linktype, cap.name);
+  if (writer !== undefined && writer instanceof lazy.writer!.PcapngWriter) writer.addInterface(cap.linktype, cap.name);
   const dump = new Dump(o, writer, filter !== '');
   // live: microseconds unless asked, as tcpdump (the -w file keeps the kernel's nanoseconds)
   const digits = forcedDigits(o) ?? 6;
   let watch: ControlWatch | undefined;
   if (st && dump.tracker) {
-    const join = new StateJoin(st, dump.tracker, { live: o.endpoint !== undefined });
+    const join = new lazy.statejoin!.StateJoin(st, dump.tracker, { live: o.endpoint !== undefined });
     dump.join = join;
     // newer snapshots name the link groups and connections that come up during the capture
     if (o.endpoint !== undefined) {
       const sock = o.endpoint;
-      const apply = (v: unknown): void => { const p = parseEndpointState(v); if (p.state) join.update(p.state); };
-      watch = watchControl(sock, 1000, apply, (e) => process.stderr.write(`smcdump: warning: ${e.message}\n`));
+      const apply = (v: unknown): void => { const p = lazy.stateread!.parseEndpointState(v); if (p.state) join.update(p.state); };
+      watch = lazy.control!.watchControl(sock, 1000, apply, (e: Error) => process.stderr.write(`smcdump: warning: ${e.message}\n`));
       // a link or connection newer than the last snapshot: ask at once (at most every 100 ms)
       let asking = false, lastAsk = 0;
       dump.afterFrame = () => {
         if (!join.stale || asking || Date.now() - lastAsk < 100) return;
         asking = true;
         lastAsk = Date.now();
-        queryControl(sock).then(apply, () => undefined).finally(() => { asking = false; });
+        lazy.control!.queryControl(sock).then(apply, () => undefined).finally(() => { asking = false; });
       };
     }
   }
@@ -616,11 +665,11 @@ async function live(o: Opts, filter: string): Promise<void> {
         process.on(s, h);
       }
       cap.start(
-        (f) => {
+        (f: CapturedFrame) => {
           dump.handle(f, true, digits);
           if (o.count !== undefined && dump.frames >= o.count) { cap.close(); end(false); }
         },
-        (e) => { failure = e; end(false); },
+        (e: Error) => { failure = e; end(false); },
         () => { dump.out.flush(); writer?.flush(); },
       );
     });
@@ -632,7 +681,7 @@ async function live(o: Opts, filter: string): Promise<void> {
   }
   if (failure) throw new CliError(failure.message.split('\n')[0]!);
   if (o.endpoint !== undefined && dump.join) {
-    try { dump.join.update((await fetchState(o.endpoint)).state); } catch (e) { process.stderr.write(`smcdump: warning: final endpoint state unavailable, compared with the last one seen: ${(e as Error).message}\n`); }
+    try { dump.join.update((await lazy.state!.fetchState(o.endpoint)).state); } catch (e) { process.stderr.write(`smcdump: warning: final endpoint state unavailable, compared with the last one seen: ${(e as Error).message}\n`); }
   }
   const closing = dump.finish();
   dump.out.flush();
@@ -646,12 +695,12 @@ async function live(o: Opts, filter: string): Promise<void> {
 }
 
 function listIfaces(o: Opts): void {
-  const list: InterfaceInfo[] = listInterfaces();
+  const list: InterfaceInfo[] = lazy.live!.listInterfaces();
   const names = new Set(list.map((i) => i.name));
-  const rdmaOnly = rdmaDevices().filter((d) => !names.has(d));
+  const rdmaOnly = lazy.live!.rdmaDevices().filter((d: string) => !names.has(d));
   const out = new Out();
   if (o.json) {
-    out.line(JSON.stringify({ libpcap: pcapVersion(), interfaces: list, rdmaNotCapturable: rdmaOnly }));
+    out.line(JSON.stringify({ libpcap: lazy.live!.pcapVersion(), interfaces: list, rdmaNotCapturable: rdmaOnly }));
   } else {
     list.forEach((i, n) => {
       const flags = [i.up ? 'Up' : '', i.running ? 'Running' : '', i.wireless ? 'Wireless' : '', i.loopback ? 'Loopback' : '',

@@ -8,7 +8,7 @@
 import type { CapturedFrame } from '../capture/types.js';
 import { LINKTYPE } from '../capture/types.js';
 import { type Issue, Tree, type FieldNode, u8 } from './wire/common.js';
-import { decodeEthernet, ETHERTYPE_IPV4, ETHERTYPE_IPV6, type EthernetHeader } from './net/ethernet.js';
+import { decodeEthernetAt, ETHERTYPE_IPV4, ETHERTYPE_IPV6, type EthernetHeader } from './net/ethernet.js';
 import { decodeSll, decodeSll2 } from './net/sll.js';
 import { blankIpv4Header, decodeIpv4At, IPPROTO_TCP, IPPROTO_UDP, type Ipv4Header } from './net/ipv4.js';
 import { decodeIpv6, type Ipv6Header } from './net/ipv6.js';
@@ -18,7 +18,7 @@ import { summarizeTcpOpt, type TcpOpt } from './wire/tcpopt.js';
 import { decodeClc, summarizeClc, type ClcMessage } from './wire/clc.js';
 import { decodeLlc, summarizeLlc, type LlcMessage } from './wire/llc.js';
 import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
-import { decodeIbPacketAt, decodeGrh, checkIcrc, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
+import { decodeIbPacketAt, decodeGrh, checkIcrc, icrcOk, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
 import { ClcStreams, type SegmentRole } from './clcstream.js';
 import { SendStreams, type SendPart } from './sendstream.js';
 
@@ -123,12 +123,13 @@ export class FrameDecoder {
   private link(out: DecodedFrame, b: Uint8Array, t: Tree | undefined): void {
     switch (out.linktype) {
       case LINKTYPE.ETHERNET: {
-        const r = decodeEthernet(b, t?.sub('Ethernet', 0, 14));
-        push(out.issues, r.issues, 0);
-        out.eth = r.value;
-        fitLast(t, r.value.headerLength);
-        if (truncatedError(r.issues)) return;
-        return this.ethertype(out, b, r.value.ethertype, r.value.headerLength, t);
+        // Ethernet starts the frame: its issues go straight onto the frame's list, offsets as they are
+        const n0 = out.issues.length;
+        const e = decodeEthernetAt(out.issues, b, t?.sub('Ethernet', 0, 14));
+        out.eth = e;
+        fitLast(t, e.headerLength);
+        if (truncatedError(out.issues, n0)) return;
+        return this.ethertype(out, b, e.ethertype, e.headerLength, t);
       }
       case LINKTYPE.LINUX_SLL: {
         const r = decodeSll(b, t?.sub('Linux cooked capture v1', 0, 16));
@@ -232,9 +233,11 @@ export class FrameDecoder {
     rebase(out.issues, n0, poff);
     let icrc: RoceInfo['icrc'] = 'unchecked';
     if (this.checkIcrc && out.caplen >= out.origlen && ib.icrc !== undefined) {
-      const c = checkIcrc(b, ipOff, 'v2');
-      icrc = c.ok ? 'ok' : 'bad';
-      if (!c.ok) out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: end - 4, length: 4 });
+      icrc = icrcOk(b, ipOff, 'v2') ? 'ok' : 'bad';
+      if (icrc === 'bad') {
+        const c = checkIcrc(b, ipOff, 'v2');
+        out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: end - 4, length: 4 });
+      }
     }
     this.roce(out, 2, undefined, ib, icrc, poff, t);
   }
@@ -253,9 +256,11 @@ export class FrameDecoder {
     out.payloadLength = b.length - poff;
     let icrc: RoceInfo['icrc'] = 'unchecked';
     if (this.checkIcrc && out.caplen >= out.origlen && ib.icrc !== undefined) {
-      const c = checkIcrc(b, off, 'v1');
-      icrc = c.ok ? 'ok' : 'bad';
-      if (!c.ok) out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: b.length - 4, length: 4 });
+      icrc = icrcOk(b, off, 'v1') ? 'ok' : 'bad';
+      if (icrc === 'bad') {
+        const c = checkIcrc(b, off, 'v1');
+        out.issues.push({ severity: 'error', code: 'ib.icrc', message: `ICRC mismatch: wire 0x${(c.actual >>> 0).toString(16)}, computed 0x${(c.expected >>> 0).toString(16)}`, offset: b.length - 4, length: 4 });
+      }
     }
     this.roce(out, 1, g.value, ib, icrc, poff, t);
   }
@@ -297,9 +302,9 @@ function fitLast(t: Tree | undefined, length: number): void {
   if (node && length > 0) node.length = length;
 }
 
-/** An error issue saying the header was cut short (no closure per frame: this runs on every one). */
-function truncatedError(issues: Issue[]): boolean {
-  for (let i = 0; i < issues.length; i++) if (issues[i]!.severity === 'error' && issues[i]!.code.endsWith('truncated')) return true;
+/** An error issue from `from` on saying the header was cut short (no closure per frame: this runs on every one). */
+function truncatedError(issues: Issue[], from: number): boolean {
+  for (let i = from; i < issues.length; i++) if (issues[i]!.severity === 'error' && issues[i]!.code.endsWith('truncated')) return true;
   return false;
 }
 

@@ -2,7 +2,9 @@
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { openCapture, readCaptureBuffer } from '../capture/reader.js';
-import { readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { Out } from '../cli/output.js';
 import { cloneFrame, type CapturedFrame } from '../capture/types.js';
 import { FrameDecoder, type DecodedFrame, type FrameDecoderOptions } from '../dissectors/frame.js';
 
@@ -49,4 +51,20 @@ export function prng(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** Everything `fill` writes to an Out (buffer of `size` bytes: small, so flushes happen in the
+ *  middle of lines and columns), read back as text through a real file descriptor. */
+export function writtenByOut(fill: (o: Out) => void, size = 4096): string {
+  const dir = mkdtempSync(join(tmpdir(), 'out-'));
+  const file = join(dir, 'out.txt');
+  const fd = openSync(file, 'w');
+  try {
+    const o = new Out(fd, size);
+    fill(o);
+    o.flush();
+  } finally { closeSync(fd); }
+  const s = readFileSync(file, 'utf8');
+  rmSync(dir, { recursive: true });
+  return s;
 }

@@ -65,6 +65,12 @@ export function isVlanTpid(t: number): boolean {
 
 export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader> {
   const issues: Issue[] = [];
+  return { value: decodeEthernetAt(issues, b, t), issues };
+}
+
+/** decodeEthernet() with its issues pushed onto `issues` (the frame's own list: the replay path
+ *  makes no result object and no issue list per frame). */
+export function decodeEthernetAt(issues: Issue[], b: Uint8Array, t?: Tree): EthernetHeader {
   const value: EthernetHeader = { dst: '', src: '', vlans: NO_VLANS, ethertype: 0, headerLength: 14 };
   if (b.length < 14) {
     issue(issues, 'error', 'eth.truncated', `truncated Ethernet header: need 14 bytes, have ${b.length}`, 0, b.length);
@@ -75,7 +81,7 @@ export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader>
       if (b.length > 0) t.add('Destination', 0, Math.min(6, b.length), value.dst);
       if (b.length > 6) t.add('Source', 6, Math.min(6, b.length - 6), value.src);
     }
-    return { value, issues };
+    return value;
   }
   value.dst = macAt(b, 0);
   value.src = macAt(b, 6);
@@ -95,7 +101,7 @@ export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader>
       value.ethertype = type;
       value.headerLength = b.length;
       if (vlans) value.vlans = vlans;
-      return { value, issues };
+      return value;
     }
     const tci = u16(b, o + 2);
     const tag: VlanTag = { tpid: type, pcp: tci >>> 13, dei: (tci >>> 12) & 1, vid: tci & 0xfff };
@@ -123,7 +129,7 @@ export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader>
   } else if (t) {
     t.add('Type', o, 2, `${ethertypeName(type)} (${hexN(type, 4)})`);
   }
-  return { value, issues };
+  return value;
 }
 
 /** Header bytes (or header + payload when `payload` is given). No FCS, no padding to 60 bytes. */

@@ -4,7 +4,8 @@ import type { ChalkInstance } from 'chalk';
 import type { DecodedFrame } from '../frame.js';
 import type { FrameNote } from '../tracker/model.js';
 import { summarizeTcp } from '../net/tcp.js';
-import { summarizeIb } from '../wire/ib.js';
+import { writeIbSummary } from '../wire/ib.js';
+import { StringSink, type TextSink } from '../wire/common.js';
 
 export interface LineOptions {
   chalk: ChalkInstance;
@@ -32,60 +33,106 @@ export function renderLine(d: DecodedFrame, o: LineOptions, note?: FrameNote): s
 
 /** The line after the number and time columns (for a caller that writes those itself). */
 export function renderLineRest(d: DecodedFrame, o: LineOptions, note?: FrameNote): string {
-  const c = o.chalk;
-  let s = (o.link ?? '') + body(d, c, o.seq, o.link !== undefined && o.link !== '');
-  if (note) s += tags(note, c);
-  if (d.issues.length > 0) {
-    let worst = 'note';
-    for (const i of d.issues) {
-      if (i.severity === 'error') { worst = 'error'; break; }
-      if (i.severity === 'warn') worst = 'warn';
+  const s = new StringSink();
+  writeLineRest(s, d, o, note);
+  return s.s;
+}
+
+/** A colour of the line: a chalk style name. */
+type Paint = 'dim' | 'red' | 'yellow' | 'cyan' | 'magenta' | 'blue' | 'green';
+
+/** `x` in colour `p`, or as it is without colour (`c` undefined: no chalk call per piece). */
+function paint(c: ChalkInstance | undefined, p: Paint, x: string): string { return c ? c[p](x) : x; }
+
+/** What a coloured piece is built in before chalk wraps it (reused: one line at a time). */
+const scratch = new StringSink();
+
+/**
+ * renderLineRest() written into a sink: smcdump's output buffer takes the pieces as bytes, so
+ * the common line (a RoCE packet and its tags, no colour) is never built as a string.
+ */
+export function writeLineRest(s: TextSink, d: DecodedFrame, o: LineOptions, note?: FrameNote): void {
+  const c = o.chalk.level > 0 ? o.chalk : undefined;
+  if (o.link !== undefined) s.text(o.link);
+  body(s, d, c, o.seq, o.link !== undefined && o.link !== '');
+  if (note) tags(s, note, c);
+  const issues = d.issues;
+  if (issues.length > 0) {
+    let worst: Paint = 'dim';
+    for (const i of issues) {
+      if (i.severity === 'error') { worst = 'red'; break; }
+      if (i.severity === 'warn') worst = 'yellow';
     }
-    const tag = `[${d.issues.length} issue${d.issues.length > 1 ? 's' : ''}: ${d.issues[0]!.code}${d.issues.length > 1 ? ',…' : ''}]`;
-    s += ' ' + (worst === 'error' ? c.red(tag) : worst === 'warn' ? c.yellow(tag) : c.dim(tag));
+    s.text(' ');
+    const w = c ? scratch.reset() : s;
+    w.text('[');
+    w.dec(issues.length);
+    w.text(issues.length > 1 ? ' issues: ' : ' issue: ');
+    w.text(issues[0]!.code);
+    w.text(issues.length > 1 ? ',…]' : ']');
+    if (c) s.text(c[worst](scratch.s));
   }
-  return s;
 }
 
 /** What the tracker knows: `[LG1/L1 c1 c>s]`, `[c2 fallback]`, then anomalies by code. */
-function tags(n: FrameNote, c: ChalkInstance): string {
-  let t = '';
-  if (n.link !== undefined) t += n.link;
-  if (n.conn !== undefined) t += (t ? ' ' : '') + (n.conn > 0 ? `c${n.conn}` : `c?${-n.conn}`);
-  if (n.dir !== undefined) t += ' ' + n.dir;
-  if (n.tcpMode !== undefined && n.link === undefined) t += ' ' + n.tcpMode;
-  let s = t ? ' ' + c.dim(`[${t}]`) : '';
-  for (const a of n.anomalies) {
-    const tag = `{${a.code}}`;
-    s += ' ' + (a.severity === 'error' ? c.red(tag) : a.severity === 'warn' ? c.yellow(tag) : c.dim(tag));
+function tags(s: TextSink, n: FrameNote, c: ChalkInstance | undefined): void {
+  const mode = n.tcpMode !== undefined && n.link === undefined;
+  if ((n.link !== undefined && n.link !== '') || n.conn !== undefined || n.dir !== undefined || mode) {
+    s.text(' ');
+    const w = c ? scratch.reset() : s;
+    w.text('[');
+    let first = true;
+    if (n.link !== undefined) { w.text(n.link); first = n.link === ''; }
+    if (n.conn !== undefined) {
+      if (!first) w.text(' ');
+      first = false;
+      if (n.conn > 0) { w.text('c'); w.dec(n.conn); } else { w.text('c?'); w.dec(-n.conn); }
+    }
+    if (n.dir !== undefined) { w.text(' '); w.text(n.dir); }
+    if (mode) { w.text(' '); w.text(n.tcpMode!); }
+    w.text(']');
+    if (c) s.text(c.dim(scratch.s));
   }
-  return s;
+  for (const a of n.anomalies) {
+    s.text(' ');
+    if (c) s.text(paint(c, a.severity === 'error' ? 'red' : a.severity === 'warn' ? 'yellow' : 'dim', `{${a.code}}`));
+    else { s.text('{'); s.text(a.code); s.text('}'); }
+  }
 }
 
-function body(d: DecodedFrame, c: ChalkInstance, seq: LineOptions['seq'], withLink: boolean): string {
+function body(s: TextSink, d: DecodedFrame, c: ChalkInstance | undefined, seq: LineOptions['seq'], withLink: boolean): void {
   const ip = d.ip;
   if (d.tcp && ip) {
     const ends = `${ip.src}.${d.tcp.srcPort} > ${ip.dst}.${d.tcp.dstPort}:`;
     const clc = d.smc.filter((i) => i.proto === 'clc');
-    if (clc.length > 0) return `${ends} ${clc.map((i) => c.cyan(i.summary)).join(' ; ')}`;
+    if (clc.length > 0) { s.text(`${ends} ${clc.map((i) => paint(c, 'cyan', i.summary)).join(' ; ')}`); return; }
     let tail = '';
-    if (d.tcpRole === 'clc-part') tail = c.cyan(' [CLC segment, reassembled later]');
-    else if (d.tcpRole === 'out-of-order') tail = c.yellow(' [out of order]');
-    else if (d.tcpRole === 'retransmission') tail = c.yellow(' [retransmission]');
+    if (d.tcpRole === 'clc-part') tail = paint(c, 'cyan', ' [CLC segment, reassembled later]');
+    else if (d.tcpRole === 'out-of-order') tail = paint(c, 'yellow', ' [out of order]');
+    else if (d.tcpRole === 'retransmission') tail = paint(c, 'yellow', ' [retransmission]');
     const tcp = summarizeTcp(d.tcp, d.payloadLength, seq);
-    const opt = d.smc.some((i) => i.proto === 'tcpopt') ? tcp.replace('smc-r', c.green('smc-r')) : tcp;
-    return `${ends} ${opt}${tail}`;
+    const opt = d.smc.some((i) => i.proto === 'tcpopt') ? tcp.replace('smc-r', paint(c, 'green', 'smc-r')) : tcp;
+    s.text(`${ends} ${opt}${tail}`);
+    return;
   }
-  if (d.roce) {
-    const where = ip ? `${ip.src} > ${ip.dst}:` : d.roce.grh ? `${d.roce.grh.sgid} > ${d.roce.grh.dgid}:` : '';
-    let s = `${where} RoCE${d.roce.version === 2 ? 'v2' : 'v1'} ${summarizeIb(d.roce.ib)}`;
+  const roce = d.roce;
+  if (roce) {
+    if (ip) { s.text(ip.src); s.text(' > '); s.text(ip.dst); s.text(':'); }
+    else if (roce.grh) s.text(`${roce.grh.sgid} > ${roce.grh.dgid}:`);
+    s.text(roce.version === 2 ? ' RoCEv2 ' : ' RoCEv1 ');
+    writeIbSummary(s, roce.ib);
     for (const i of d.smc) {
-      if (i.proto === 'llc') s += ' | ' + c.magenta(i.summary);
-      else if (i.proto === 'cdc') s += ' | ' + c.blue(i.summary);
+      if (i.proto === 'llc') { s.text(' | '); s.text(paint(c, 'magenta', i.summary)); }
+      else if (i.proto === 'cdc') { s.text(' | '); s.text(paint(c, 'blue', i.summary)); }
     }
-    if (d.roce.icrc === 'bad') s += ' ' + c.red('[bad ICRC]');
-    return s;
+    if (roce.icrc === 'bad') s.text(' ' + paint(c, 'red', '[bad ICRC]'));
+    return;
   }
+  s.text(other(d, ip, withLink));
+}
+
+/** Frames that are neither TCP nor RoCE: UDP, other IP, ARP and the rest. */
+function other(d: DecodedFrame, ip: DecodedFrame['ip'], withLink: boolean): string {
   if (d.udp && ip) return `${ip.src}.${d.udp.srcPort} > ${ip.dst}.${d.udp.dstPort}: UDP, length ${d.payloadLength}`;
   if (ip) return `${ip.src} > ${ip.dst}: IPv${ip.version} proto ${ip.version === 4 ? (ip.header as { protocol: number }).protocol : (ip.header as { upperProtocol: number }).upperProtocol}`;
   // with -e the link header already said who and what

@@ -103,6 +103,29 @@ export function fromHex(s: string): Uint8Array {
 }
 
 /** `0x` + v in hex, zero-padded to `digits` (the one formatter for fixed-width hex fields). */
+/**
+ * Where a one-line summary is written piece by piece: a string (`StringSink`) or, on the replay
+ * path, straight into smcdump's output buffer as bytes (cli/output.ts `Out`), so a printed line
+ * is never built as a string first. One writer function per format serves both.
+ */
+export interface TextSink {
+  /** Append `s` as it is. */
+  text(s: string): void;
+  /** Append the decimal digits of an integer 0 <= n < 2^53 (as `${n}`). */
+  dec(n: number): void;
+  /** Append `0x` and the unpadded lower-case hex digits of `n >>> 0` (as hexQp). */
+  hex(n: number): void;
+}
+
+/** A TextSink that builds a string (`s`); `reset()` to reuse it. */
+export class StringSink implements TextSink {
+  s = '';
+  reset(): this { this.s = ''; return this; }
+  text(s: string): void { this.s += s; }
+  dec(n: number): void { this.s += n; }
+  hex(n: number): void { this.s += '0x' + (n >>> 0).toString(16); }
+}
+
 export function hexN(v: number, digits: number): string { return '0x' + (v >>> 0).toString(16).padStart(digits, '0'); }
 
 export function hex32(v: number): string { return hexN(v, 8); }

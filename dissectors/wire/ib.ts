@@ -8,8 +8,8 @@
 // icrcRoceV2()/icrcRoceV1() on a contiguous frame, icrcFromParts() on separately built
 // pieces (the endpoint), checkIcrc() for {ok, expected, actual}.
 
-import type { Decoded, Issue } from './common.js';
-import { Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
+import type { Decoded, Issue, TextSink } from './common.js';
+import { StringSink, Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
 import { crc32Update, crc32UpdateFill, crc32UpdateMasked, crc32UpdateMaskedThen } from './crc32.js';
 import { BTH_FIELDS, AETH_FIELDS, GRH_FIELDS, GRH_LEN, BthView, RethView, AethView, DethView, GrhView } from './views/ib.js';
 import { addField, fieldMaskBytes } from './views/field.js';
@@ -877,14 +877,32 @@ export interface IcrcCheck {
  * 'v1' with `off` at the GRH. `end` defaults to the end given by the IP/GRH length fields.
  */
 export function checkIcrc(frame: Uint8Array, off: number, kind: 'v1' | 'v2', end?: number): IcrcCheck {
-  const e = end ?? (kind === 'v1' ? Math.min(frame.length, off + GRH_LEN + u16(frame, off + 4)) : ipEnd(frame, off));
-  const minLen = kind === 'v1' ? GRH_LEN + BTH_LEN + ICRC_LEN : 20 + 8 + BTH_LEN + ICRC_LEN;
-  if (e - off < minLen || e > frame.length) {
+  const e = end ?? icrcEnd(frame, off, kind);
+  if (!icrcFits(frame, off, kind, e)) {
     return { ok: false, expected: 0, actual: e >= ICRC_LEN && e <= frame.length ? u32le(frame, e - ICRC_LEN) : 0 };
   }
   const expected = kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e);
   const actual = u32le(frame, e - ICRC_LEN);
   return { ok: expected === actual, expected, actual };
+}
+
+/** checkIcrc(…).ok without the result object (the replay path checks every RoCE frame; the
+ *  details are asked for only when it fails). */
+export function icrcOk(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): boolean {
+  const e = icrcEnd(frame, off, kind);
+  if (!icrcFits(frame, off, kind, e)) return false;
+  return (kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e)) === u32le(frame, e - ICRC_LEN);
+}
+
+/** End of the RoCE packet at `off` by its own length field (GRH payload length, IP length). */
+function icrcEnd(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): number {
+  return kind === 'v1' ? Math.min(frame.length, off + GRH_LEN + u16(frame, off + 4)) : ipEnd(frame, off);
+}
+
+/** [off, e) is captured and long enough for the headers and an ICRC. */
+function icrcFits(frame: Uint8Array, off: number, kind: 'v1' | 'v2', e: number): boolean {
+  const minLen = kind === 'v1' ? GRH_LEN + BTH_LEN + ICRC_LEN : 20 + 8 + BTH_LEN + ICRC_LEN;
+  return e - off >= minLen && e <= frame.length;
 }
 
 /** checkIcrc(frame, 0, 'v2') for a buffer starting at the IP header (the version is read from it). */
@@ -895,7 +913,7 @@ export function checkIcrcV1(fromGrh: Uint8Array): IcrcCheck { return checkIcrc(f
 
 /** Compute and store the ICRC of a contiguous RoCE frame in place; returns it. */
 export function writeIcrc(frame: Uint8Array, off: number, kind: 'v1' | 'v2', end?: number): number {
-  const e = end ?? (kind === 'v1' ? Math.min(frame.length, off + GRH_LEN + u16(frame, off + 4)) : ipEnd(frame, off));
+  const e = end ?? icrcEnd(frame, off, kind);
   const c = kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e);
   setIcrc(frame, c, e);
   return c;
@@ -905,13 +923,20 @@ export function writeIcrc(frame: Uint8Array, off: number, kind: 'v1' | 'v2', end
 // Summary
 // ---------------------------------------------------------------------------------------
 
-function flags(b: Bth): string {
-  if (!b.se && !b.fecn && !b.becn) return '';
-  let s = '';
-  if (b.se) s = 'SE';
-  if (b.fecn) s += s ? ',FECN' : 'FECN';
-  if (b.becn) s += s ? ',BECN' : 'BECN';
-  return ` [${s}]`;
+/** ` [SE,FECN,BECN]` by bit (SE 1, FECN 2, BECN 4): the eight texts made once, not per frame. */
+const FLAG_TEXT: readonly string[] = Array.from({ length: 8 }, (_, m) => {
+  const on = [m & 1 ? 'SE' : '', m & 2 ? 'FECN' : '', m & 4 ? 'BECN' : ''].filter(Boolean);
+  return on.length > 0 ? ` [${on.join(',')}]` : '';
+});
+
+function flags(b: Bth): string { return FLAG_TEXT[(b.se ? 1 : 0) | (b.fecn ? 2 : 0) | (b.becn ? 4 : 0)]!; }
+
+/** ` QP 0x11 psn 123` */
+function qpPsn(s: TextSink, b: Bth): void {
+  s.text(' QP ');
+  s.hex(b.destQp);
+  s.text(' psn ');
+  s.dec(b.psn);
 }
 
 /**
@@ -921,38 +946,52 @@ function flags(b: Bth): string {
  * Non-RC transports are prefixed (`UD SEND ONLY …`).
  */
 export function summarizeIb(p: IbPacket): string {
+  const s = new StringSink();
+  writeIbSummary(s, p);
+  return s.s;
+}
+
+/** summarizeIb() written into a sink (smcdump writes it into its output buffer). */
+export function writeIbSummary(s: TextSink, p: IbPacket): void {
   const b = p.bth;
   const info = OPCODES[b.opcode & 0xff]!;
-  const prefix = info.transport === 'RC' || info.transport === 'CNP' || !info.known ? '' : info.transport + ' ';
-  const qp = ` QP ${hx(b.destQp)} psn ${b.psn}`;
+  if (!(info.transport === 'RC' || info.transport === 'CNP' || !info.known)) s.text(info.transport + ' ');
   const a = p.aeth;
-  let s: string;
   if (a && (b.opcode & 0x1f) === 0x11) {
-    if (a.kind === 'ACK') s = `${prefix}ACK${qp} msn ${a.msn} credits ${a.code}`;
-    else if (a.kind === 'RNR NAK') s = `${prefix}RNR NAK timer ${RNR_TIMER_MS[a.code]}ms${qp} msn ${a.msn}`;
-    else if (a.kind === 'NAK') s = `${prefix}NAK ${NAK_TAGS[a.code] ?? `code-${a.code}`}${qp} msn ${a.msn}`;
-    else s = `${prefix}ACK reserved-syndrome-0x${a.syndrome.toString(16)}${qp} msn ${a.msn}`;
-    return s + flags(b);
+    if (a.kind === 'ACK') s.text('ACK');
+    else if (a.kind === 'RNR NAK') s.text(`RNR NAK timer ${RNR_TIMER_MS[a.code]}ms`);
+    else if (a.kind === 'NAK') s.text(`NAK ${NAK_TAGS[a.code] ?? `code-${a.code}`}`);
+    else s.text(`ACK reserved-syndrome-0x${a.syndrome.toString(16)}`);
+    qpPsn(s, b);
+    s.text(' msn ');
+    s.dec(a.msn);
+    if (a.kind === 'ACK') { s.text(' credits '); s.dec(a.code); }
+    s.text(flags(b));
+    return;
   }
-  s = prefix + info.name + qp + flags(b);
-  if (a) s += a.kind === 'ACK' ? ` msn ${a.msn}` : ` ${aethText(a)}`;
-  if (p.rdeth) s += ` ee ${hx(p.rdeth.eeContext)}`;
-  if (p.deth) s += ` qkey ${hx(p.deth.qkey)} srcqp ${hx(p.deth.srcQp)}`;
-  if (p.xrceth) s += ` srq ${hx(p.xrceth.xrcSrq)}`;
-  if (p.feth) s += ` sel ${p.feth.selectivity} plt ${p.feth.placement}`;
+  s.text(info.name);
+  qpPsn(s, b);
+  s.text(flags(b));
+  if (a) {
+    if (a.kind === 'ACK') { s.text(' msn '); s.dec(a.msn); } else s.text(` ${aethText(a)}`);
+  }
+  if (p.rdeth) s.text(` ee ${hx(p.rdeth.eeContext)}`);
+  if (p.deth) s.text(` qkey ${hx(p.deth.qkey)} srcqp ${hx(p.deth.srcQp)}`);
+  if (p.xrceth) s.text(` srq ${hx(p.xrceth.xrcSrq)}`);
+  if (p.feth) s.text(` sel ${p.feth.selectivity} plt ${p.feth.placement}`);
   if (p.reth) {
-    s += ` va ${hxb(p.reth.va)} rkey ${hx(p.reth.rkey)}`;
-    if (!info.payload || p.reth.dmaLen !== p.payload.length) s += ` dmalen ${p.reth.dmaLen}`;
+    s.text(` va ${hxb(p.reth.va)} rkey `);
+    s.hex(p.reth.rkey);
+    if (!info.payload || p.reth.dmaLen !== p.payload.length) { s.text(' dmalen '); s.dec(p.reth.dmaLen); }
   }
   if (p.atomicEth) {
     const e = p.atomicEth;
-    s += ` va ${hxb(e.va)} rkey ${hx(e.rkey)} ${(b.opcode & 0x1f) === 0x14 ? 'add' : 'swap'} ${hxb(e.swapAdd)}`;
-    if ((b.opcode & 0x1f) !== 0x14) s += ` cmp ${hxb(e.compare)}`;
+    s.text(` va ${hxb(e.va)} rkey ${hx(e.rkey)} ${(b.opcode & 0x1f) === 0x14 ? 'add' : 'swap'} ${hxb(e.swapAdd)}`);
+    if ((b.opcode & 0x1f) !== 0x14) s.text(` cmp ${hxb(e.compare)}`);
   }
-  if (p.atomicAckEth) s += ` orig ${hxb(p.atomicAckEth.origData)}`;
-  if (p.immDt !== undefined) s += ` imm ${hx(p.immDt)}`;
-  if (p.ieth !== undefined) s += ` inv-rkey ${hx(p.ieth)}`;
-  if (info.payload && b.opcode !== 0x81) s += ` len ${p.payload.length}`;
-  else if (p.payload.length > 0 && b.opcode !== 0x81) s += ` +${p.payload.length} bytes`;
-  return s;
+  if (p.atomicAckEth) s.text(` orig ${hxb(p.atomicAckEth.origData)}`);
+  if (p.immDt !== undefined) s.text(` imm ${hx(p.immDt)}`);
+  if (p.ieth !== undefined) s.text(` inv-rkey ${hx(p.ieth)}`);
+  if (info.payload && b.opcode !== 0x81) { s.text(' len '); s.dec(p.payload.length); }
+  else if (p.payload.length > 0 && b.opcode !== 0x81) { s.text(' +'); s.dec(p.payload.length); s.text(' bytes'); }
 }

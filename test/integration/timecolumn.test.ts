@@ -3,31 +3,12 @@
 // timestamps over several decades, DST changes and both precisions, in the modes both print.
 
 import test from 'ava';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { tmpdir } from 'node:os';
 import { TimeColumn, TimeParts, type TimeMode } from '../../dissectors/render/time.js';
-import { Out } from '../../cli/output.js';
-import { prng } from '../helpers.js';
-
-/** Everything written to an Out, as text (through a real file descriptor). */
-function written(fill: (o: Out) => void): string {
-  const dir = mkdtempSync(join(tmpdir(), 'timecol-'));
-  const file = join(dir, 'out.txt');
-  const fd = openSync(file, 'w');
-  try {
-    const o = new Out(fd, 4096); // small: flushes happen in the middle of columns
-    fill(o);
-    o.flush();
-  } finally { closeSync(fd); }
-  const s = readFileSync(file, 'utf8');
-  rmSync(dir, { recursive: true });
-  return s;
-}
+import { prng, writtenByOut } from '../helpers.js';
 
 test('Out.int: digits, space and zero padding, numbers wider than the width, up to 2^53', (t) => {
   const cases: [number, number, number][] = [[0, 0, 32], [7, 6, 32], [123456, 6, 32], [1234567, 6, 32], [42, 9, 48], [999999999, 9, 48], [2 ** 53 - 1, 0, 32], [1795335097, 0, 32]];
-  const got = written((o) => { for (const [n, w, p] of cases) { o.int(n, w, p); o.byte(124); } });
+  const got = writtenByOut((o) => { for (const [n, w, p] of cases) { o.int(n, w, p); o.byte(124); } });
   const want = cases.map(([n, w, p]) => String(n).padStart(w, p === 48 ? '0' : ' ') + '|').join('');
   t.is(got, want);
 });
@@ -48,7 +29,7 @@ test('TimeParts.writeParts prints what TimeColumn.format prints (hms, date, epoc
           const parts = new TimeParts(mode, utc);
           t.true(parts.supported);
           const want = stamps.map(([s, ns]) => { const c = col.format(BigInt(s) * 1_000_000_000n + BigInt(ns), digits); return c ? c + ' ' : ''; }).join('\n');
-          const got = written((o) => stamps.forEach(([s, ns], i) => { if (i > 0) o.byte(10); parts.writeParts(o, s, ns, digits); }));
+          const got = writtenByOut((o) => stamps.forEach(([s, ns], i) => { if (i > 0) o.byte(10); parts.writeParts(o, s, ns, digits); }));
           t.is(got, want, `${zone} ${mode} utc=${utc} digits=${digits}`);
         }
       }
