@@ -32,6 +32,7 @@ import { append, none, ZERO_PAIR } from './lists.js';
 import { DirState } from './dir.js';
 import { TcpState, type Epoch } from './tcpconn.js';
 import { SmcState } from './smcconn.js';
+import { TokenIndex } from './tokens.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -92,8 +93,8 @@ export class Tracker {
   /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
   private readonly qps = new QpIndex();
   /** (link group, writer direction, token) → connection (tokens are per host, valid on every
-   *  link of the group). Numeric keys: no string per CDC or per connection. */
-  private readonly byToken = new Map<number, SmcConn>();
+   *  link of the group). */
+  private readonly byToken = new TokenIndex();
   /** (link serial, writer direction, rkey) → RMB: one RMB has one rkey per link (CLC, CONFIRM
    *  RKEY, ADD LINK rkey lists); aliases of one RMB share `ref`, which names its connection. */
   private readonly rmbs = new Map<number, RmbAlias>();
@@ -284,6 +285,7 @@ export class Tracker {
       // Declined after Confirm (e.g. CONFIRM LINK timeout): the SMC connection never carried data.
       const lg = c.smc.lg;
       lg.conns = lg.conns.filter((x) => x !== c.smc);
+      this.byToken.forget(lg, c.smc);
       c.smc = undefined;
       // A first-contact group whose first link never came up dies with this decline.
       if (lg.firstTcp === c && !lg.links.some((l) => l.state === 'active')) {
@@ -329,14 +331,14 @@ export class Tracker {
         this.anomaly('note', 'track.lg-unknown', `connection ${c.index} reuses a link group created before the capture`, undefined, c.index);
       }
     }
-    const conn = new SmcState(c.index, c, lg, link, client, server, newDir(server.rmbeSize, true), newDir(client.rmbeSize, true));
+    const conn = new SmcState(this.epoch, c.index, c, lg, link, client, server, newDir(server.rmbeSize, true), newDir(client.rmbeSize, true));
     if (this.isFollowed(c)) for (const dir of conn.dirs) dir.stream = new RingStream(dir.ringSize, true);
     c.smc = conn;
     lg.conns = append(lg.conns, conn);
     // CDC to the server carries the server's token; WRITEs to the server use the server's rkey
     // on the link the CLC named (CONFIRM RKEY / ADD LINK name it on the group's other links).
-    this.byToken.set(tokenKey(lg, 0, server.token), conn);
-    this.byToken.set(tokenKey(lg, 1, client.token), conn);
+    this.byToken.set(lg, 0, server.token, conn);
+    this.byToken.set(lg, 1, client.token, conn);
     this.bindRmb(link, 0, server.rkey, server.rmbVa, conn);
     this.bindRmb(link, 1, client.rkey, client.rmbVa, conn);
   }
@@ -590,9 +592,9 @@ export class Tracker {
   }
 
   private onCdc(m: CdcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
-    let conn = this.byToken.get(tokenKey(link.lg, dir, m.token));
+    let conn = this.byToken.get(link.lg, dir, m.token);
     if (!conn) {
-      const rev = this.byToken.get(tokenKey(link.lg, (1 - dir) as 0 | 1, m.token));
+      const rev = this.byToken.get(link.lg, (1 - dir) as 0 | 1, m.token);
       if (rev && link.lg.complete) {
         this.anomaly('error', 'cdc.wrong-direction', `CDC carries the sender's own token (connection ${rev.index})`, link.name, rev.index);
         return;
@@ -757,19 +759,19 @@ export class Tracker {
     const recv = dir === 0 ? 1 : 0;
     // The reverse direction of a connection already seen by its other token? Only when exactly
     // one mid-stream connection on this link group lacks this side's token (no guessing).
-    const cands = this.orphanConns.filter((c) => c.lg === link.lg && (c as SmcState).side(recv).token === undefined);
+    const cands = this.orphanConns.filter((c) => c.lg === link.lg && (c as SmcState).tokenOf(recv) === undefined);
     let conn: SmcConn;
     if (cands.length === 1) {
       conn = cands[0]!;
-      (conn as SmcState).side(recv).token = token;
+      (conn as SmcState).setToken(recv, token);
     } else {
       const other = link.ends[dir].gid, dstGid = link.ends[recv].gid;
       const [s0, s1] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
-      conn = new SmcState(-(++this.orphanIndex), undefined, link.lg, link, s0, s1, newDir(0), newDir(0));
+      conn = new SmcState(this.epoch, -(++this.orphanIndex), undefined, link.lg, link, s0, s1, newDir(0), newDir(0));
       link.lg.conns = append(link.lg.conns, conn);
       this.orphanConns.push(conn);
     }
-    this.byToken.set(tokenKey(link.lg, dir, token), conn);
+    this.byToken.set(link.lg, dir, token, conn);
     return conn;
   }
 
@@ -1039,11 +1041,6 @@ function countSent(s: LinkSent, d: DecodedFrame, info: ReturnType<typeof opcodeI
 
 function llcQp(m: Extract<LlcMessage, { kind: 'add_link' }>, d: DecodedFrame): LlcQp {
   return { frame: d.n, tsNs: d.tsNs, response: m.response, linkId: m.linkId, qpn: m.qpn, gid: intern(m.gid), mac: intern(m.mac), psn: m.psn };
-}
-
-/** Map key of (link group, writer direction, alert token): exact up to 2^20 link groups. */
-function tokenKey(lg: LinkGroup, dir: 0 | 1, token: number): number {
-  return (lg.id * 2 + dir) * 0x100000000 + (token >>> 0);
 }
 
 /** The CLC Proposal's UEID list, one shared (frozen) record per distinct list: 100 000
