@@ -29,7 +29,7 @@ import { LlcPairing, type LlcRequest } from './llcpair.js';
 import { lgEvent, noteType } from './lgtype.js';
 import { flat, intern, internMaybe } from './intern.js';
 import { append, none, ZERO_PAIR } from './lists.js';
-import { DirState } from './dir.js';
+import { DirSlab, type DirState } from './dir.js';
 import { TcpState, type Epoch } from './tcpconn.js';
 import { SmcState } from './smcconn.js';
 import { TokenIndex } from './tokens.js';
@@ -109,6 +109,8 @@ export class Tracker {
   private note: FrameNote = EMPTY_NOTE;
   /** What the model's times are kept relative to: the first frame's time. */
   private readonly epoch: Epoch = { base: 0n };
+  /** Where the connections' directions keep their numbers. */
+  private readonly dirSlab = new DirSlab(this.epoch);
   /** A cursor read out of a direction for the cursor rules (no object per CDC). */
   private readonly curA = { wrap: 0, count: 0 };
   private cur!: DecodedFrame;
@@ -331,7 +333,7 @@ export class Tracker {
         this.anomaly('note', 'track.lg-unknown', `connection ${c.index} reuses a link group created before the capture`, undefined, c.index);
       }
     }
-    const conn = new SmcState(this.epoch, c.index, c, lg, link, client, server, newDir(server.rmbeSize, true), newDir(client.rmbeSize, true));
+    const conn = new SmcState(this.epoch, c.index, c, lg, link, client, server, this.dirSlab.make(server.rmbeSize, true), this.dirSlab.make(client.rmbeSize, true));
     if (this.isFollowed(c)) for (const dir of conn.dirs) dir.stream = new RingStream(dir.ringSize, true);
     c.smc = conn;
     lg.conns = append(lg.conns, conn);
@@ -767,7 +769,7 @@ export class Tracker {
     } else {
       const other = link.ends[dir].gid, dstGid = link.ends[recv].gid;
       const [s0, s1] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
-      conn = new SmcState(this.epoch, -(++this.orphanIndex), undefined, link.lg, link, s0, s1, newDir(0), newDir(0));
+      conn = new SmcState(this.epoch, -(++this.orphanIndex), undefined, link.lg, link, s0, s1, this.dirSlab.make(0, false), this.dirSlab.make(0, false));
       link.lg.conns = append(link.lg.conns, conn);
       this.orphanConns.push(conn);
     }
@@ -998,11 +1000,6 @@ export class Tracker {
     }
     this.anomalies.push(a);
   }
-}
-
-/** Per-direction state; `fromStart`: the handshake was captured, so both cursors start at 0:0. */
-function newDir(ringSize: number, fromStart = false): DirState {
-  return new DirState(ringSize, fromStart);
 }
 
 /** Direction `i` of a connection the tracker made (no pair built per frame). */
