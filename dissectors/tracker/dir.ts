@@ -63,19 +63,17 @@ export class DirSlab {
 }
 
 export class DirState implements SmcDir {
-  /** Offsets of this direction in its chunk's arrays. */
-  private readonly fo: number;
-  private readonly io: number;
-
   constructor(private readonly c: Chunk, private readonly k: number, ringSize: number, fromStart: boolean) {
-    this.fo = k * F64S;
-    this.io = k * I32S;
     const i = c.i, o = this.io;
     i[o + SEQ] = -1; i[o + FIRST_SEQ] = -1; i[o + LC_FRAME] = -1;
     i[o + P_WRAP] = fromStart ? 0 : -1;
     i[o + C_WRAP] = fromStart ? 0 : -1;
     i[o + RING] = ringSize;
   }
+
+  /** Offsets of this direction in its chunk's arrays (computed: two fields fewer per direction). */
+  private get fo(): number { return this.k * F64S; }
+  private get io(): number { return this.k * I32S; }
 
   get ringSize(): number { return this.c.i[this.io + RING]!; }
   set ringSize(v: number) { this.c.i[this.io + RING] = v; }
