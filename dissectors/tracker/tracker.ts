@@ -32,6 +32,7 @@ import { append, none, ZERO_PAIR } from './lists.js';
 import { DirSlab, type DirState } from './dir.js';
 import { TcpState, type Epoch } from './tcpconn.js';
 import { SmcState } from './smcconn.js';
+import { LinkState } from './link.js';
 import { TokenIndex } from './tokens.js';
 
 export interface TrackerOptions {
@@ -168,7 +169,7 @@ export class Tracker {
   }
 
   /** The link end of a QP (GID, QPN), if the capture showed it. */
-  linkOfQp(gid: string, qpn: number): { link: Link; end: 0 | 1 } | undefined {
+  linkOfQp(gid: string, qpn: number): { link: LinkState; end: 0 | 1 } | undefined {
     return this.qps.get(gid, qpn);
   }
 
@@ -307,7 +308,7 @@ export class Tracker {
     c.why = undefined;
     const server = sideOf(acc), client = sideOf(conf);
     let lg: LinkGroup | undefined;
-    let link: Link | undefined;
+    let link: LinkState | undefined;
     if (acc.firstContact) {
       lg = this.newGroup(d.n, true);
       lg.firstTcp = c;
@@ -319,7 +320,8 @@ export class Tracker {
         { gid: client.gid, qpn: client.qpn, mac: client.mac, psn: client.psn },
         { gid: server.gid, qpn: server.qpn, mac: server.mac, psn: server.psn },
       ], Math.min(client.mtu, server.mtu), 'confirming', d.n);
-      link.nextPsn = [client.psn, server.psn];
+      link.setNextPsn(0, client.psn);
+      link.setNextPsn(1, server.psn);
       lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-added', link: link.name, by: 'server', text: `first link proposed in the CLC handshake (connection ${c.index})` });
       this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
     } else {
@@ -386,14 +388,8 @@ export class Tracker {
     return lg;
   }
 
-  private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): Link {
-    const link: Link = {
-      lg, id: 0, serial: ++this.linkSerial, name: flat(`LG${lg.id}/#${lg.links.length + 1}`), ends, mtu, state, nextPsn: [undefined, undefined],
-      uid: undefined, confirmedFrame: undefined, deleted: undefined, lost: undefined,
-      packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined], psnConn: [undefined, undefined],
-      lastFrom: [undefined, undefined], retx: [undefined, undefined], testLinkUnanswered: undefined, smcMessages: 0,
-      sent: this.opts.compact ? NO_SENT : [newSent(), newSent()], unclaimed: [undefined, undefined],
-    };
+  private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): LinkState {
+    const link = new LinkState(lg, flat(`LG${lg.id}/#${lg.links.length + 1}`), ++this.linkSerial, ends, mtu, state, frame, this.opts.compact ? NO_SENT : [newSent(), newSent()]);
     lg.links = append(lg.links, link);
     for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
     for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link, e);
@@ -406,13 +402,13 @@ export class Tracker {
     const old = this.qps.get(gid, qpn);
     if (old && old.link !== link && !old.link.lg.complete && old.link.smcMessages === 0) {
       const p = old.link;
-      for (const i of [0, 1] as const) { link.packets[i] += p.packets[i]; link.bytes[i] += p.bytes[i]; }
+      for (const i of [0, 1] as const) (link as LinkState).count(i, p.packets[i], p.bytes[i]);
       link.firstFrame = Math.min(link.firstFrame, p.firstFrame);
       p.lg.links = p.lg.links.filter((x) => x !== p);
       for (const e of p.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn)?.link === p) this.qps.delete(e.gid, e.qpn);
       if (p.lg.links.length === 0 && p.lg.conns.length === 0) this.dropGroup(p.lg);
     }
-    this.qps.set(gid, qpn, { link, end });
+    this.qps.set(gid, qpn, { link: link as LinkState, end });
   }
 
   private dropGroup(lg: LinkGroup): void {
@@ -421,7 +417,7 @@ export class Tracker {
     // Keep anomalies pointing at it; only renumbering would confuse users, so ids stay.
   }
 
-  private setLinkId(link: Link, id: number): void {
+  private setLinkId(link: LinkState, id: number): void {
     if (link.id === id) return;
     link.id = id;
     link.name = flat(`LG${link.lg.id}/L${id}`);
@@ -437,7 +433,7 @@ export class Tracker {
   }
 
   /** Link of a RoCE frame from its destination; learns links mid-stream when unknown. */
-  private linkOf(srcGid: string, dstGid: string, dqpn: number, d: DecodedFrame): { link: Link; end: 0 | 1 } {
+  private linkOf(srcGid: string, dstGid: string, dqpn: number, d: DecodedFrame): { link: LinkState; end: 0 | 1 } {
     const hit = this.qps.get(dstGid, dqpn);
     if (hit) return hit;
     // Mid-stream: pair with a half-known link whose other end is this packet's destination.
@@ -448,8 +444,8 @@ export class Tracker {
           const o = (1 - e) as 0 | 1;
           if (l.ends[e].qpn === undefined && l.ends[e].gid === dstGid && l.ends[o].gid === srcGid) {
             l.ends[e].qpn = dqpn;
-            this.qps.set(dstGid, dqpn, { link: l, end: e });
-            return { link: l, end: e };
+            this.qps.set(dstGid, dqpn, { link: l as LinkState, end: e });
+            return { link: l as LinkState, end: e };
           }
         }
       }
@@ -479,12 +475,11 @@ export class Tracker {
     this.note.link = link.name;
     this.frameLink = link;
     this.frameDir = dir;
-    link.packets[dir]++;
-    link.bytes[dir] += r.ib.payload.length;
-    link.lastFrom[dir] = stamp(link.lastFrom[dir], d);
+    link.count(dir, 1, r.ib.payload.length);
+    link.seen(dir, d.n, d.tsNs);
     if (info.isAck) {
       const a = r.ib.aeth;
-      const rx = link.retx[1 - dir];
+      const rx = link.retxOf((1 - dir) as 0 | 1);
       if (rx) rx.answered = true;
       if (!a || a.kind === 'ACK') return;
       // A NAK answers the request with this PSN, sent the other way: attribute it to its connection.
@@ -495,10 +490,10 @@ export class Tracker {
       return;
     }
     // Any request from the other end also shows it is alive.
-    const rx = link.retx[1 - dir];
+    const rx = link.retxOf((1 - dir) as 0 | 1);
     if (rx) rx.answered = true;
     // Request PSN continuity per direction.
-    const want = link.nextPsn[dir];
+    const want = link.nextPsnOf(dir);
     if (want !== undefined && bth.psn !== want) {
       const behind = (want - bth.psn) & 0xffffff;
       if (behind > 0 && behind < 0x800000) {
@@ -515,7 +510,7 @@ export class Tracker {
       if (s) s.gaps++;
       this.anomaly(this.gapSeverity, 'roce.psn-gap', `PSN gap on ${link.name}: expected ${want}, got ${bth.psn} (${((bth.psn - want) & 0xffffff)} packets missing from the capture or lost)`, link.name);
     }
-    link.nextPsn[dir] = (bth.psn + 1) & 0xffffff;
+    link.setNextPsn(dir, (bth.psn + 1) & 0xffffff);
     const sent = this.sentOf(link, dir);
     if (sent) countSent(sent, d, info);
 
@@ -528,7 +523,9 @@ export class Tracker {
     }
     this.note.link = link.name; // CONFIRM LINK / ADD LINK may just have named the link
     // Remember which connection each recent PSN carried, for NAKs and retransmissions.
-    (link.psnConn[dir] ??= new PsnRuns()).record(bth.psn, this.note.conn ?? 0);
+    let runs = link.psnRunsOf(dir);
+    if (!runs) link.setPsnRuns(dir, runs = new PsnRuns());
+    runs.record(bth.psn, this.note.conn ?? 0);
   }
 
   private onOtherRoce(src: string, dst: string, qpn: number, transport: string, bytes: number, frame: number): void {
@@ -540,9 +537,9 @@ export class Tracker {
     f.last = frame;
   }
 
-  private countRetx(link: Link, dir: 0 | 1, psn: number, d: DecodedFrame): void {
-    let s: RetxStats | undefined = link.retx[dir];
-    if (!s) { s = { count: 0, first: d.n, last: d.n, firstTs: d.tsNs, lastTs: d.tsNs, perPsn: new Map(), maxRepeat: 0, answered: false }; link.retx[dir] = s; }
+  private countRetx(link: LinkState, dir: 0 | 1, psn: number, d: DecodedFrame): void {
+    let s: RetxStats | undefined = link.retxOf(dir);
+    if (!s) { s = { count: 0, first: d.n, last: d.n, firstTs: d.tsNs, lastTs: d.tsNs, perPsn: new Map(), maxRepeat: 0, answered: false }; link.setRetx(dir, s); }
     s.count++;
     s.last = d.n;
     s.lastTs = d.tsNs;
@@ -554,7 +551,7 @@ export class Tracker {
     if (n > 1) s.answered = false;
   }
 
-  private onWrite(d: DecodedFrame, link: Link, dir: 0 | 1): void {
+  private onWrite(d: DecodedFrame, link: LinkState, dir: 0 | 1): void {
     const ib = d.roce!.ib;
     const info = opcodeInfo(ib.bth.opcode);
     let cont: WriteCont | undefined;
@@ -562,9 +559,9 @@ export class Tracker {
       const hit: RmbAlias | undefined = this.rmbs.get(this.rmbKey(link, dir, ib.reth.rkey));
       const conn = hit?.ref.conn;
       if (!hit || !conn) {
-        link.write[dir] = undefined;
+        link.setWrite(dir, undefined);
         if (link.lg.complete && !hit) this.anomaly('error', 'rdma.unknown-rkey', `RDMA WRITE with rkey ${hex32(ib.reth.rkey)} that the receiver never announced on ${link.name}`, link.name);
-        else if (!link.lg.complete) link.unclaimed[dir] = { rkey: ib.reth.rkey, va: ib.reth.va };
+        else if (!link.lg.complete) link.setUnclaimed(dir, { rkey: ib.reth.rkey, va: ib.reth.va });
         return;
       }
       // a learned RMB's start is unknown: no offset, no bounds (-1: not placed in the stream)
@@ -574,11 +571,11 @@ export class Tracker {
         this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
       }
       cont = { conn, dir: hit.ref.dir, offset: off };
-      link.write[dir] = info.isOnly ? undefined : cont;
+      link.setWrite(dir, info.isOnly ? undefined : cont);
     } else {
-      cont = link.write[dir];
+      cont = link.writeOf(dir);
       if (!cont) return; // MIDDLE/LAST whose FIRST was not captured
-      if (info.isLast) link.write[dir] = undefined;
+      if (info.isLast) link.setWrite(dir, undefined);
     }
     const sd = dirOf(cont.conn, cont.dir);
     this.note.conn = cont.conn.index;
@@ -593,7 +590,7 @@ export class Tracker {
     (cont.conn as SmcState).noteData(d.n, d.tsNs);
   }
 
-  private onCdc(m: CdcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
+  private onCdc(m: CdcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
     let conn = this.byToken.get(link.lg, dir, m.token);
     if (!conn) {
       const rev = this.byToken.get(link.lg, (1 - dir) as 0 | 1, m.token);
@@ -705,10 +702,10 @@ export class Tracker {
   /** Mid-stream group: the WRITEs before a writer's CDC on a link were its connection's (Linux
    *  sends the CDC after the WRITEs it announces, on the same QP); a closing CDC frees the RMB for
    *  the next connection. */
-  private learnRmb(link: Link, dir: 0 | 1, conn: SmcConn, m: CdcMessage): void {
-    const u = link.unclaimed[dir];
+  private learnRmb(link: LinkState, dir: 0 | 1, conn: SmcConn, m: CdcMessage): void {
+    const u = link.unclaimedOf(dir);
     if (u) {
-      link.unclaimed[dir] = undefined;
+      link.setUnclaimed(dir, undefined);
       const k = this.rmbKey(link, dir, u.rkey);
       this.rmbs.set(k, { ref: { conn, dir }, va: u.va, learned: true });
       this.learned.set(dirOf(conn, dir), k);
@@ -731,7 +728,7 @@ export class Tracker {
 
   /** Failover validation CDC (zero cursors, the last completed sequence number): the sender
    *  continues this connection on `link`. Cursors and sequence are not touched by it. */
-  private onFailover(conn: SmcConn, link: Link, dir: 0 | 1, m: CdcMessage, d: DecodedFrame): void {
+  private onFailover(conn: SmcConn, link: LinkState, dir: 0 | 1, m: CdcMessage, d: DecodedFrame): void {
     const w = dirOf(conn, dir);
     const was = w.link ?? conn.link?.name;
     const from = was !== link.name ? was : undefined;
@@ -747,8 +744,8 @@ export class Tracker {
   }
 
   /** Connection of a recent request PSN on a link direction (undefined when not remembered). */
-  private connOfPsn(link: Link, dir: 0 | 1, psn: number): number | undefined {
-    return link.psnConn[dir]?.lookup(psn);
+  private connOfPsn(link: LinkState, dir: 0 | 1, psn: number): number | undefined {
+    return link.psnRunsOf(dir)?.lookup(psn);
   }
 
   private consAheadAnomaly(w: SmcDir, conn: SmcConn): void {
@@ -757,7 +754,7 @@ export class Tracker {
   }
 
   /** A connection first seen mid-stream through its CDC token. */
-  private orphan(link: Link, dir: 0 | 1, token: number): SmcConn {
+  private orphan(link: LinkState, dir: 0 | 1, token: number): SmcConn {
     const recv = dir === 0 ? 1 : 0;
     // The reverse direction of a connection already seen by its other token? Only when exactly
     // one mid-stream connection on this link group lacks this side's token (no guessing).
@@ -781,7 +778,7 @@ export class Tracker {
   // LLC: the link group state machine
   // ---------------------------------------------------------------------------------------
 
-  private onLlc(m: LlcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
+  private onLlc(m: LlcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
     const lg = link.lg;
     const by = SIDE[dir];
     const ev = (what: Parameters<typeof lgEvent>[1]['what'], text: string, l: Link = link): void => lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what, link: l.name, by, text });
@@ -828,7 +825,7 @@ export class Tracker {
           // The requester (server side of the LG in Linux) announces its new QP; the client answers with its own.
           const nl = this.newLink(lg, dir === 1 ? [{ gid: '' }, { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }] : [{ gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }, { gid: '' }], mtuFromCode(m.mtu), 'confirming', d.n);
           this.setLinkId(nl, m.linkId);
-          nl.nextPsn[dir] = m.psn;
+          nl.setNextPsn(dir, m.psn);
           const sent = this.sentOf(nl, dir);
           if (sent) sent.add = llcQp(m, d);
           ev('link-added', `ADD LINK ${nl.name} proposed by the ${by} (${m.gid} QP ${hexQp(m.qpn)})`, nl);
@@ -837,7 +834,7 @@ export class Tracker {
           const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && l.ends[dir].gid === '');
           if (nl) {
             nl.ends[dir] = { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn };
-            nl.nextPsn[dir] = m.psn;
+            (nl as LinkState).setNextPsn(dir, m.psn);
             const sent = this.sentOf(nl, dir);
             if (sent) sent.add = llcQp(m, d);
             this.claimQp(m.gid, m.qpn, nl, dir);
@@ -876,7 +873,7 @@ export class Tracker {
     }
   }
 
-  private onDeleteLink(m: Extract<LlcMessage, { kind: 'delete_link' }>, link: Link, dir: 0 | 1, d: DecodedFrame): void {
+  private onDeleteLink(m: Extract<LlcMessage, { kind: 'delete_link' }>, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
     const lg = link.lg;
     const by = SIDE[dir];
     const reason = `${hex32(m.reason)} ${deleteLinkReason(m.reason)}`;
@@ -1066,9 +1063,9 @@ function stamp(slot: { frame: number; tsNs: bigint } | undefined, d: DecodedFram
 
 /** Since `tsNs`, the end opposite `from` sent nothing while `from` retransmitted requests. */
 function peerSilentSince(l: Link, from: 0 | 1, tsNs: bigint): boolean {
-  const r = l.retx[from];
-  const peer = l.lastFrom[1 - from];
-  return r !== undefined && !r.answered && r.lastTs > tsNs && r.maxRepeat >= 2 && (peer === undefined || peer.tsNs < tsNs);
+  const r = (l as LinkState).retxOf(from);
+  const peer = (l as LinkState).lastTsOf((1 - from) as 0 | 1);
+  return r !== undefined && !r.answered && r.lastTs > tsNs && r.maxRepeat >= 2 && (peer === undefined || peer < tsNs);
 }
 
 function newTcpStream(): TcpStream {
@@ -1113,7 +1110,7 @@ function cachedGid(ip: string): string {
   return g;
 }
 
-interface QpSlot { qpn: number; link: Link; end: 0 | 1 }
+interface QpSlot { qpn: number; link: LinkState; end: 0 | 1 }
 
 /** QP (GID, QPN) → link end. A host (GID) has a few QPs: a short list per GID (a Map per GID
  *  took 600 bytes each for 100 000 hosts); a busy GID switches to a Map. */
@@ -1126,7 +1123,7 @@ class QpIndex {
     for (let i = 0; i < q.length; i++) if (q[i]!.qpn === qpn) return q[i];
     return undefined;
   }
-  set(gid: string, qpn: number, v: { link: Link; end: 0 | 1 }): void {
+  set(gid: string, qpn: number, v: { link: LinkState; end: 0 | 1 }): void {
     const slot: QpSlot = { qpn, link: v.link, end: v.end };
     const q = this.m.get(gid);
     if (q === undefined) { this.m.set(gid, [slot]); return; }
