@@ -34,9 +34,23 @@ export function noteType(lg: LinkGroup, frame: number, tsNs: bigint): void {
   lg.types = append(lg.types, { type: t, frame, tsNs });
 }
 
+/** Event texts seen recently: the same sentence in many groups (e.g. "ADD LINK of link 2
+ *  rejected by the client" in each of 25 000 groups) is kept once. Unique texts pass through;
+ *  the pool starts over when full, so it stays small. */
+const texts = new Map<string, string>();
+const TEXTS_MAX = 1024;
+function sharedText(s: string): string {
+  const hit = texts.get(s);
+  if (hit !== undefined) return hit;
+  if (texts.size >= TEXTS_MAX) texts.clear();
+  const v = flat(s);
+  texts.set(v, v);
+  return v;
+}
+
 export function lgEvent(lg: LinkGroup, e: LgEvent): void {
   // kept until the end: flat strings, not the template literal's tree of parts
-  e.text = flat(e.text);
+  e.text = sharedText(e.text);
   if (e.link !== undefined) e.link = flat(e.link);
   lg.events = append(lg.events, e);
 }
