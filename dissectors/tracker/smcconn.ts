@@ -44,9 +44,13 @@ export class SmcState implements SmcConn {
   private readonly psn0: number;
   private readonly psn1: number;
 
+  /** The link the CLC named (its rkeys are valid there; other links learn theirs from LLC). */
+  readonly clcLink: Link | undefined;
+
   constructor(private readonly epoch: Epoch, readonly index: number, readonly tcp: TcpConn | undefined, public lg: LinkGroup, link: Link | undefined,
     s0: Side, s1: Side, private readonly d0: DirState, private readonly d1: DirState) {
     this.link = link;
+    this.clcLink = link;
     this.gid0 = s0.gid; this.gid1 = s1.gid;
     this.peer0 = s0.peerId; this.peer1 = s1.peerId;
     this.mac0 = s0.mac; this.mac1 = s1.mac;
@@ -74,6 +78,10 @@ export class SmcState implements SmcConn {
   }
   /** The alert token side `i` announced (CLC), or a CDC named (mid-stream). */
   tokenOf(i: 0 | 1): number | undefined { return i === 0 ? this.tok0 : this.tok1; }
+  /** The rkey of side `i`'s RMB on the CLC's link, when the CLC was captured. */
+  clcRkeyOf(i: 0 | 1): number | undefined { return (i === 0 ? this.va0 : this.va1) === undefined ? undefined : i === 0 ? this.rkey0 : this.rkey1; }
+  /** The address of side `i`'s RMB (CLC), when the CLC was captured. */
+  rmbVaOf(i: 0 | 1): bigint | undefined { return i === 0 ? this.va0 : this.va1; }
   /** A mid-stream connection's side `i` is now known by `token`. */
   setToken(i: 0 | 1, token: number): void { if (i === 0) this.tok0 = token; else this.tok1 = token; }
 

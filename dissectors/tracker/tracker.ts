@@ -33,7 +33,7 @@ import { DirSlab, type DirState } from './dir.js';
 import { TcpState, type Epoch } from './tcpconn.js';
 import { SmcState } from './smcconn.js';
 import { LinkState } from './link.js';
-import { TokenIndex } from './tokens.js';
+import { ConnIndex } from './connindex.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -94,11 +94,18 @@ export class Tracker {
   /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
   private readonly qps = new QpIndex();
   /** (link group, writer direction, token) → connection (tokens are per host, valid on every
-   *  link of the group). */
-  private readonly byToken = new TokenIndex();
+   *  link of the group): the token the receiving side announced. */
+  private readonly byToken = new ConnIndex((c, dir) => c.tokenOf((1 - dir) as 0 | 1));
+  /** (link, writer direction, rkey) → connection, for the rkeys the CLC announced on the link it
+   *  named (in a group whose creation was captured): the receiving side's. */
+  private readonly byClcRkey = new ConnIndex((c, dir, link) => (c.clcLink === link ? c.clcRkeyOf((1 - dir) as 0 | 1) : undefined));
   /** (link serial, writer direction, rkey) → RMB: one RMB has one rkey per link (CLC, CONFIRM
-   *  RKEY, ADD LINK rkey lists); aliases of one RMB share `ref`, which names its connection. */
+   *  RKEY, ADD LINK rkey lists); aliases of one RMB share `ref`, which names its connection. The
+   *  CLC's rkeys in a complete group are found through byClcRkey until an LLC message names the
+   *  same RMB on another link (then its entry is made here, and followed by later bindings). */
   private readonly rmbs = new Map<number, RmbAlias>();
+  /** What rmbAt() returns for a CLC rkey: read at once, never kept (no object per WRITE). */
+  private readonly clcHit: RmbAlias = { ref: { conn: undefined, dir: 0 }, va: 0n };
   /** RMBs learned from traffic (mid-stream groups), per writer direction of a connection. */
   private readonly learned = new Map<SmcDir, number>();
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
@@ -175,7 +182,7 @@ export class Tracker {
 
   /** The connection whose RMB RDMA WRITEs with `rkey` on `link` in direction `dir` reach. */
   rmbConn(link: Link, dir: 0 | 1, rkey: number): SmcConn | undefined {
-    return this.rmbs.get(this.rmbKey(link, dir, rkey))?.ref.conn;
+    return this.rmbAt(link, dir, rkey)?.ref.conn;
   }
 
   /** The followed TCP connection (SMC-R or not). */
@@ -288,7 +295,7 @@ export class Tracker {
       // Declined after Confirm (e.g. CONFIRM LINK timeout): the SMC connection never carried data.
       const lg = c.smc.lg;
       lg.conns = lg.conns.filter((x) => x !== c.smc);
-      this.byToken.forget(lg, c.smc);
+      this.forgetKeys(c.smc as SmcState);
       c.smc = undefined;
       // A first-contact group whose first link never came up dies with this decline.
       if (lg.firstTcp === c && !lg.links.some((l) => l.state === 'active')) {
@@ -341,8 +348,8 @@ export class Tracker {
     lg.conns = append(lg.conns, conn);
     // CDC to the server carries the server's token; WRITEs to the server use the server's rkey
     // on the link the CLC named (CONFIRM RKEY / ADD LINK name it on the group's other links).
-    this.byToken.set(lg, 0, server.token, conn);
-    this.byToken.set(lg, 1, client.token, conn);
+    this.byToken.set(lg.id * 2, server.token, conn);
+    this.byToken.set(lg.id * 2 + 1, client.token, conn);
     this.bindRmb(link, 0, server.rkey, server.rmbVa, conn);
     this.bindRmb(link, 1, client.rkey, client.rmbVa, conn);
   }
@@ -366,7 +373,45 @@ export class Tracker {
     const k = this.rmbKey(link, dir, rkey);
     const hit = this.rmbs.get(k);
     if (hit) { hit.ref.conn = conn; hit.ref.dir = dir; hit.va = va; return; }
+    // the connection's CLC side (rkey, address) and link are its record
+    if (link.lg.complete) { this.byClcRkey.set(link.serial * 2 + dir, rkey, conn); return; }
     this.rmbs.set(k, { ref: { conn, dir }, va });
+  }
+
+  /** The RMB RDMA WRITEs with `rkey` on `link` in direction `dir` reach (a CLC rkey's answer
+   *  is a shared scratch object: read it at once). */
+  private rmbAt(link: Link, dir: 0 | 1, rkey: number): RmbAlias | undefined {
+    const hit = this.rmbs.get(this.rmbKey(link, dir, rkey));
+    if (hit !== undefined || !link.lg.complete) return hit;
+    const c = this.byClcRkey.get(link.lg, link.serial * 2 + dir, dir, link, rkey) as SmcState | undefined;
+    if (c === undefined) return undefined;
+    const h = this.clcHit;
+    h.ref.conn = c; h.ref.dir = dir; h.va = c.rmbVaOf((1 - dir) as 0 | 1)!;
+    return h;
+  }
+
+  /** The RMB behind (`link`, `dir`, `rkey`) as an entry of its own, so that aliases on other
+   *  links share it (and follow a later binding of the same rkey); undefined when unknown. */
+  private rmbRefAt(link: Link, dir: 0 | 1, rkey: number): RmbRef | undefined {
+    const k = this.rmbKey(link, dir, rkey);
+    const hit = this.rmbs.get(k);
+    if (hit !== undefined) return hit.ref;
+    const h = this.rmbAt(link, dir, rkey);
+    if (h === undefined) return undefined;
+    const e: RmbAlias = { ref: { conn: h.ref.conn, dir: h.ref.dir }, va: h.va };
+    this.rmbs.set(k, e);
+    return e.ref;
+  }
+
+  /** A connection declined after its Confirm left its group: its tokens and rkeys name nothing. */
+  private forgetKeys(c: SmcState): void {
+    const lg = c.lg;
+    this.byToken.forget(lg.id * 2, c.tokenOf(1), c);
+    this.byToken.forget(lg.id * 2 + 1, c.tokenOf(0), c);
+    if (c.clcLink) {
+      this.byClcRkey.forget(c.clcLink.serial * 2, c.clcRkeyOf(1), c);
+      this.byClcRkey.forget(c.clcLink.serial * 2 + 1, c.clcRkeyOf(0), c);
+    }
   }
 
   /** Another rkey of the same RMB (`ref`), valid on `link`. */
@@ -556,7 +601,7 @@ export class Tracker {
     const info = opcodeInfo(ib.bth.opcode);
     let cont: WriteCont | undefined;
     if (ib.reth) {
-      const hit: RmbAlias | undefined = this.rmbs.get(this.rmbKey(link, dir, ib.reth.rkey));
+      const hit = this.rmbAt(link, dir, ib.reth.rkey);
       const conn = hit?.ref.conn;
       if (!hit || !conn) {
         link.setWrite(dir, undefined);
@@ -591,9 +636,9 @@ export class Tracker {
   }
 
   private onCdc(m: CdcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
-    let conn = this.byToken.get(link.lg, dir, m.token);
+    let conn = this.byToken.get(link.lg, link.lg.id * 2 + dir, dir, link, m.token);
     if (!conn) {
-      const rev = this.byToken.get(link.lg, (1 - dir) as 0 | 1, m.token);
+      const rev = this.byToken.get(link.lg, link.lg.id * 2 + 1 - dir, (1 - dir) as 0 | 1, link, m.token);
       if (rev && link.lg.complete) {
         this.anomaly('error', 'cdc.wrong-direction', `CDC carries the sender's own token (connection ${rev.index})`, link.name, rev.index);
         return;
@@ -770,7 +815,7 @@ export class Tracker {
       link.lg.conns = append(link.lg.conns, conn);
       this.orphanConns.push(conn);
     }
-    this.byToken.set(link.lg, dir, token, conn);
+    this.byToken.set(link.lg.id * 2 + dir, token, conn);
     return conn;
   }
 
@@ -859,8 +904,7 @@ export class Tracker {
         if (!m.response) {
           // The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link.
           const wdir = (1 - dir) as 0 | 1;
-          const k = this.rmbKey(link, wdir, m.rkey);
-          const ref: RmbRef = this.rmbs.get(k)?.ref ?? { conn: undefined, dir: wdir };
+          const ref: RmbRef = this.rmbRefAt(link, wdir, m.rkey) ?? { conn: undefined, dir: wdir };
           this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
           for (const o of m.others.slice(0, m.numRtokens)) {
             const ol = this.linkById(lg, o.linkId);
@@ -906,7 +950,7 @@ export class Tracker {
   /** ADD LINK rkey list: the sender's RMB known by `rkey` on `onLink` is `rkeyNew` on `nl`. */
   private rkeyAlias(onLink: Link, nl: Link, rkey: number, rkeyNew: number, vaNew: bigint, ownerEnd: 0 | 1): void {
     const wdir = (1 - ownerEnd) as 0 | 1; // WRITEs into the owner's RMB travel towards it
-    const ref = this.rmbs.get(this.rmbKey(onLink, wdir, rkey))?.ref ?? { conn: undefined, dir: wdir };
+    const ref = this.rmbRefAt(onLink, wdir, rkey) ?? { conn: undefined, dir: wdir };
     this.aliasRmb(nl, wdir, rkeyNew, vaNew, ref);
   }
 
