@@ -105,7 +105,7 @@ export class Tracker {
    *  same RMB on another link (then its entry is made here, and followed by later bindings). */
   private readonly rmbs = new Map<number, RmbAlias>();
   /** What rmbAt() returns for a CLC rkey: read at once, never kept (no object per WRITE). */
-  private readonly clcHit: RmbAlias = { ref: { conn: undefined, dir: 0 }, va: 0n };
+  private readonly clcHit: RmbAlias = { ref: { conn: undefined, dir: 0, n: 0 }, va: 0n };
   /** RMBs learned from traffic (mid-stream groups), per writer direction of a connection. */
   private readonly learned = new Map<SmcDir, number>();
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
@@ -372,10 +372,15 @@ export class Tracker {
   private bindRmb(link: Link, dir: 0 | 1, rkey: number, va: bigint, conn: SmcConn): void {
     const k = this.rmbKey(link, dir, rkey);
     const hit = this.rmbs.get(k);
-    if (hit) { hit.ref.conn = conn; hit.ref.dir = dir; hit.va = va; return; }
-    // the connection's CLC side (rkey, address) and link are its record
-    if (link.lg.complete) { this.byClcRkey.set(link.serial * 2 + dir, rkey, conn); return; }
-    this.rmbs.set(k, { ref: { conn, dir }, va });
+    // the connection's CLC side (rkey, address) and link are its record, unless the RMB is
+    // also known by other rkeys (other links' entries share its ref and follow this binding)
+    if (hit && (hit.ref.n > 1 || !link.lg.complete)) { hit.ref.conn = conn; hit.ref.dir = dir; hit.va = va; return; }
+    if (link.lg.complete) {
+      if (hit) { hit.ref.n--; this.rmbs.delete(k); } // e.g. its CONFIRM RKEY came before the CLC
+      this.byClcRkey.set(link.serial * 2 + dir, rkey, conn);
+      return;
+    }
+    this.rmbs.set(k, { ref: { conn, dir, n: 1 }, va });
   }
 
   /** The RMB RDMA WRITEs with `rkey` on `link` in direction `dir` reach (a CLC rkey's answer
@@ -390,6 +395,14 @@ export class Tracker {
     return h;
   }
 
+  /** (`link`, `dir`, `rkey`) has no entry of its own and names a connection's CLC rkey with
+   *  address `va`: an entry saying the same would change nothing. */
+  private sameAsClc(link: Link, dir: 0 | 1, rkey: number, va: bigint): boolean {
+    if (this.rmbs.has(this.rmbKey(link, dir, rkey))) return false;
+    const h = this.rmbAt(link, dir, rkey);
+    return h !== undefined && h.va === va;
+  }
+
   /** The RMB behind (`link`, `dir`, `rkey`) as an entry of its own, so that aliases on other
    *  links share it (and follow a later binding of the same rkey); undefined when unknown. */
   private rmbRefAt(link: Link, dir: 0 | 1, rkey: number): RmbRef | undefined {
@@ -398,7 +411,7 @@ export class Tracker {
     if (hit !== undefined) return hit.ref;
     const h = this.rmbAt(link, dir, rkey);
     if (h === undefined) return undefined;
-    const e: RmbAlias = { ref: { conn: h.ref.conn, dir: h.ref.dir }, va: h.va };
+    const e: RmbAlias = { ref: { conn: h.ref.conn, dir: h.ref.dir, n: 1 }, va: h.va };
     this.rmbs.set(k, e);
     return e.ref;
   }
@@ -416,7 +429,26 @@ export class Tracker {
 
   /** Another rkey of the same RMB (`ref`), valid on `link`. */
   private aliasRmb(link: Link, dir: 0 | 1, rkey: number, va: bigint, ref: RmbRef): void {
-    this.rmbs.set(this.rmbKey(link, dir, rkey), { ref, va });
+    const k = this.rmbKey(link, dir, rkey);
+    if (!this.rmbs.has(k)) ((link as LinkState).rmbKeys ??= []).push(k);
+    ref.n++;
+    this.setRmb(k, { ref, va });
+  }
+
+  /** Entry `e` at `k`, counting the RMBs' entries. */
+  private setRmb(k: number, e: RmbAlias): void {
+    const old = this.rmbs.get(k);
+    if (old) old.ref.n--;
+    this.rmbs.set(k, e);
+  }
+
+  /** `link` left its group and the QP index: no frame can reach it, nor its RMB entries. */
+  private dropRmbs(link: LinkState): void {
+    for (const k of link.rmbKeys ?? []) {
+      const e = this.rmbs.get(k);
+      if (e) { e.ref.n--; this.rmbs.delete(k); }
+    }
+    link.rmbKeys = undefined;
   }
 
   // ---------------------------------------------------------------------------------------
@@ -752,12 +784,13 @@ export class Tracker {
     if (u) {
       link.setUnclaimed(dir, undefined);
       const k = this.rmbKey(link, dir, u.rkey);
-      this.rmbs.set(k, { ref: { conn, dir }, va: u.va, learned: true });
+      this.setRmb(k, { ref: { conn, dir, n: 1 }, va: u.va, learned: true });
       this.learned.set(dirOf(conn, dir), k);
     }
     if (m.connFlags.peerConnClosed || m.connFlags.peerConnAbort) {
       const k = this.learned.get(dirOf(conn, dir));
-      if (k !== undefined && this.rmbs.get(k)?.ref.conn === conn) this.rmbs.delete(k);
+      const e = k !== undefined ? this.rmbs.get(k) : undefined;
+      if (e?.ref.conn === conn) { e.ref.n--; this.rmbs.delete(k!); }
       this.learned.delete(dirOf(conn, dir));
     }
   }
@@ -862,6 +895,7 @@ export class Tracker {
           if (i >= 0) {
             const [dead] = lg.links.splice(i, 1);
             for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn)?.link === dead) this.qps.delete(e.gid, e.qpn);
+            this.dropRmbs(dead as LinkState);
           }
           lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-rejected', link: `LG${lg.id}/L${m.linkId}`, by, text: `ADD LINK of link ${m.linkId} rejected by the ${by}` });
           break;
@@ -904,12 +938,13 @@ export class Tracker {
         if (!m.response) {
           // The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link.
           const wdir = (1 - dir) as 0 | 1;
-          const ref: RmbRef = this.rmbRefAt(link, wdir, m.rkey) ?? { conn: undefined, dir: wdir };
+          const others = m.others.slice(0, m.numRtokens).filter((o) => this.linkById(lg, o.linkId) !== undefined);
+          // On a group's only link it confirms what the CLC said (same rkey, same address): the
+          // connection's CLC side stays the record, no entry is made.
+          if (others.length === 0 && this.sameAsClc(link, wdir, m.rkey, m.vaddr)) break;
+          const ref: RmbRef = this.rmbRefAt(link, wdir, m.rkey) ?? { conn: undefined, dir: wdir, n: 0 };
           this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
-          for (const o of m.others.slice(0, m.numRtokens)) {
-            const ol = this.linkById(lg, o.linkId);
-            if (ol) this.aliasRmb(ol, wdir, o.rkey, o.vaddr, ref);
-          }
+          for (const o of others) this.aliasRmb(this.linkById(lg, o.linkId)!, wdir, o.rkey, o.vaddr, ref);
         }
         break;
       default:
@@ -950,7 +985,7 @@ export class Tracker {
   /** ADD LINK rkey list: the sender's RMB known by `rkey` on `onLink` is `rkeyNew` on `nl`. */
   private rkeyAlias(onLink: Link, nl: Link, rkey: number, rkeyNew: number, vaNew: bigint, ownerEnd: 0 | 1): void {
     const wdir = (1 - ownerEnd) as 0 | 1; // WRITEs into the owner's RMB travel towards it
-    const ref = this.rmbRefAt(onLink, wdir, rkey) ?? { conn: undefined, dir: wdir };
+    const ref = this.rmbRefAt(onLink, wdir, rkey) ?? { conn: undefined, dir: wdir, n: 0 };
     this.aliasRmb(nl, wdir, rkeyNew, vaNew, ref);
   }
 
