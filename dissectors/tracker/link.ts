@@ -38,8 +38,8 @@ export class LinkState implements Link {
   private rx1: RetxStats | undefined = undefined;
   private un0: Unclaimed | undefined = undefined;
   private un1: Unclaimed | undefined = undefined;
-  /** The tracker's RMB entries made for this link by LLC rkey lists (to drop them with a link
-   *  that can never carry a frame: an ADD LINK rejected). */
+  /** The tracker's RMB entries made for this link by LLC rkey lists while it was not up yet (to
+   *  drop them with a link that can never carry a frame: an ADD LINK rejected). */
   rmbKeys: number[] | undefined = undefined;
   /** Last frame from each end (-1: none yet) and its time. */
   private lf0 = -1;

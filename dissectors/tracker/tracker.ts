@@ -430,7 +430,9 @@ export class Tracker {
   /** Another rkey of the same RMB (`ref`), valid on `link`. */
   private aliasRmb(link: Link, dir: 0 | 1, rkey: number, va: bigint, ref: RmbRef): void {
     const k = this.rmbKey(link, dir, rkey);
-    if (!this.rmbs.has(k)) ((link as LinkState).rmbKeys ??= []).push(k);
+    // kept while the link may still be rejected (an ADD LINK refused drops its entries)
+    const l = link as LinkState;
+    if (l.state === 'confirming' && !this.rmbs.has(k)) l.rmbKeys = append(l.rmbKeys ?? none(), k);
     ref.n++;
     this.setRmb(k, { ref, va });
   }
@@ -874,6 +876,7 @@ export class Tracker {
         if (m.response) {
           if (link.state !== 'active') {
             link.state = 'active';
+            link.rmbKeys = undefined; // up: never rejected any more
             link.confirmedFrame = d.n;
             ev('link-confirmed', `${link.name} up (CONFIRM LINK answered by the ${by})`);
             noteType(lg, d.n, d.tsNs);
