@@ -7,7 +7,7 @@
 // A link counts once its CONFIRM LINK exchange completed and until it is deleted or lost.
 
 import type { LgEvent, LgType, LinkGroup } from './model.js';
-import { flat } from './intern.js';
+import { flat, stringPool } from './intern.js';
 import { append } from './lists.js';
 
 export function lgTypeOf(lg: LinkGroup): LgType {
@@ -35,18 +35,9 @@ export function noteType(lg: LinkGroup, frame: number, tsNs: bigint): void {
 }
 
 /** Event texts seen recently: the same sentence in many groups (e.g. "ADD LINK of link 2
- *  rejected by the client" in each of 25 000 groups) is kept once. Unique texts pass through;
- *  the pool starts over when full, so it stays small. */
-const texts = new Map<string, string>();
-const TEXTS_MAX = 1024;
-function sharedText(s: string): string {
-  const hit = texts.get(s);
-  if (hit !== undefined) return hit;
-  if (texts.size >= TEXTS_MAX) texts.clear();
-  const v = flat(s);
-  texts.set(v, v);
-  return v;
-}
+ *  rejected by the client" in each of 25 000 groups) is kept once; unique texts pass through
+ *  a small pool. */
+const sharedText = stringPool(1024);
 
 export function lgEvent(lg: LinkGroup, e: LgEvent): void {
   // kept until the end: flat strings, not the template literal's tree of parts
