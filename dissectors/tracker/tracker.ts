@@ -26,7 +26,7 @@ import type {
 import { RingStream } from './stream.js';
 import { PsnRuns } from './psnruns.js';
 import { LlcPairing, type LlcRequest } from './llcpair.js';
-import { lgEvent, noteType } from './lgtype.js';
+import { lgEvent, lgEventSaid, noteType } from './lgtype.js';
 import { flat, intern, internMaybe } from './intern.js';
 import { append, none, ZERO_PAIR } from './lists.js';
 import { DirSlab, type DirState } from './dir.js';
@@ -329,7 +329,7 @@ export class Tracker {
       ], Math.min(client.mtu, server.mtu), 'confirming', d.n);
       link.setNextPsn(0, client.psn);
       link.setNextPsn(1, server.psn);
-      lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-added', link: link.name, by: 'server', text: `first link proposed in the CLC handshake (connection ${c.index})` });
+      lgEventSaid(lg, d.n, d.tsNs, 'link-added', link.name, 'server', { kind: 'first-link', conn: c.index });
       this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
@@ -878,7 +878,7 @@ export class Tracker {
             link.state = 'active';
             link.rmbKeys = undefined; // up: never rejected any more
             link.confirmedFrame = d.n;
-            ev('link-confirmed', `${link.name} up (CONFIRM LINK answered by the ${by})`);
+            lgEventSaid(lg, d.n, d.tsNs, 'link-confirmed', link.name, by, { kind: 'confirmed' });
             noteType(lg, d.n, d.tsNs);
           }
           const first = lg.firstTcp as TcpState | undefined; // the tracker made it
@@ -910,7 +910,7 @@ export class Tracker {
           nl.setNextPsn(dir, m.psn);
           const sent = this.sentOf(nl, dir);
           if (sent) sent.add = llcQp(m, d);
-          ev('link-added', `ADD LINK ${nl.name} proposed by the ${by} (${m.gid} QP ${hexQp(m.qpn)})`, nl);
+          lgEventSaid(lg, d.n, d.tsNs, 'link-added', nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
           for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         } else {
           const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && l.ends[dir].gid === '');
