@@ -9,20 +9,23 @@ export function flat(s: string): string {
   return s.length < 2 ? s : (JSON.parse(JSON.stringify(s)) as string);
 }
 
-const pool = new Map<string, string>();
-/** Distinct values kept before the pool starts over (bounds it on hostile input). */
-const POOL_MAX = 1 << 16;
+/** A pool of flat strings (one instance per distinct value) that starts over when it holds
+ *  `max` values (bounded on hostile input). */
+export function stringPool(max: number): (s: string) => string {
+  const pool = new Map<string, string>();
+  return (s) => {
+    const hit = pool.get(s);
+    if (hit !== undefined) return hit;
+    if (pool.size >= max) pool.clear();
+    const v = flat(s);
+    pool.set(v, v);
+    return v;
+  };
+}
 
 /** One flat instance of values that repeat across connections (addresses, GIDs, MACs, peer
  *  ids, host names, UEIDs). */
-export function intern(s: string): string {
-  const hit = pool.get(s);
-  if (hit !== undefined) return hit;
-  if (pool.size >= POOL_MAX) pool.clear();
-  const v = flat(s);
-  pool.set(v, v);
-  return v;
-}
+export const intern = stringPool(1 << 16);
 
 /** intern() over an optional value. */
 export function internMaybe(s: string | undefined): string | undefined {

@@ -7,8 +7,9 @@
 // A link counts once its CONFIRM LINK exchange completed and until it is deleted or lost.
 
 import type { LgEvent, LgType, LinkGroup } from './model.js';
-import { flat } from './intern.js';
+import { flat, stringPool } from './intern.js';
 import { append } from './lists.js';
+import { hexQp } from '../wire/common.js';
 
 export function lgTypeOf(lg: LinkGroup): LgType {
   const up = lg.links.filter((l) => l.state === 'active');
@@ -34,11 +35,48 @@ export function noteType(lg: LinkGroup, frame: number, tsNs: bigint): void {
   lg.types = append(lg.types, { type: t, frame, tsNs });
 }
 
+/** Event texts seen recently: the same sentence in many groups (e.g. "ADD LINK of link 2
+ *  rejected by the client" in each of 25 000 groups) is kept once; unique texts pass through
+ *  a small pool. */
+const sharedText = stringPool(1024);
+
 export function lgEvent(lg: LinkGroup, e: LgEvent): void {
   // kept until the end: flat strings, not the template literal's tree of parts
-  e.text = flat(e.text);
+  e.text = sharedText(e.text);
   if (e.link !== undefined) e.link = flat(e.link);
   lg.events = append(lg.events, e);
+}
+
+/** The sentences of the events nearly every group has, made when read: kept as text they took
+ *  70–90 bytes per event, three per group. */
+export type Sentence =
+  | { kind: 'first-link'; conn: number }
+  | { kind: 'confirmed' }
+  | { kind: 'add-link'; gid: string; qpn: number };
+
+class SentenceEvent implements LgEvent {
+  constructor(readonly frame: number, readonly tsNs: bigint, readonly what: LgEvent['what'], readonly link: string, readonly by: 'client' | 'server',
+    private readonly kind: Sentence['kind'], private readonly s: string | undefined, private readonly n: number) {}
+
+  get text(): string {
+    switch (this.kind) {
+      case 'first-link': return `first link proposed in the CLC handshake (connection ${this.n})`;
+      case 'confirmed': return `${this.link} up (CONFIRM LINK answered by the ${this.by})`;
+      default: return `ADD LINK ${this.link} proposed by the ${this.by} (${this.s!} QP ${hexQp(this.n)})`;
+    }
+  }
+
+  /** The same JSON as the plain event objects. */
+  toJSON(): LgEvent {
+    return { frame: this.frame, tsNs: this.tsNs, what: this.what, link: this.link, by: this.by, text: this.text };
+  }
+}
+
+/** An event of `link` (its name now) by `by` whose text is one of the common sentences. */
+export function lgEventSaid(lg: LinkGroup, frame: number, tsNs: bigint, what: LgEvent['what'], link: string, by: 'client' | 'server', said: Sentence): void {
+  const s = said.kind === 'add-link' ? said.gid : undefined;
+  const n = said.kind === 'first-link' ? said.conn : said.kind === 'add-link' ? said.qpn : 0;
+  lg.events = append(lg.events, new SentenceEvent(frame, tsNs, what, flat(link), by, said.kind, s, n));
 }
 
 /** "SINGLE → SYMMETRIC → SINGLE": the type history in one line. */

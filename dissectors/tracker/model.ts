@@ -279,7 +279,9 @@ export interface LgEvent {
   text: string;
 }
 
-export interface RmbRef { conn?: SmcConn; dir: 0 | 1 }
+/** One RMB: its connection and the direction written into it; `n`: how many of the tracker's
+ *  entries (rkeys on links) name it. */
+export interface RmbRef { conn?: SmcConn; dir: 0 | 1; n: number }
 /** `learned`: bound from traffic in a group whose handshake was not captured (WRITEs followed by
  *  a CDC on the same link and direction); `va` is then a WRITE's address, not the RMB's start. */
 export interface RmbAlias { ref: RmbRef; va: bigint; learned?: boolean }

@@ -1,10 +1,13 @@
 // One SMC-R connection, as the model's SmcConn, in fewer objects: its two sides and two
 // directions are fields, read back as the model's pairs (a new pair per read: the summary
-// reads them a few times per connection; the tracker uses side() and dir()), and the time of
-// its first data is two fields, not a Step object.
+// reads them a few times per connection; the tracker uses dir() and tokenOf()), and the time
+// of its first data is two numbers, not a Step object. The sides' values are fields of the
+// connection (an object per side cost 104 bytes and a BigInt its RMB address), read back as
+// the model's side objects with the same keys in the same order.
 
 import type { Failover, LinkGroup, Link, SmcConn, SmcSide, Step, TcpConn } from './model.js';
 import type { DirState } from './dir.js';
+import type { Epoch } from './tcpconn.js';
 import { none } from './lists.js';
 
 type Side = Partial<SmcSide> & { gid: string };
@@ -13,25 +16,85 @@ export class SmcState implements SmcConn {
   link: Link | undefined;
   failovers: Failover[] = none();
   abort: SmcConn['abort'] = undefined;
-  /** First RDMA WRITE or CDC (frame -1: none yet). */
+  /** First RDMA WRITE or CDC (frame -1: none yet), its time since the epoch (a BigInt when
+   *  not exact as a double). */
   private fdFrame = -1;
-  private fdTs = 0n;
+  private fdT: number | bigint = 0;
+  // client side (CLC Confirm), then server side (CLC Accept); a mid-stream side knows its GID
+  // and, once a CDC named it, its token
+  private readonly gid0: string;
+  private readonly gid1: string;
+  private readonly peer0: string | undefined;
+  private readonly peer1: string | undefined;
+  private readonly mac0: string | undefined;
+  private readonly mac1: string | undefined;
+  private readonly qpn0: number;
+  private readonly qpn1: number;
+  private readonly rkey0: number;
+  private readonly rkey1: number;
+  private tok0: number | undefined;
+  private tok1: number | undefined;
+  /** RMB addresses: undefined on a mid-stream side (which has none of the CLC's fields). */
+  private readonly va0: bigint | undefined;
+  private readonly va1: bigint | undefined;
+  private readonly rmbe0: number;
+  private readonly rmbe1: number;
+  private readonly mtu0: number;
+  private readonly mtu1: number;
+  private readonly psn0: number;
+  private readonly psn1: number;
 
-  constructor(readonly index: number, readonly tcp: TcpConn | undefined, public lg: LinkGroup, link: Link | undefined,
-    private readonly s0: Side, private readonly s1: Side, private readonly d0: DirState, private readonly d1: DirState) {
+  /** The link the CLC named (its rkeys are valid there; other links learn theirs from LLC). */
+  readonly clcLink: Link | undefined;
+
+  constructor(private readonly epoch: Epoch, readonly index: number, readonly tcp: TcpConn | undefined, public lg: LinkGroup, link: Link | undefined,
+    s0: Side, s1: Side, private readonly d0: DirState, private readonly d1: DirState) {
     this.link = link;
+    this.clcLink = link;
+    this.gid0 = s0.gid; this.gid1 = s1.gid;
+    this.peer0 = s0.peerId; this.peer1 = s1.peerId;
+    this.mac0 = s0.mac; this.mac1 = s1.mac;
+    this.qpn0 = s0.qpn ?? 0; this.qpn1 = s1.qpn ?? 0;
+    this.rkey0 = s0.rkey ?? 0; this.rkey1 = s1.rkey ?? 0;
+    this.tok0 = s0.token; this.tok1 = s1.token;
+    this.va0 = s0.rmbVa; this.va1 = s1.rmbVa;
+    this.rmbe0 = s0.rmbeSize ?? 0; this.rmbe1 = s1.rmbeSize ?? 0;
+    this.mtu0 = s0.mtu ?? 0; this.mtu1 = s1.mtu ?? 0;
+    this.psn0 = s0.psn ?? 0; this.psn1 = s1.psn ?? 0;
   }
 
-  get sides(): [Side, Side] { return [this.s0, this.s1]; }
+  get sides(): [Side, Side] { return [this.side(0), this.side(1)]; }
   get dirs(): [DirState, DirState] { return [this.d0, this.d1]; }
-  side(i: 0 | 1): Side { return i === 0 ? this.s0 : this.s1; }
   dir(i: 0 | 1): DirState { return i === 0 ? this.d0 : this.d1; }
 
-  get firstData(): Step | undefined { return this.fdFrame < 0 ? undefined : { name: 'first data', frame: this.fdFrame, tsNs: this.fdTs }; }
+  /** Side `i` as the model's object (made on each read). */
+  side(i: 0 | 1): Side {
+    const gid = i === 0 ? this.gid0 : this.gid1, token = i === 0 ? this.tok0 : this.tok1;
+    const va = i === 0 ? this.va0 : this.va1;
+    if (va === undefined) return token === undefined ? { gid } : { gid, token };
+    return i === 0
+      ? { peerId: this.peer0, gid, mac: this.mac0, qpn: this.qpn0, rkey: this.rkey0, token, rmbVa: va, rmbeSize: this.rmbe0, mtu: this.mtu0, psn: this.psn0 }
+      : { peerId: this.peer1, gid, mac: this.mac1, qpn: this.qpn1, rkey: this.rkey1, token, rmbVa: va, rmbeSize: this.rmbe1, mtu: this.mtu1, psn: this.psn1 };
+  }
+  /** The alert token side `i` announced (CLC), or a CDC named (mid-stream). */
+  tokenOf(i: 0 | 1): number | undefined { return i === 0 ? this.tok0 : this.tok1; }
+  /** The rkey of side `i`'s RMB on the CLC's link, when the CLC was captured. */
+  clcRkeyOf(i: 0 | 1): number | undefined { return (i === 0 ? this.va0 : this.va1) === undefined ? undefined : i === 0 ? this.rkey0 : this.rkey1; }
+  /** The address of side `i`'s RMB (CLC), when the CLC was captured. */
+  rmbVaOf(i: 0 | 1): bigint | undefined { return i === 0 ? this.va0 : this.va1; }
+  /** A mid-stream connection's side `i` is now known by `token`. */
+  setToken(i: 0 | 1, token: number): void { if (i === 0) this.tok0 = token; else this.tok1 = token; }
+
+  get firstData(): Step | undefined {
+    if (this.fdFrame < 0) return undefined;
+    const t = this.fdT;
+    return { name: 'first data', frame: this.fdFrame, tsNs: typeof t === 'bigint' ? t : this.epoch.base + BigInt(t) };
+  }
   /** Data (a WRITE or a CDC) in `frame`: the first one is the handshake's last step. */
   noteData(frame: number, tsNs: bigint): void {
     if (this.fdFrame >= 0) return;
     this.fdFrame = frame;
-    this.fdTs = tsNs;
+    const rel = Number(tsNs - this.epoch.base);
+    this.fdT = Number.isSafeInteger(rel) ? rel : tsNs;
   }
 }

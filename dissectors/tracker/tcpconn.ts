@@ -2,9 +2,10 @@
 // keeps one per connection for the whole capture. Its two endpoints are kept as fields and its
 // handshake steps as one flat list (name, frame, time per step) instead of an object per step;
 // both are read back as the model's objects (made on each read: the summary and the diagnosis
-// read them once or twice per connection, the tracker only at a CONFIRM LINK). Step times are
-// kept as nanoseconds since the capture's first frame in an array of doubles (8 bytes each, no
-// BigInt object per step), exact below 2^53 ns (104 days); a step further away keeps its BigInt.
+// read them once or twice per connection, the tracker only at a CONFIRM LINK). A step is two
+// doubles (8 bytes each, no object and no BigInt per step): its frame and name code in one
+// (frame * NAME_CODES + code, exact below 2^47 frames), its time as nanoseconds since the
+// capture's first frame, exact below 2^53 ns (104 days); a step further away keeps its BigInt.
 
 import type { ClcAcceptConfirm } from '../wire/clc.js';
 import type { Endpoint, SmcConn, Step, TcpConn, TcpMode, TcpStream } from './model.js';
@@ -13,12 +14,13 @@ import { none, ZERO_PAIR } from './lists.js';
 /** Up to this many steps the list is copied to its exact size on each step. */
 const EXACT_STEPS = 8;
 
-/** Step names by code (the tracker's steps are a handful of literals). */
+/** Step names by code (the tracker's steps are a handful of literals, far fewer than NAME_CODES). */
 const NAMES: string[] = ['SYN', 'SYN-ACK', 'Proposal', 'Accept', 'Confirm', 'Decline', 'CONFIRM LINK'];
+const NAME_CODES = 64;
 function nameCode(name: string): number {
   let i = NAMES.indexOf(name);
-  if (i < 0) i = NAMES.push(name) - 1;
-  return i;
+  if (i < 0 && NAMES.length < NAME_CODES) i = NAMES.push(name) - 1;
+  return i < 0 ? NAME_CODES - 1 : i;
 }
 
 /** The time steps are kept relative to (the capture's first frame), shared by all connections. */
@@ -45,7 +47,7 @@ export class TcpState implements TcpConn {
   closed = false;
   /** What few connections have (a Decline, a RST, a --follow stream). */
   private rare: Rare | undefined = undefined;
-  /** Steps flat: name code, frame, time since the epoch (a BigInt when not exact as a double). */
+  /** Steps flat: frame * NAME_CODES + name code, time since the epoch (a BigInt when not exact as a double). */
   private st: (number | bigint)[] = none();
 
   constructor(private readonly epoch: Epoch, readonly index: number, readonly clientIp: string, readonly clientPort: number, readonly serverIp: string, readonly serverPort: number) {}
@@ -67,10 +69,10 @@ export class TcpState implements TcpConn {
 
   /** Handshake steps in order with their times (SYN, Proposal, Accept, Confirm, CONFIRM LINK). */
   get steps(): Step[] {
-    const s = this.st, out = new Array<Step>(s.length / 3);
-    for (let i = 0; i < s.length; i += 3) {
-      const t = s[i + 2]!;
-      out[i / 3] = { name: NAMES[s[i] as number]!, frame: s[i + 1] as number, tsNs: typeof t === 'bigint' ? t : this.epoch.base + BigInt(t) };
+    const s = this.st, out = new Array<Step>(s.length / 2);
+    for (let i = 0; i < s.length; i += 2) {
+      const k = s[i] as number, t = s[i + 1]!;
+      out[i / 2] = { name: NAMES[k % NAME_CODES]!, frame: Math.floor(k / NAME_CODES), tsNs: typeof t === 'bigint' ? t : this.epoch.base + BigInt(t) };
     }
     return out;
   }
@@ -79,17 +81,18 @@ export class TcpState implements TcpConn {
     const rel = Number(tsNs - this.epoch.base);
     const t = Number.isSafeInteger(rel) ? rel : tsNs;
     const s = this.st;
-    if (s.length >= EXACT_STEPS * 3) { s.push(nameCode(name), frame, t); return; }
+    const k = frame * NAME_CODES + nameCode(name);
+    if (s.length >= EXACT_STEPS * 2) { s.push(k, t); return; }
     // exact size; numbers only make it an array of unboxed doubles
-    const out = new Array<number | bigint>(s.length + 3);
+    const out = new Array<number | bigint>(s.length + 2);
     for (let i = 0; i < s.length; i++) out[i] = s[i]!;
-    out[s.length] = nameCode(name); out[s.length + 1] = frame; out[s.length + 2] = t;
+    out[s.length] = k; out[s.length + 1] = t;
     this.st = out;
   }
 
   hasStep(name: string): boolean {
     const code = nameCode(name);
-    for (let i = 0; i < this.st.length; i += 3) if (this.st[i] === code) return true;
+    for (let i = 0; i < this.st.length; i += 2) if ((this.st[i] as number) % NAME_CODES === code) return true;
     return false;
   }
 }

@@ -26,12 +26,14 @@ import type {
 import { RingStream } from './stream.js';
 import { PsnRuns } from './psnruns.js';
 import { LlcPairing, type LlcRequest } from './llcpair.js';
-import { lgEvent, noteType } from './lgtype.js';
+import { lgEvent, lgEventSaid, noteType } from './lgtype.js';
 import { flat, intern, internMaybe } from './intern.js';
 import { append, none, ZERO_PAIR } from './lists.js';
-import { DirState } from './dir.js';
+import { DirSlab, type DirState } from './dir.js';
 import { TcpState, type Epoch } from './tcpconn.js';
 import { SmcState } from './smcconn.js';
+import { LinkState } from './link.js';
+import { ConnIndex } from './connindex.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -92,11 +94,18 @@ export class Tracker {
   /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
   private readonly qps = new QpIndex();
   /** (link group, writer direction, token) → connection (tokens are per host, valid on every
-   *  link of the group). Numeric keys: no string per CDC or per connection. */
-  private readonly byToken = new Map<number, SmcConn>();
+   *  link of the group): the token the receiving side announced. */
+  private readonly byToken = new ConnIndex((c, dir) => c.tokenOf((1 - dir) as 0 | 1));
+  /** (link, writer direction, rkey) → connection, for the rkeys the CLC announced on the link it
+   *  named (in a group whose creation was captured): the receiving side's. */
+  private readonly byClcRkey = new ConnIndex((c, dir, link) => (c.clcLink === link ? c.clcRkeyOf((1 - dir) as 0 | 1) : undefined));
   /** (link serial, writer direction, rkey) → RMB: one RMB has one rkey per link (CLC, CONFIRM
-   *  RKEY, ADD LINK rkey lists); aliases of one RMB share `ref`, which names its connection. */
+   *  RKEY, ADD LINK rkey lists); aliases of one RMB share `ref`, which names its connection. The
+   *  CLC's rkeys in a complete group are found through byClcRkey until an LLC message names the
+   *  same RMB on another link (then its entry is made here, and followed by later bindings). */
   private readonly rmbs = new Map<number, RmbAlias>();
+  /** What rmbAt() returns for a CLC rkey: read at once, never kept (no object per WRITE). */
+  private readonly clcHit: RmbAlias = { ref: { conn: undefined, dir: 0, n: 0 }, va: 0n };
   /** RMBs learned from traffic (mid-stream groups), per writer direction of a connection. */
   private readonly learned = new Map<SmcDir, number>();
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
@@ -108,6 +117,8 @@ export class Tracker {
   private note: FrameNote = EMPTY_NOTE;
   /** What the model's times are kept relative to: the first frame's time. */
   private readonly epoch: Epoch = { base: 0n };
+  /** Where the connections' directions keep their numbers. */
+  private readonly dirSlab = new DirSlab(this.epoch);
   /** A cursor read out of a direction for the cursor rules (no object per CDC). */
   private readonly curA = { wrap: 0, count: 0 };
   private cur!: DecodedFrame;
@@ -165,13 +176,13 @@ export class Tracker {
   }
 
   /** The link end of a QP (GID, QPN), if the capture showed it. */
-  linkOfQp(gid: string, qpn: number): { link: Link; end: 0 | 1 } | undefined {
+  linkOfQp(gid: string, qpn: number): { link: LinkState; end: 0 | 1 } | undefined {
     return this.qps.get(gid, qpn);
   }
 
   /** The connection whose RMB RDMA WRITEs with `rkey` on `link` in direction `dir` reach. */
   rmbConn(link: Link, dir: 0 | 1, rkey: number): SmcConn | undefined {
-    return this.rmbs.get(this.rmbKey(link, dir, rkey))?.ref.conn;
+    return this.rmbAt(link, dir, rkey)?.ref.conn;
   }
 
   /** The followed TCP connection (SMC-R or not). */
@@ -284,6 +295,7 @@ export class Tracker {
       // Declined after Confirm (e.g. CONFIRM LINK timeout): the SMC connection never carried data.
       const lg = c.smc.lg;
       lg.conns = lg.conns.filter((x) => x !== c.smc);
+      this.forgetKeys(c.smc as SmcState);
       c.smc = undefined;
       // A first-contact group whose first link never came up dies with this decline.
       if (lg.firstTcp === c && !lg.links.some((l) => l.state === 'active')) {
@@ -303,7 +315,7 @@ export class Tracker {
     c.why = undefined;
     const server = sideOf(acc), client = sideOf(conf);
     let lg: LinkGroup | undefined;
-    let link: Link | undefined;
+    let link: LinkState | undefined;
     if (acc.firstContact) {
       lg = this.newGroup(d.n, true);
       lg.firstTcp = c;
@@ -315,8 +327,9 @@ export class Tracker {
         { gid: client.gid, qpn: client.qpn, mac: client.mac, psn: client.psn },
         { gid: server.gid, qpn: server.qpn, mac: server.mac, psn: server.psn },
       ], Math.min(client.mtu, server.mtu), 'confirming', d.n);
-      link.nextPsn = [client.psn, server.psn];
-      lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-added', link: link.name, by: 'server', text: `first link proposed in the CLC handshake (connection ${c.index})` });
+      link.setNextPsn(0, client.psn);
+      link.setNextPsn(1, server.psn);
+      lgEventSaid(lg, d.n, d.tsNs, 'link-added', link.name, 'server', { kind: 'first-link', conn: c.index });
       this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
@@ -329,14 +342,14 @@ export class Tracker {
         this.anomaly('note', 'track.lg-unknown', `connection ${c.index} reuses a link group created before the capture`, undefined, c.index);
       }
     }
-    const conn = new SmcState(c.index, c, lg, link, client, server, newDir(server.rmbeSize, true), newDir(client.rmbeSize, true));
+    const conn = new SmcState(this.epoch, c.index, c, lg, link, client, server, this.dirSlab.make(server.rmbeSize, true), this.dirSlab.make(client.rmbeSize, true));
     if (this.isFollowed(c)) for (const dir of conn.dirs) dir.stream = new RingStream(dir.ringSize, true);
     c.smc = conn;
     lg.conns = append(lg.conns, conn);
     // CDC to the server carries the server's token; WRITEs to the server use the server's rkey
     // on the link the CLC named (CONFIRM RKEY / ADD LINK name it on the group's other links).
-    this.byToken.set(tokenKey(lg, 0, server.token), conn);
-    this.byToken.set(tokenKey(lg, 1, client.token), conn);
+    this.byToken.set(lg.id * 2, server.token, conn);
+    this.byToken.set(lg.id * 2 + 1, client.token, conn);
     this.bindRmb(link, 0, server.rkey, server.rmbVa, conn);
     this.bindRmb(link, 1, client.rkey, client.rmbVa, conn);
   }
@@ -359,13 +372,85 @@ export class Tracker {
   private bindRmb(link: Link, dir: 0 | 1, rkey: number, va: bigint, conn: SmcConn): void {
     const k = this.rmbKey(link, dir, rkey);
     const hit = this.rmbs.get(k);
-    if (hit) { hit.ref.conn = conn; hit.ref.dir = dir; hit.va = va; return; }
-    this.rmbs.set(k, { ref: { conn, dir }, va });
+    // the connection's CLC side (rkey, address) and link are its record, unless the RMB is
+    // also known by other rkeys (other links' entries share its ref and follow this binding)
+    if (hit && (hit.ref.n > 1 || !link.lg.complete)) { hit.ref.conn = conn; hit.ref.dir = dir; hit.va = va; return; }
+    if (link.lg.complete) {
+      if (hit) { hit.ref.n--; this.rmbs.delete(k); } // e.g. its CONFIRM RKEY came before the CLC
+      this.byClcRkey.set(link.serial * 2 + dir, rkey, conn);
+      return;
+    }
+    this.rmbs.set(k, { ref: { conn, dir, n: 1 }, va });
+  }
+
+  /** The RMB RDMA WRITEs with `rkey` on `link` in direction `dir` reach (a CLC rkey's answer
+   *  is a shared scratch object: read it at once). */
+  private rmbAt(link: Link, dir: 0 | 1, rkey: number): RmbAlias | undefined {
+    const hit = this.rmbs.get(this.rmbKey(link, dir, rkey));
+    if (hit !== undefined || !link.lg.complete) return hit;
+    const c = this.byClcRkey.get(link.lg, link.serial * 2 + dir, dir, link, rkey) as SmcState | undefined;
+    if (c === undefined) return undefined;
+    const h = this.clcHit;
+    h.ref.conn = c; h.ref.dir = dir; h.va = c.rmbVaOf((1 - dir) as 0 | 1)!;
+    return h;
+  }
+
+  /** (`link`, `dir`, `rkey`) has no entry of its own and names a connection's CLC rkey with
+   *  address `va`: an entry saying the same would change nothing. */
+  private sameAsClc(link: Link, dir: 0 | 1, rkey: number, va: bigint): boolean {
+    if (this.rmbs.has(this.rmbKey(link, dir, rkey))) return false;
+    const h = this.rmbAt(link, dir, rkey);
+    return h !== undefined && h.va === va;
+  }
+
+  /** The RMB behind (`link`, `dir`, `rkey`) as an entry of its own, so that aliases on other
+   *  links share it (and follow a later binding of the same rkey); undefined when unknown. */
+  private rmbRefAt(link: Link, dir: 0 | 1, rkey: number): RmbRef | undefined {
+    const k = this.rmbKey(link, dir, rkey);
+    const hit = this.rmbs.get(k);
+    if (hit !== undefined) return hit.ref;
+    const h = this.rmbAt(link, dir, rkey);
+    if (h === undefined) return undefined;
+    const e: RmbAlias = { ref: { conn: h.ref.conn, dir: h.ref.dir, n: 1 }, va: h.va };
+    this.rmbs.set(k, e);
+    return e.ref;
+  }
+
+  /** A connection declined after its Confirm left its group: its tokens and rkeys name nothing. */
+  private forgetKeys(c: SmcState): void {
+    const lg = c.lg;
+    this.byToken.forget(lg.id * 2, c.tokenOf(1), c);
+    this.byToken.forget(lg.id * 2 + 1, c.tokenOf(0), c);
+    if (c.clcLink) {
+      this.byClcRkey.forget(c.clcLink.serial * 2, c.clcRkeyOf(1), c);
+      this.byClcRkey.forget(c.clcLink.serial * 2 + 1, c.clcRkeyOf(0), c);
+    }
   }
 
   /** Another rkey of the same RMB (`ref`), valid on `link`. */
   private aliasRmb(link: Link, dir: 0 | 1, rkey: number, va: bigint, ref: RmbRef): void {
-    this.rmbs.set(this.rmbKey(link, dir, rkey), { ref, va });
+    const k = this.rmbKey(link, dir, rkey);
+    // kept while the link may still be rejected (an ADD LINK refused drops its entries)
+    const l = link as LinkState;
+    if (l.state === 'confirming' && !this.rmbs.has(k)) l.rmbKeys = append(l.rmbKeys ?? none(), k);
+    ref.n++;
+    this.setRmb(k, { ref, va });
+  }
+
+  /** Entry `e` at `k`, counting the RMBs' entries. */
+  private setRmb(k: number, e: RmbAlias): void {
+    const old = this.rmbs.get(k);
+    if (old) old.ref.n--;
+    this.rmbs.set(k, e);
+  }
+
+  /** `link` left its group and the QP index: no frame can reach it, nor its RMB entries. */
+  private dropRmbs(link: LinkState): void {
+    for (const k of link.rmbKeys ?? []) {
+      const e = this.rmbs.get(k);
+      if (e) { e.ref.n--; this.rmbs.delete(k); }
+    }
+    link.rmbKeys = undefined;
   }
 
   // ---------------------------------------------------------------------------------------
@@ -382,14 +467,8 @@ export class Tracker {
     return lg;
   }
 
-  private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): Link {
-    const link: Link = {
-      lg, id: 0, serial: ++this.linkSerial, name: flat(`LG${lg.id}/#${lg.links.length + 1}`), ends, mtu, state, nextPsn: [undefined, undefined],
-      uid: undefined, confirmedFrame: undefined, deleted: undefined, lost: undefined,
-      packets: [0, 0], bytes: [0, 0], retransmits: 0, psnGaps: 0, naks: 0, rnrNaks: 0, firstFrame: frame, write: [undefined, undefined], psnConn: [undefined, undefined],
-      lastFrom: [undefined, undefined], retx: [undefined, undefined], testLinkUnanswered: undefined, smcMessages: 0,
-      sent: this.opts.compact ? NO_SENT : [newSent(), newSent()], unclaimed: [undefined, undefined],
-    };
+  private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): LinkState {
+    const link = new LinkState(lg, flat(`LG${lg.id}/#${lg.links.length + 1}`), ++this.linkSerial, ends, mtu, state, frame, this.opts.compact ? NO_SENT : [newSent(), newSent()]);
     lg.links = append(lg.links, link);
     for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
     for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link, e);
@@ -402,13 +481,13 @@ export class Tracker {
     const old = this.qps.get(gid, qpn);
     if (old && old.link !== link && !old.link.lg.complete && old.link.smcMessages === 0) {
       const p = old.link;
-      for (const i of [0, 1] as const) { link.packets[i] += p.packets[i]; link.bytes[i] += p.bytes[i]; }
+      for (const i of [0, 1] as const) (link as LinkState).count(i, p.packets[i], p.bytes[i]);
       link.firstFrame = Math.min(link.firstFrame, p.firstFrame);
       p.lg.links = p.lg.links.filter((x) => x !== p);
       for (const e of p.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn)?.link === p) this.qps.delete(e.gid, e.qpn);
       if (p.lg.links.length === 0 && p.lg.conns.length === 0) this.dropGroup(p.lg);
     }
-    this.qps.set(gid, qpn, { link, end });
+    this.qps.set(gid, qpn, { link: link as LinkState, end });
   }
 
   private dropGroup(lg: LinkGroup): void {
@@ -417,7 +496,7 @@ export class Tracker {
     // Keep anomalies pointing at it; only renumbering would confuse users, so ids stay.
   }
 
-  private setLinkId(link: Link, id: number): void {
+  private setLinkId(link: LinkState, id: number): void {
     if (link.id === id) return;
     link.id = id;
     link.name = flat(`LG${link.lg.id}/L${id}`);
@@ -433,7 +512,7 @@ export class Tracker {
   }
 
   /** Link of a RoCE frame from its destination; learns links mid-stream when unknown. */
-  private linkOf(srcGid: string, dstGid: string, dqpn: number, d: DecodedFrame): { link: Link; end: 0 | 1 } {
+  private linkOf(srcGid: string, dstGid: string, dqpn: number, d: DecodedFrame): { link: LinkState; end: 0 | 1 } {
     const hit = this.qps.get(dstGid, dqpn);
     if (hit) return hit;
     // Mid-stream: pair with a half-known link whose other end is this packet's destination.
@@ -444,8 +523,8 @@ export class Tracker {
           const o = (1 - e) as 0 | 1;
           if (l.ends[e].qpn === undefined && l.ends[e].gid === dstGid && l.ends[o].gid === srcGid) {
             l.ends[e].qpn = dqpn;
-            this.qps.set(dstGid, dqpn, { link: l, end: e });
-            return { link: l, end: e };
+            this.qps.set(dstGid, dqpn, { link: l as LinkState, end: e });
+            return { link: l as LinkState, end: e };
           }
         }
       }
@@ -475,12 +554,11 @@ export class Tracker {
     this.note.link = link.name;
     this.frameLink = link;
     this.frameDir = dir;
-    link.packets[dir]++;
-    link.bytes[dir] += r.ib.payload.length;
-    link.lastFrom[dir] = stamp(link.lastFrom[dir], d);
+    link.count(dir, 1, r.ib.payload.length);
+    link.seen(dir, d.n, d.tsNs);
     if (info.isAck) {
       const a = r.ib.aeth;
-      const rx = link.retx[1 - dir];
+      const rx = link.retxOf((1 - dir) as 0 | 1);
       if (rx) rx.answered = true;
       if (!a || a.kind === 'ACK') return;
       // A NAK answers the request with this PSN, sent the other way: attribute it to its connection.
@@ -491,10 +569,10 @@ export class Tracker {
       return;
     }
     // Any request from the other end also shows it is alive.
-    const rx = link.retx[1 - dir];
+    const rx = link.retxOf((1 - dir) as 0 | 1);
     if (rx) rx.answered = true;
     // Request PSN continuity per direction.
-    const want = link.nextPsn[dir];
+    const want = link.nextPsnOf(dir);
     if (want !== undefined && bth.psn !== want) {
       const behind = (want - bth.psn) & 0xffffff;
       if (behind > 0 && behind < 0x800000) {
@@ -511,7 +589,7 @@ export class Tracker {
       if (s) s.gaps++;
       this.anomaly(this.gapSeverity, 'roce.psn-gap', `PSN gap on ${link.name}: expected ${want}, got ${bth.psn} (${((bth.psn - want) & 0xffffff)} packets missing from the capture or lost)`, link.name);
     }
-    link.nextPsn[dir] = (bth.psn + 1) & 0xffffff;
+    link.setNextPsn(dir, (bth.psn + 1) & 0xffffff);
     const sent = this.sentOf(link, dir);
     if (sent) countSent(sent, d, info);
 
@@ -524,7 +602,9 @@ export class Tracker {
     }
     this.note.link = link.name; // CONFIRM LINK / ADD LINK may just have named the link
     // Remember which connection each recent PSN carried, for NAKs and retransmissions.
-    (link.psnConn[dir] ??= new PsnRuns()).record(bth.psn, this.note.conn ?? 0);
+    let runs = link.psnRunsOf(dir);
+    if (!runs) link.setPsnRuns(dir, runs = new PsnRuns());
+    runs.record(bth.psn, this.note.conn ?? 0);
   }
 
   private onOtherRoce(src: string, dst: string, qpn: number, transport: string, bytes: number, frame: number): void {
@@ -536,9 +616,9 @@ export class Tracker {
     f.last = frame;
   }
 
-  private countRetx(link: Link, dir: 0 | 1, psn: number, d: DecodedFrame): void {
-    let s: RetxStats | undefined = link.retx[dir];
-    if (!s) { s = { count: 0, first: d.n, last: d.n, firstTs: d.tsNs, lastTs: d.tsNs, perPsn: new Map(), maxRepeat: 0, answered: false }; link.retx[dir] = s; }
+  private countRetx(link: LinkState, dir: 0 | 1, psn: number, d: DecodedFrame): void {
+    let s: RetxStats | undefined = link.retxOf(dir);
+    if (!s) { s = { count: 0, first: d.n, last: d.n, firstTs: d.tsNs, lastTs: d.tsNs, perPsn: new Map(), maxRepeat: 0, answered: false }; link.setRetx(dir, s); }
     s.count++;
     s.last = d.n;
     s.lastTs = d.tsNs;
@@ -550,17 +630,17 @@ export class Tracker {
     if (n > 1) s.answered = false;
   }
 
-  private onWrite(d: DecodedFrame, link: Link, dir: 0 | 1): void {
+  private onWrite(d: DecodedFrame, link: LinkState, dir: 0 | 1): void {
     const ib = d.roce!.ib;
     const info = opcodeInfo(ib.bth.opcode);
     let cont: WriteCont | undefined;
     if (ib.reth) {
-      const hit: RmbAlias | undefined = this.rmbs.get(this.rmbKey(link, dir, ib.reth.rkey));
+      const hit = this.rmbAt(link, dir, ib.reth.rkey);
       const conn = hit?.ref.conn;
       if (!hit || !conn) {
-        link.write[dir] = undefined;
+        link.setWrite(dir, undefined);
         if (link.lg.complete && !hit) this.anomaly('error', 'rdma.unknown-rkey', `RDMA WRITE with rkey ${hex32(ib.reth.rkey)} that the receiver never announced on ${link.name}`, link.name);
-        else if (!link.lg.complete) link.unclaimed[dir] = { rkey: ib.reth.rkey, va: ib.reth.va };
+        else if (!link.lg.complete) link.setUnclaimed(dir, { rkey: ib.reth.rkey, va: ib.reth.va });
         return;
       }
       // a learned RMB's start is unknown: no offset, no bounds (-1: not placed in the stream)
@@ -570,11 +650,11 @@ export class Tracker {
         this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
       }
       cont = { conn, dir: hit.ref.dir, offset: off };
-      link.write[dir] = info.isOnly ? undefined : cont;
+      link.setWrite(dir, info.isOnly ? undefined : cont);
     } else {
-      cont = link.write[dir];
+      cont = link.writeOf(dir);
       if (!cont) return; // MIDDLE/LAST whose FIRST was not captured
-      if (info.isLast) link.write[dir] = undefined;
+      if (info.isLast) link.setWrite(dir, undefined);
     }
     const sd = dirOf(cont.conn, cont.dir);
     this.note.conn = cont.conn.index;
@@ -589,10 +669,10 @@ export class Tracker {
     (cont.conn as SmcState).noteData(d.n, d.tsNs);
   }
 
-  private onCdc(m: CdcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
-    let conn = this.byToken.get(tokenKey(link.lg, dir, m.token));
+  private onCdc(m: CdcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    let conn = this.byToken.get(link.lg, link.lg.id * 2 + dir, dir, link, m.token);
     if (!conn) {
-      const rev = this.byToken.get(tokenKey(link.lg, (1 - dir) as 0 | 1, m.token));
+      const rev = this.byToken.get(link.lg, link.lg.id * 2 + 1 - dir, (1 - dir) as 0 | 1, link, m.token);
       if (rev && link.lg.complete) {
         this.anomaly('error', 'cdc.wrong-direction', `CDC carries the sender's own token (connection ${rev.index})`, link.name, rev.index);
         return;
@@ -701,17 +781,18 @@ export class Tracker {
   /** Mid-stream group: the WRITEs before a writer's CDC on a link were its connection's (Linux
    *  sends the CDC after the WRITEs it announces, on the same QP); a closing CDC frees the RMB for
    *  the next connection. */
-  private learnRmb(link: Link, dir: 0 | 1, conn: SmcConn, m: CdcMessage): void {
-    const u = link.unclaimed[dir];
+  private learnRmb(link: LinkState, dir: 0 | 1, conn: SmcConn, m: CdcMessage): void {
+    const u = link.unclaimedOf(dir);
     if (u) {
-      link.unclaimed[dir] = undefined;
+      link.setUnclaimed(dir, undefined);
       const k = this.rmbKey(link, dir, u.rkey);
-      this.rmbs.set(k, { ref: { conn, dir }, va: u.va, learned: true });
+      this.setRmb(k, { ref: { conn, dir, n: 1 }, va: u.va, learned: true });
       this.learned.set(dirOf(conn, dir), k);
     }
     if (m.connFlags.peerConnClosed || m.connFlags.peerConnAbort) {
       const k = this.learned.get(dirOf(conn, dir));
-      if (k !== undefined && this.rmbs.get(k)?.ref.conn === conn) this.rmbs.delete(k);
+      const e = k !== undefined ? this.rmbs.get(k) : undefined;
+      if (e?.ref.conn === conn) { e.ref.n--; this.rmbs.delete(k!); }
       this.learned.delete(dirOf(conn, dir));
     }
   }
@@ -727,7 +808,7 @@ export class Tracker {
 
   /** Failover validation CDC (zero cursors, the last completed sequence number): the sender
    *  continues this connection on `link`. Cursors and sequence are not touched by it. */
-  private onFailover(conn: SmcConn, link: Link, dir: 0 | 1, m: CdcMessage, d: DecodedFrame): void {
+  private onFailover(conn: SmcConn, link: LinkState, dir: 0 | 1, m: CdcMessage, d: DecodedFrame): void {
     const w = dirOf(conn, dir);
     const was = w.link ?? conn.link?.name;
     const from = was !== link.name ? was : undefined;
@@ -743,8 +824,8 @@ export class Tracker {
   }
 
   /** Connection of a recent request PSN on a link direction (undefined when not remembered). */
-  private connOfPsn(link: Link, dir: 0 | 1, psn: number): number | undefined {
-    return link.psnConn[dir]?.lookup(psn);
+  private connOfPsn(link: LinkState, dir: 0 | 1, psn: number): number | undefined {
+    return link.psnRunsOf(dir)?.lookup(psn);
   }
 
   private consAheadAnomaly(w: SmcDir, conn: SmcConn): void {
@@ -753,23 +834,23 @@ export class Tracker {
   }
 
   /** A connection first seen mid-stream through its CDC token. */
-  private orphan(link: Link, dir: 0 | 1, token: number): SmcConn {
+  private orphan(link: LinkState, dir: 0 | 1, token: number): SmcConn {
     const recv = dir === 0 ? 1 : 0;
     // The reverse direction of a connection already seen by its other token? Only when exactly
     // one mid-stream connection on this link group lacks this side's token (no guessing).
-    const cands = this.orphanConns.filter((c) => c.lg === link.lg && (c as SmcState).side(recv).token === undefined);
+    const cands = this.orphanConns.filter((c) => c.lg === link.lg && (c as SmcState).tokenOf(recv) === undefined);
     let conn: SmcConn;
     if (cands.length === 1) {
       conn = cands[0]!;
-      (conn as SmcState).side(recv).token = token;
+      (conn as SmcState).setToken(recv, token);
     } else {
       const other = link.ends[dir].gid, dstGid = link.ends[recv].gid;
       const [s0, s1] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
-      conn = new SmcState(-(++this.orphanIndex), undefined, link.lg, link, s0, s1, newDir(0), newDir(0));
+      conn = new SmcState(this.epoch, -(++this.orphanIndex), undefined, link.lg, link, s0, s1, this.dirSlab.make(0, false), this.dirSlab.make(0, false));
       link.lg.conns = append(link.lg.conns, conn);
       this.orphanConns.push(conn);
     }
-    this.byToken.set(tokenKey(link.lg, dir, token), conn);
+    this.byToken.set(link.lg.id * 2 + dir, token, conn);
     return conn;
   }
 
@@ -777,7 +858,7 @@ export class Tracker {
   // LLC: the link group state machine
   // ---------------------------------------------------------------------------------------
 
-  private onLlc(m: LlcMessage, link: Link, dir: 0 | 1, d: DecodedFrame): void {
+  private onLlc(m: LlcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
     const lg = link.lg;
     const by = SIDE[dir];
     const ev = (what: Parameters<typeof lgEvent>[1]['what'], text: string, l: Link = link): void => lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what, link: l.name, by, text });
@@ -795,8 +876,9 @@ export class Tracker {
         if (m.response) {
           if (link.state !== 'active') {
             link.state = 'active';
+            link.rmbKeys = undefined; // up: never rejected any more
             link.confirmedFrame = d.n;
-            ev('link-confirmed', `${link.name} up (CONFIRM LINK answered by the ${by})`);
+            lgEventSaid(lg, d.n, d.tsNs, 'link-confirmed', link.name, by, { kind: 'confirmed' });
             noteType(lg, d.n, d.tsNs);
           }
           const first = lg.firstTcp as TcpState | undefined; // the tracker made it
@@ -816,6 +898,7 @@ export class Tracker {
           if (i >= 0) {
             const [dead] = lg.links.splice(i, 1);
             for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn)?.link === dead) this.qps.delete(e.gid, e.qpn);
+            this.dropRmbs(dead as LinkState);
           }
           lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-rejected', link: `LG${lg.id}/L${m.linkId}`, by, text: `ADD LINK of link ${m.linkId} rejected by the ${by}` });
           break;
@@ -824,16 +907,16 @@ export class Tracker {
           // The requester (server side of the LG in Linux) announces its new QP; the client answers with its own.
           const nl = this.newLink(lg, dir === 1 ? [{ gid: '' }, { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }] : [{ gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }, { gid: '' }], mtuFromCode(m.mtu), 'confirming', d.n);
           this.setLinkId(nl, m.linkId);
-          nl.nextPsn[dir] = m.psn;
+          nl.setNextPsn(dir, m.psn);
           const sent = this.sentOf(nl, dir);
           if (sent) sent.add = llcQp(m, d);
-          ev('link-added', `ADD LINK ${nl.name} proposed by the ${by} (${m.gid} QP ${hexQp(m.qpn)})`, nl);
+          lgEventSaid(lg, d.n, d.tsNs, 'link-added', nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
           for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         } else {
           const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && l.ends[dir].gid === '');
           if (nl) {
             nl.ends[dir] = { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn };
-            nl.nextPsn[dir] = m.psn;
+            (nl as LinkState).setNextPsn(dir, m.psn);
             const sent = this.sentOf(nl, dir);
             if (sent) sent.add = llcQp(m, d);
             this.claimQp(m.gid, m.qpn, nl, dir);
@@ -858,13 +941,13 @@ export class Tracker {
         if (!m.response) {
           // The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link.
           const wdir = (1 - dir) as 0 | 1;
-          const k = this.rmbKey(link, wdir, m.rkey);
-          const ref: RmbRef = this.rmbs.get(k)?.ref ?? { conn: undefined, dir: wdir };
+          const others = m.others.slice(0, m.numRtokens).filter((o) => this.linkById(lg, o.linkId) !== undefined);
+          // On a group's only link it confirms what the CLC said (same rkey, same address): the
+          // connection's CLC side stays the record, no entry is made.
+          if (others.length === 0 && this.sameAsClc(link, wdir, m.rkey, m.vaddr)) break;
+          const ref: RmbRef = this.rmbRefAt(link, wdir, m.rkey) ?? { conn: undefined, dir: wdir, n: 0 };
           this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
-          for (const o of m.others.slice(0, m.numRtokens)) {
-            const ol = this.linkById(lg, o.linkId);
-            if (ol) this.aliasRmb(ol, wdir, o.rkey, o.vaddr, ref);
-          }
+          for (const o of others) this.aliasRmb(this.linkById(lg, o.linkId)!, wdir, o.rkey, o.vaddr, ref);
         }
         break;
       default:
@@ -872,7 +955,7 @@ export class Tracker {
     }
   }
 
-  private onDeleteLink(m: Extract<LlcMessage, { kind: 'delete_link' }>, link: Link, dir: 0 | 1, d: DecodedFrame): void {
+  private onDeleteLink(m: Extract<LlcMessage, { kind: 'delete_link' }>, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
     const lg = link.lg;
     const by = SIDE[dir];
     const reason = `${hex32(m.reason)} ${deleteLinkReason(m.reason)}`;
@@ -905,7 +988,7 @@ export class Tracker {
   /** ADD LINK rkey list: the sender's RMB known by `rkey` on `onLink` is `rkeyNew` on `nl`. */
   private rkeyAlias(onLink: Link, nl: Link, rkey: number, rkeyNew: number, vaNew: bigint, ownerEnd: 0 | 1): void {
     const wdir = (1 - ownerEnd) as 0 | 1; // WRITEs into the owner's RMB travel towards it
-    const ref = this.rmbs.get(this.rmbKey(onLink, wdir, rkey))?.ref ?? { conn: undefined, dir: wdir };
+    const ref = this.rmbRefAt(onLink, wdir, rkey) ?? { conn: undefined, dir: wdir, n: 0 };
     this.aliasRmb(nl, wdir, rkeyNew, vaNew, ref);
   }
 
@@ -998,11 +1081,6 @@ export class Tracker {
   }
 }
 
-/** Per-direction state; `fromStart`: the handshake was captured, so both cursors start at 0:0. */
-function newDir(ringSize: number, fromStart = false): DirState {
-  return new DirState(ringSize, fromStart);
-}
-
 /** Direction `i` of a connection the tracker made (no pair built per frame). */
 function dirOf(c: SmcConn, i: 0 | 1): DirState {
   return (c as SmcState).dir(i);
@@ -1041,11 +1119,6 @@ function llcQp(m: Extract<LlcMessage, { kind: 'add_link' }>, d: DecodedFrame): L
   return { frame: d.n, tsNs: d.tsNs, response: m.response, linkId: m.linkId, qpn: m.qpn, gid: intern(m.gid), mac: intern(m.mac), psn: m.psn };
 }
 
-/** Map key of (link group, writer direction, alert token): exact up to 2^20 link groups. */
-function tokenKey(lg: LinkGroup, dir: 0 | 1, token: number): number {
-  return (lg.id * 2 + dir) * 0x100000000 + (token >>> 0);
-}
-
 /** The CLC Proposal's UEID list, one shared (frozen) record per distinct list: 100 000
  *  connections offering the same UEID keep one. */
 const proposals = new Map<string, { ueids: string[] }>();
@@ -1072,9 +1145,9 @@ function stamp(slot: { frame: number; tsNs: bigint } | undefined, d: DecodedFram
 
 /** Since `tsNs`, the end opposite `from` sent nothing while `from` retransmitted requests. */
 function peerSilentSince(l: Link, from: 0 | 1, tsNs: bigint): boolean {
-  const r = l.retx[from];
-  const peer = l.lastFrom[1 - from];
-  return r !== undefined && !r.answered && r.lastTs > tsNs && r.maxRepeat >= 2 && (peer === undefined || peer.tsNs < tsNs);
+  const r = (l as LinkState).retxOf(from);
+  const peer = (l as LinkState).lastTsOf((1 - from) as 0 | 1);
+  return r !== undefined && !r.answered && r.lastTs > tsNs && r.maxRepeat >= 2 && (peer === undefined || peer < tsNs);
 }
 
 function newTcpStream(): TcpStream {
@@ -1119,7 +1192,7 @@ function cachedGid(ip: string): string {
   return g;
 }
 
-interface QpSlot { qpn: number; link: Link; end: 0 | 1 }
+interface QpSlot { qpn: number; link: LinkState; end: 0 | 1 }
 
 /** QP (GID, QPN) → link end. A host (GID) has a few QPs: a short list per GID (a Map per GID
  *  took 600 bytes each for 100 000 hosts); a busy GID switches to a Map. */
@@ -1132,7 +1205,7 @@ class QpIndex {
     for (let i = 0; i < q.length; i++) if (q[i]!.qpn === qpn) return q[i];
     return undefined;
   }
-  set(gid: string, qpn: number, v: { link: Link; end: 0 | 1 }): void {
+  set(gid: string, qpn: number, v: { link: LinkState; end: 0 | 1 }): void {
     const slot: QpSlot = { qpn, link: v.link, end: v.end };
     const q = this.m.get(gid);
     if (q === undefined) { this.m.set(gid, [slot]); return; }
