@@ -122,6 +122,7 @@ const GSO_MAX_BYTES = 65507;
 /** Native receive: datagrams per recvmmsg(2) and slot size (a GRO datagram is at most 64 KiB). */
 /** A/B switch for the transmit flush order (see scheduleFlush). */
 const FLUSH_MICROTASK = process.env.UROCE_FLUSH_MICROTASK === '1';
+const FLUSH_IMMEDIATE = process.env.UROCE_FLUSH_IMMEDIATE === '1';
 const RX_SLOTS = 32;
 const RX_SLOT = 65536;
 
@@ -547,15 +548,18 @@ export class UroceEngine {
     this.flushScheduled = true;
     // inside a receive batch's turn: afterBatch() flushes
     if (this.rxTurn) return;
-    // setImmediate, not a microtask: the flush must come after everything the application does
-    // in reaction to this turn, however deep its promise and nextTick chains. SMC-R's CDC layer
-    // posts its RDMA WRITE + CDC from a microtask queued by the socket write that the CQ
-    // notification (itself a microtask) led to; a microtask flush ran before it and sent the
-    // batch's ACK alone, then the answer in a second sendmmsg — two wake-ups of the peer per
-    // round trip instead of one. The check phase follows the poll phase of the same loop turn,
-    // so nothing waits for a timer. UROCE_FLUSH_MICROTASK=1 restores the old order (A/B runs).
+    // Outside a receive batch (a write from a timer, another socket, a promise): process.nextTick,
+    // which Node runs once the microtask queue is empty — after the CDC layer's flush (itself a
+    // microtask queued by the socket write) and whatever else the current job led to. It is
+    // called from inside that microtask, so it does not overtake it; a flush scheduled from
+    // plain synchronous code runs when that code returns. Not a microtask: a microtask flush ran
+    // between the CQ notification and the CDC flush (two sendmmsg per answer, round 3). Not
+    // setImmediate (rounds 3-6): that is one more pass through the event loop (poll phase,
+    // check phase, Node's immediate queue) before the first packet of an idle connection's
+    // request leaves. A/B: UROCE_FLUSH_IMMEDIATE=1 (check phase), UROCE_FLUSH_MICROTASK=1.
     if (FLUSH_MICROTASK) queueMicrotask(this.flushAllFn);
-    else setImmediate(this.flushAllFn);
+    else if (FLUSH_IMMEDIATE) setImmediate(this.flushAllFn);
+    else process.nextTick(this.flushAllFn);
   }
   private readonly flushAllFn = (): void => this.flushAll();
 
