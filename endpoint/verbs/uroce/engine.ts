@@ -42,6 +42,9 @@ export interface EngineStats {
   txErrors: number;
   /** Datagrams handed to the kernel (a GSO send of n packets is one). */
   txDatagrams: number;
+  /** Send system calls: sendmmsg(2) batches of the helper, single sends (a transmit flush is one
+   *  when its datagrams fit one batch; a wake-up of the peer each, at most). */
+  txSends: number;
   /** Datagrams read from the socket (a GRO datagram of n packets is one). */
   rxDatagrams: number;
   /** Native receive batches (JavaScript calls; 0 without the socket helper). */
@@ -59,7 +62,7 @@ export interface EngineStats {
 export function emptyEngineStats(): EngineStats {
   return {
     rxPackets: 0, rxBytes: 0, txPackets: 0, txBytes: 0, icrcErrors: 0, icrcIdRecovered: 0, malformed: 0,
-    unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, txDatagrams: 0, rxDatagrams: 0, rxBatches: 0, icrcSegmentIds: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
+    unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, txDatagrams: 0, txSends: 0, rxDatagrams: 0, rxBatches: 0, icrcSegmentIds: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
   };
 }
 
@@ -123,6 +126,8 @@ const GSO_MAX_BYTES = 65507;
 /** A/B switch for the transmit flush order (see scheduleFlush). */
 const FLUSH_MICROTASK = process.env.UROCE_FLUSH_MICROTASK === '1';
 const FLUSH_IMMEDIATE = process.env.UROCE_FLUSH_IMMEDIATE === '1';
+/** Receive batches flush in the native loop's after() call (off in the two A/B modes above). */
+const AFTER_BATCH = !FLUSH_MICROTASK && !FLUSH_IMMEDIATE;
 const RX_SLOTS = 32;
 const RX_SLOT = 65536;
 
@@ -189,7 +194,7 @@ export class UroceEngine {
       e.rxMeta = new Int32Array(RX_SLOTS * 4);
       // GRO changes nothing on the wire or in a capture; it only lets a GSO send from a
       // loopback peer arrive whole. Elsewhere off (a NIC's GRO would merge a kernel peer's packets).
-      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, o.gro ?? (e.gso || address.startsWith('127.')), (n) => e.onBatch(n), () => e.afterBatch());
+      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, o.gro ?? (e.gso || address.startsWith('127.')), (n) => e.onBatch(n), AFTER_BATCH ? () => e.afterBatch() : undefined);
       if (typeof r === 'number') { h.closeFd(fd); throw new Error(`uroce: native receive loop: ${errnoName(-r)}`); }
       e.rx = r;
       e.checker.segmentIds = !r.gro;
@@ -391,6 +396,7 @@ export class UroceEngine {
     const s = port.sock;
     if (!s) return;
     this.stats.txDatagrams++;
+    this.stats.txSends++;
     if (this.taps.length) this.emitTap(this.address, ip, port.port, pkt, port.ttl, port.tos, 0);
     try { s.send(pkt, ROCE_V2_PORT, ip); } catch { this.stats.txErrors++; }
   }
@@ -425,6 +431,7 @@ export class UroceEngine {
       // Node's own queue (after an EAGAIN) goes first, so packets never overtake each other.
       while (i < n && port.sock.getSendQueueCount() === 0) {
         const r = this.helper!.sendPackets(port.fd!, port.stageIpNum!, ROCE_V2_PORT, stage, i === 0 ? d : d.subarray(3 * i), n - i);
+        this.stats.txSends++;
         if (r > 0) {
           this.stats.txDatagrams += r;
           i += r;
@@ -463,10 +470,12 @@ export class UroceEngine {
         if (direct) {
           one[0] = o; one[1] = l; one[2] = 0;
           const r = this.helper!.sendPackets(port.fd!, port.stageIpNum!, ROCE_V2_PORT, stage, one, 1);
+          this.stats.txSends++;
           if (r === 1) { this.stats.txDatagrams++; continue; }
           if (r < 0) { this.stats.txErrors++; continue; }
         }
         this.stats.txDatagrams++;
+        this.stats.txSends++;
         port.sock!.send(pkt.slice(), ROCE_V2_PORT, ip);
       }
     }
@@ -499,7 +508,7 @@ export class UroceEngine {
     const meta = this.rxMeta!, buf = this.rxBuf!, st = this.stats;
     st.rxBatches++;
     this.inBatch = true;
-    this.rxTurn = true;
+    this.rxTurn = AFTER_BATCH;
     let sinceAck = 0;
     try {
       for (let i = 0; i < n; i++) {
@@ -556,7 +565,8 @@ export class UroceEngine {
     // between the CQ notification and the CDC flush (two sendmmsg per answer, round 3). Not
     // setImmediate (rounds 3-6): that is one more pass through the event loop (poll phase,
     // check phase, Node's immediate queue) before the first packet of an idle connection's
-    // request leaves. A/B: UROCE_FLUSH_IMMEDIATE=1 (check phase), UROCE_FLUSH_MICROTASK=1.
+    // request leaves. A/B: UROCE_FLUSH_IMMEDIATE=1 (check phase for everything, as rounds 3-6),
+    // UROCE_FLUSH_MICROTASK=1 (a microtask for everything, as before round 3).
     if (FLUSH_MICROTASK) queueMicrotask(this.flushAllFn);
     else if (FLUSH_IMMEDIATE) setImmediate(this.flushAllFn);
     else process.nextTick(this.flushAllFn);
