@@ -299,7 +299,7 @@ static void on_readable(uv_poll_t *h, int status, int events) {
     // after(): once the batch's microtasks have run (the application has reacted to its
     // completions), the engine sends what they posted — the answer and the batch's ACKs — in
     // this same callback, instead of one event-loop phase later (setImmediate: back into the
-    // loop, the check phase, Node's immediate queue: several µs warm, tens of µs after idle).
+    // loop, the check phase, Node's immediate queue: a few µs per leg).
     // Called after a failed cb too: the engine ends its receive turn there.
     if (r->after && !r->stopped) {
       napi_value af;

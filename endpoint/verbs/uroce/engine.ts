@@ -543,9 +543,9 @@ export class UroceEngine {
   /**
    * The native loop calls this after each receive batch, once the microtasks the batch led to
    * have run: what the application posted in reaction (an answer) and the batch's ACKs leave
-   * now, in the same sendmmsg(2) as with the check-phase flush below but without going back
-   * into the event loop first (poll phase, check phase, Node's immediate queue: ~2 µs per leg
-   * warm, ~10-20 µs after an idle pause when none of that code is in the caches).
+   * now, in the same sendmmsg(2) as with a check-phase flush but without going back into the
+   * event loop first (poll phase, check phase, Node's immediate queue: rr p50 2-5 µs lower per
+   * round trip, docs/uroce.md round 7).
    */
   afterBatch(): void {
     this.rxTurn = false;
