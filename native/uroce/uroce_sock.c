@@ -371,6 +371,10 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   napi_value groV;
   napi_get_boolean(env, r->gro != 0, &groV);
   napi_set_named_property(env, self, "gro", groV);
+  // tells the caller this build calls after() (an older one ignores the argument)
+  napi_value afterV;
+  napi_get_boolean(env, hasAfter, &afterV);
+  napi_set_named_property(env, self, "after", afterV);
   napi_wrap(env, self, r, rx_finalize, NULL, NULL);
   napi_create_reference(env, argv[6], 1, &r->cb);
   if (hasAfter) napi_create_reference(env, argv[7], 1, &r->after);

@@ -170,6 +170,9 @@ export class UroceEngine {
   /** From a native receive batch until its after() call (its microtasks included): the
    *  transmit flush waits for after() instead of the check phase. */
   private rxTurn = false;
+  /** The native loop calls afterBatch() (a helper built before round 7 does not: then every
+   *  flush is a check-phase one, as before). */
+  private afterOn = false;
   private readonly ackQps: EngineQp[] = [];
   private readonly ipTexts = new Map<number, string>();
 
@@ -197,6 +200,7 @@ export class UroceEngine {
       const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, o.gro ?? (e.gso || address.startsWith('127.')), (n) => e.onBatch(n), AFTER_BATCH ? () => e.afterBatch() : undefined);
       if (typeof r === 'number') { h.closeFd(fd); throw new Error(`uroce: native receive loop: ${errnoName(-r)}`); }
       e.rx = r;
+      e.afterOn = AFTER_BATCH && r.after === true;
       e.checker.segmentIds = !r.gro;
       e.exactIcrc = true;
       e.rcvbuf = Math.max(0, h.rcvbufOf(fd));
@@ -508,7 +512,7 @@ export class UroceEngine {
     const meta = this.rxMeta!, buf = this.rxBuf!, st = this.stats;
     st.rxBatches++;
     this.inBatch = true;
-    this.rxTurn = AFTER_BATCH;
+    this.rxTurn = this.afterOn;
     let sinceAck = 0;
     try {
       for (let i = 0; i < n; i++) {
@@ -568,7 +572,7 @@ export class UroceEngine {
     // request leaves. A/B: UROCE_FLUSH_IMMEDIATE=1 (check phase for everything, as rounds 3-6),
     // UROCE_FLUSH_MICROTASK=1 (a microtask for everything, as before round 3).
     if (FLUSH_MICROTASK) queueMicrotask(this.flushAllFn);
-    else if (FLUSH_IMMEDIATE) setImmediate(this.flushAllFn);
+    else if (FLUSH_IMMEDIATE || (this.rx && !this.afterOn)) setImmediate(this.flushAllFn);
     else process.nextTick(this.flushAllFn);
   }
   private readonly flushAllFn = (): void => this.flushAll();

@@ -24,7 +24,11 @@ import { VerbsError } from '../types.js';
 import { nativePath } from '../../../native/paths.js';
 
 /** Opaque handle of a native receive loop (recvStart). */
-export interface RxHandle { readonly gro: boolean }
+export interface RxHandle {
+  readonly gro: boolean;
+  /** The loop calls recvStart's `after` (undefined: a helper built before it had one). */
+  readonly after?: boolean;
+}
 
 export interface SockHelper {
   openUdp4(address: string, port: number, tos: number, ttl: number, rcvbuf: number, sndbuf: number): number;
