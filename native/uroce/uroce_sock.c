@@ -207,7 +207,7 @@ static napi_value SendPackets(napi_env env, napi_callback_info info) {
 typedef struct {
   uv_poll_t poll;
   napi_env env;
-  napi_ref cb, bufRef, metaRef, self;
+  napi_ref cb, after, bufRef, metaRef, self;
   napi_async_context actx;
   int fd;
   int slots;
@@ -240,6 +240,7 @@ static void on_closed(uv_handle_t *h) {
   // (a completion handler closing the device), where the callback and its context are in use
   napi_async_destroy(r->env, r->actx);
   napi_delete_reference(r->env, r->cb);
+  if (r->after) napi_delete_reference(r->env, r->after);
   napi_delete_reference(r->env, r->bufRef);
   napi_delete_reference(r->env, r->metaRef);
   napi_delete_reference(r->env, r->self);
@@ -289,13 +290,28 @@ static void on_readable(uv_poll_t *h, int status, int events) {
     // make_callback: after the call Node runs the nextTick and microtask queues, as it does
     // after dgram's 'message' (the engine's transmit batches are flushed there).
     napi_status st = napi_make_callback(env, r->actx, recv, cb, 1, &arg, &result);
-    if (st == napi_pending_exception) {
+    int failed = st == napi_pending_exception;
+    if (failed) {
       napi_value ex;
       napi_get_and_clear_last_exception(env, &ex);
       napi_fatal_exception(env, ex);
-      break;
     }
-    if (n < r->slots) break;
+    // after(): once the batch's microtasks have run (the application has reacted to its
+    // completions), the engine sends what they posted — the answer and the batch's ACKs — in
+    // this same callback, instead of one event-loop phase later (setImmediate: back into the
+    // loop, the check phase, Node's immediate queue: a few µs per leg).
+    // Called after a failed cb too: the engine ends its receive turn there.
+    if (r->after && !r->stopped) {
+      napi_value af;
+      if (napi_get_reference_value(env, r->after, &af) == napi_ok
+          && napi_make_callback(env, r->actx, recv, af, 0, NULL, &result) == napi_pending_exception) {
+        napi_value ex;
+        napi_get_and_clear_last_exception(env, &ex);
+        napi_fatal_exception(env, ex);
+        failed = 1;
+      }
+    }
+    if (failed || n < r->slots) break;
   }
   napi_close_handle_scope(env, scope);
 }
@@ -305,14 +321,15 @@ static void rx_finalize(napi_env env, void *data, void *hint) {
   // the rx_t lives until its poll handle is closed (recvStop), not with the JS object
 }
 
-// recvStart(fd, buf: Uint8Array, meta: Int32Array, slots, slotSize, gro, cb) -> handle object
-//   (pass to recvStop) or a negative errno. Takes ownership of fd (closed by recvStop).
+// recvStart(fd, buf: Uint8Array, meta: Int32Array, slots, slotSize, gro, cb[, after]) -> handle
+//   object (pass to recvStop) or a negative errno. Takes ownership of fd (closed by recvStop).
 //   cb(n) is called with n datagrams in slots 0..n-1 of buf; meta[4i..4i+3] = length (-1 if
 //   truncated), source IPv4 (host order, signed), source port, GRO segment size (0: one
-//   datagram). The buffers are reused as soon as cb returns.
+//   datagram). The buffers are reused as soon as cb returns. after() (optional) is called
+//   after each cb, once the microtasks cb led to have run.
 static napi_value RecvStart(napi_env env, napi_callback_info info) {
-  size_t argc = 7;
-  napi_value argv[7];
+  size_t argc = 8;
+  napi_value argv[8];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) return num(env, -EINVAL);
   int32_t fd = -1, slots = 0, slotSize = 0;
   bool gro = false;
@@ -328,6 +345,7 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   if (blen < (size_t)slots * (size_t)slotSize || mlen < (size_t)slots * 4) return num(env, -EINVAL);
   napi_valuetype ct;
   if (napi_typeof(env, argv[6], &ct) != napi_ok || ct != napi_function) return num(env, -EINVAL);
+  bool hasAfter = argc >= 8 && napi_typeof(env, argv[7], &ct) == napi_ok && ct == napi_function;
   uv_loop_t *loop = NULL;
   if (napi_get_uv_event_loop(env, &loop) != napi_ok || !loop) return num(env, -EINVAL);
 
@@ -353,8 +371,13 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   napi_value groV;
   napi_get_boolean(env, r->gro != 0, &groV);
   napi_set_named_property(env, self, "gro", groV);
+  // tells the caller this build calls after() (an older one ignores the argument)
+  napi_value afterV;
+  napi_get_boolean(env, hasAfter, &afterV);
+  napi_set_named_property(env, self, "after", afterV);
   napi_wrap(env, self, r, rx_finalize, NULL, NULL);
   napi_create_reference(env, argv[6], 1, &r->cb);
+  if (hasAfter) napi_create_reference(env, argv[7], 1, &r->after);
   napi_create_reference(env, argv[1], 1, &r->bufRef);
   napi_create_reference(env, argv[2], 1, &r->metaRef);
   napi_create_reference(env, self, 1, &r->self);
@@ -362,7 +385,7 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   napi_async_init(env, NULL, name, &r->actx);
   if (uv_poll_init(loop, &r->poll, fd) != 0) {
     napi_async_destroy(env, r->actx);
-    napi_delete_reference(env, r->cb); napi_delete_reference(env, r->bufRef); napi_delete_reference(env, r->metaRef); napi_delete_reference(env, r->self);
+    napi_delete_reference(env, r->cb); if (r->after) napi_delete_reference(env, r->after); napi_delete_reference(env, r->bufRef); napi_delete_reference(env, r->metaRef); napi_delete_reference(env, r->self);
     napi_remove_wrap(env, self, NULL);
     rx_free(r);
     return num(env, -EINVAL);

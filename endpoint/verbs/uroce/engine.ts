@@ -42,6 +42,9 @@ export interface EngineStats {
   txErrors: number;
   /** Datagrams handed to the kernel (a GSO send of n packets is one). */
   txDatagrams: number;
+  /** Send system calls: sendmmsg(2) batches of the helper, single sends (a transmit flush is one
+   *  when its datagrams fit one batch; a wake-up of the peer each, at most). */
+  txSends: number;
   /** Datagrams read from the socket (a GRO datagram of n packets is one). */
   rxDatagrams: number;
   /** Native receive batches (JavaScript calls; 0 without the socket helper). */
@@ -59,7 +62,7 @@ export interface EngineStats {
 export function emptyEngineStats(): EngineStats {
   return {
     rxPackets: 0, rxBytes: 0, txPackets: 0, txBytes: 0, icrcErrors: 0, icrcIdRecovered: 0, malformed: 0,
-    unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, txDatagrams: 0, rxDatagrams: 0, rxBatches: 0, icrcSegmentIds: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
+    unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, txDatagrams: 0, txSends: 0, rxDatagrams: 0, rxBatches: 0, icrcSegmentIds: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
   };
 }
 
@@ -122,6 +125,9 @@ const GSO_MAX_BYTES = 65507;
 /** Native receive: datagrams per recvmmsg(2) and slot size (a GRO datagram is at most 64 KiB). */
 /** A/B switch for the transmit flush order (see scheduleFlush). */
 const FLUSH_MICROTASK = process.env.UROCE_FLUSH_MICROTASK === '1';
+const FLUSH_IMMEDIATE = process.env.UROCE_FLUSH_IMMEDIATE === '1';
+/** Receive batches flush in the native loop's after() call (off in the two A/B modes above). */
+const AFTER_BATCH = !FLUSH_MICROTASK && !FLUSH_IMMEDIATE;
 const RX_SLOTS = 32;
 const RX_SLOT = 65536;
 
@@ -161,6 +167,12 @@ export class UroceEngine {
   private rxMeta: Int32Array | undefined;
   /** True while a receive batch is being handled: ACKs are coalesced until its end. */
   inBatch = false;
+  /** From a native receive batch until its after() call (its microtasks included): the
+   *  transmit flush waits for after() instead of the check phase. */
+  private rxTurn = false;
+  /** The native loop calls afterBatch() (a helper built before round 7 does not: then every
+   *  flush is a check-phase one, as before). */
+  private afterOn = false;
   private readonly ackQps: EngineQp[] = [];
   private readonly ipTexts = new Map<number, string>();
 
@@ -185,9 +197,10 @@ export class UroceEngine {
       e.rxMeta = new Int32Array(RX_SLOTS * 4);
       // GRO changes nothing on the wire or in a capture; it only lets a GSO send from a
       // loopback peer arrive whole. Elsewhere off (a NIC's GRO would merge a kernel peer's packets).
-      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, o.gro ?? (e.gso || address.startsWith('127.')), (n) => e.onBatch(n));
+      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, o.gro ?? (e.gso || address.startsWith('127.')), (n) => e.onBatch(n), AFTER_BATCH ? () => e.afterBatch() : undefined);
       if (typeof r === 'number') { h.closeFd(fd); throw new Error(`uroce: native receive loop: ${errnoName(-r)}`); }
       e.rx = r;
+      e.afterOn = AFTER_BATCH && r.after === true;
       e.checker.segmentIds = !r.gro;
       e.exactIcrc = true;
       e.rcvbuf = Math.max(0, h.rcvbufOf(fd));
@@ -387,6 +400,7 @@ export class UroceEngine {
     const s = port.sock;
     if (!s) return;
     this.stats.txDatagrams++;
+    this.stats.txSends++;
     if (this.taps.length) this.emitTap(this.address, ip, port.port, pkt, port.ttl, port.tos, 0);
     try { s.send(pkt, ROCE_V2_PORT, ip); } catch { this.stats.txErrors++; }
   }
@@ -421,6 +435,7 @@ export class UroceEngine {
       // Node's own queue (after an EAGAIN) goes first, so packets never overtake each other.
       while (i < n && port.sock.getSendQueueCount() === 0) {
         const r = this.helper!.sendPackets(port.fd!, port.stageIpNum!, ROCE_V2_PORT, stage, i === 0 ? d : d.subarray(3 * i), n - i);
+        this.stats.txSends++;
         if (r > 0) {
           this.stats.txDatagrams += r;
           i += r;
@@ -459,10 +474,12 @@ export class UroceEngine {
         if (direct) {
           one[0] = o; one[1] = l; one[2] = 0;
           const r = this.helper!.sendPackets(port.fd!, port.stageIpNum!, ROCE_V2_PORT, stage, one, 1);
+          this.stats.txSends++;
           if (r === 1) { this.stats.txDatagrams++; continue; }
           if (r < 0) { this.stats.txErrors++; continue; }
         }
         this.stats.txDatagrams++;
+        this.stats.txSends++;
         port.sock!.send(pkt.slice(), ROCE_V2_PORT, ip);
       }
     }
@@ -495,6 +512,7 @@ export class UroceEngine {
     const meta = this.rxMeta!, buf = this.rxBuf!, st = this.stats;
     st.rxBatches++;
     this.inBatch = true;
+    this.rxTurn = this.afterOn;
     let sinceAck = 0;
     try {
       for (let i = 0; i < n; i++) {
@@ -526,18 +544,36 @@ export class UroceEngine {
     }
   }
 
+  /**
+   * The native loop calls this after each receive batch, once the microtasks the batch led to
+   * have run: what the application posted in reaction (an answer) and the batch's ACKs leave
+   * now, in the same sendmmsg(2) as with a check-phase flush but without going back into the
+   * event loop first (poll phase, check phase, Node's immediate queue: rr p50 2-5 µs lower per
+   * round trip, docs/uroce.md round 7).
+   */
+  afterBatch(): void {
+    this.rxTurn = false;
+    if (this.flushScheduled) this.flushAll();
+  }
+
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    // setImmediate, not a microtask: the flush must come after everything the application does
-    // in reaction to this turn, however deep its promise and nextTick chains. SMC-R's CDC layer
-    // posts its RDMA WRITE + CDC from a microtask queued by the socket write that the CQ
-    // notification (itself a microtask) led to; a microtask flush ran before it and sent the
-    // batch's ACK alone, then the answer in a second sendmmsg — two wake-ups of the peer per
-    // round trip instead of one. The check phase follows the poll phase of the same loop turn,
-    // so nothing waits for a timer. UROCE_FLUSH_MICROTASK=1 restores the old order (A/B runs).
+    // inside a receive batch's turn: afterBatch() flushes
+    if (this.rxTurn) return;
+    // Outside a receive batch (a write from a timer, another socket, a promise): process.nextTick,
+    // which Node runs once the microtask queue is empty — after the CDC layer's flush (itself a
+    // microtask queued by the socket write) and whatever else the current job led to. It is
+    // called from inside that microtask, so it does not overtake it; a flush scheduled from
+    // plain synchronous code runs when that code returns. Not a microtask: a microtask flush ran
+    // between the CQ notification and the CDC flush (two sendmmsg per answer, round 3). Not
+    // setImmediate (rounds 3-6): that is one more pass through the event loop (poll phase,
+    // check phase, Node's immediate queue) before the first packet of an idle connection's
+    // request leaves. A/B: UROCE_FLUSH_IMMEDIATE=1 (check phase for everything, as rounds 3-6),
+    // UROCE_FLUSH_MICROTASK=1 (a microtask for everything, as before round 3).
     if (FLUSH_MICROTASK) queueMicrotask(this.flushAllFn);
-    else setImmediate(this.flushAllFn);
+    else if (FLUSH_IMMEDIATE || (this.rx && !this.afterOn)) setImmediate(this.flushAllFn);
+    else process.nextTick(this.flushAllFn);
   }
   private readonly flushAllFn = (): void => this.flushAll();
 
@@ -583,6 +619,7 @@ export class UroceEngine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.rxTurn = false;
     if (this.heldTimer) clearTimeout(this.heldTimer);
     this.taps = [];
     if (this.rx) { this.helper!.recvStop(this.rx); this.rx = undefined; }

@@ -24,7 +24,11 @@ import { VerbsError } from '../types.js';
 import { nativePath } from '../../../native/paths.js';
 
 /** Opaque handle of a native receive loop (recvStart). */
-export interface RxHandle { readonly gro: boolean }
+export interface RxHandle {
+  readonly gro: boolean;
+  /** The loop calls recvStart's `after` (undefined: a helper built before it had one). */
+  readonly after?: boolean;
+}
 
 export interface SockHelper {
   openUdp4(address: string, port: number, tos: number, ttl: number, rcvbuf: number, sndbuf: number): number;
@@ -39,9 +43,10 @@ export interface SockHelper {
   /**
    * Read `fd` (ownership passes to the loop) with recvmmsg(2) from a libuv poll handle; `cb(n)`
    * once per batch, datagram i in buf[i*slotSize …], meta[4i..4i+3] = length (-1 truncated),
-   * source IPv4 (host order), source port, GRO segment size (0: one datagram). Negative errno on failure.
+   * source IPv4 (host order), source port, GRO segment size (0: one datagram). `after()`, if
+   * given, follows each `cb` once the microtasks it led to have run. Negative errno on failure.
    */
-  recvStart(fd: number, buf: Uint8Array, meta: Int32Array, slots: number, slotSize: number, gro: boolean, cb: (n: number) => void): RxHandle | number;
+  recvStart(fd: number, buf: Uint8Array, meta: Int32Array, slots: number, slotSize: number, gro: boolean, cb: (n: number) => void, after?: () => void): RxHandle | number;
   /** Stop the loop and close its fd. */
   recvStop(h: RxHandle): number;
   /** Whether the loop keeps the process alive (default yes). */
