@@ -1194,22 +1194,25 @@ function cachedGid(ip: string): string {
 
 interface QpSlot { qpn: number; link: LinkState; end: 0 | 1 }
 
-/** QP (GID, QPN) → link end. A host (GID) has a few QPs: a short list per GID (a Map per GID
- *  took 600 bytes each for 100 000 hosts); a busy GID switches to a Map. */
+/** QP (GID, QPN) → link end. A host (GID) has a few QPs: its one slot itself, then a short list
+ *  per GID (a Map per GID took 600 bytes each for 100 000 hosts; a one-element list 56 bytes
+ *  each for 130 000 QPs of hosts with one link each); a busy GID switches to a Map. */
 class QpIndex {
-  private readonly m = new Map<string, QpSlot[] | Map<number, QpSlot>>();
+  private readonly m = new Map<string, QpSlot | QpSlot[] | Map<number, QpSlot>>();
   get(gid: string, qpn: number): QpSlot | undefined {
     const q = this.m.get(gid);
     if (q === undefined) return undefined;
     if (q instanceof Map) return q.get(qpn);
+    if (!Array.isArray(q)) return q.qpn === qpn ? q : undefined;
     for (let i = 0; i < q.length; i++) if (q[i]!.qpn === qpn) return q[i];
     return undefined;
   }
   set(gid: string, qpn: number, v: { link: LinkState; end: 0 | 1 }): void {
     const slot: QpSlot = { qpn, link: v.link, end: v.end };
     const q = this.m.get(gid);
-    if (q === undefined) { this.m.set(gid, [slot]); return; }
+    if (q === undefined) { this.m.set(gid, slot); return; }
     if (q instanceof Map) { q.set(qpn, slot); return; }
+    if (!Array.isArray(q)) { this.m.set(gid, q.qpn === qpn ? slot : [q, slot]); return; }
     const i = q.findIndex((x) => x.qpn === qpn);
     if (i >= 0) { q[i] = slot; return; }
     q.push(slot);
@@ -1218,7 +1221,8 @@ class QpIndex {
   delete(gid: string, qpn: number): void {
     const q = this.m.get(gid);
     if (q instanceof Map) q.delete(qpn);
-    else if (q) { const i = q.findIndex((x) => x.qpn === qpn); if (i >= 0) q.splice(i, 1); }
+    else if (Array.isArray(q)) { const i = q.findIndex((x) => x.qpn === qpn); if (i >= 0) q.splice(i, 1); }
+    else if (q && q.qpn === qpn) this.m.delete(gid);
   }
 }
 
