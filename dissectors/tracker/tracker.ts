@@ -329,7 +329,7 @@ export class Tracker {
       ], Math.min(client.mtu, server.mtu), 'confirming', d.n);
       link.setNextPsn(0, client.psn);
       link.setNextPsn(1, server.psn);
-      lgEventSaid(lg, d.n, d.tsNs, 'link-added', link.name, 'server', { kind: 'first-link', conn: c.index });
+      lgEventSaid(lg, d.n, d.tsNs, link.name, 'server', { kind: 'first-link', conn: c.index });
       this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
@@ -878,7 +878,7 @@ export class Tracker {
             link.state = 'active';
             link.rmbKeys = undefined; // up: never rejected any more
             link.confirmedFrame = d.n;
-            lgEventSaid(lg, d.n, d.tsNs, 'link-confirmed', link.name, by, { kind: 'confirmed' });
+            lgEventSaid(lg, d.n, d.tsNs, link.name, by, { kind: 'confirmed' });
             noteType(lg, d.n, d.tsNs);
           }
           const first = lg.firstTcp as TcpState | undefined; // the tracker made it
@@ -910,7 +910,7 @@ export class Tracker {
           nl.setNextPsn(dir, m.psn);
           const sent = this.sentOf(nl, dir);
           if (sent) sent.add = llcQp(m, d);
-          lgEventSaid(lg, d.n, d.tsNs, 'link-added', nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
+          lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
           for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         } else {
           const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && l.ends[dir].gid === '');
