@@ -54,9 +54,21 @@ export type Sentence =
   | { kind: 'confirmed' }
   | { kind: 'add-link'; gid: string; qpn: number };
 
+const KINDS: readonly Sentence['kind'][] = ['first-link', 'confirmed', 'add-link'];
+
 class SentenceEvent implements LgEvent {
-  constructor(readonly frame: number, readonly tsNs: bigint, readonly what: LgEvent['what'], readonly link: string, readonly by: 'client' | 'server',
-    private readonly kind: Sentence['kind'], private readonly s: string | undefined, private readonly n: number) {}
+  /** The sentence's kind and who said it in one number (kind * 2 + 1 when the server): two
+   *  fields fewer, 16 bytes of each of three events per group. */
+  private readonly code: number;
+  constructor(readonly frame: number, readonly tsNs: bigint, readonly link: string, by: 'client' | 'server',
+    kind: Sentence['kind'], private readonly s: string | undefined, private readonly n: number) {
+    this.code = KINDS.indexOf(kind) * 2 + (by === 'server' ? 1 : 0);
+  }
+
+  private get kind(): Sentence['kind'] { return KINDS[this.code >> 1]!; }
+  get by(): 'client' | 'server' { return (this.code & 1) === 1 ? 'server' : 'client'; }
+  /** Follows from the sentence: a first link or an ADD LINK is a link added. */
+  get what(): LgEvent['what'] { return this.kind === 'confirmed' ? 'link-confirmed' : 'link-added'; }
 
   get text(): string {
     switch (this.kind) {
@@ -72,11 +84,13 @@ class SentenceEvent implements LgEvent {
   }
 }
 
-/** An event of `link` (its name now) by `by` whose text is one of the common sentences. */
-export function lgEventSaid(lg: LinkGroup, frame: number, tsNs: bigint, what: LgEvent['what'], link: string, by: 'client' | 'server', said: Sentence): void {
+/** An event of `link` (its name now) by `by` whose text is one of the common sentences (what
+ *  happened follows from it: a first link or an ADD LINK is `link-added`, a confirmation
+ *  `link-confirmed`). */
+export function lgEventSaid(lg: LinkGroup, frame: number, tsNs: bigint, link: string, by: 'client' | 'server', said: Sentence): void {
   const s = said.kind === 'add-link' ? said.gid : undefined;
   const n = said.kind === 'first-link' ? said.conn : said.kind === 'add-link' ? said.qpn : 0;
-  lg.events = append(lg.events, new SentenceEvent(frame, tsNs, what, flat(link), by, said.kind, s, n));
+  lg.events = append(lg.events, new SentenceEvent(frame, tsNs, flat(link), by, said.kind, s, n));
 }
 
 /** "SINGLE → SYMMETRIC → SINGLE": the type history in one line. */

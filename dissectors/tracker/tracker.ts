@@ -329,7 +329,7 @@ export class Tracker {
       ], Math.min(client.mtu, server.mtu), 'confirming', d.n);
       link.setNextPsn(0, client.psn);
       link.setNextPsn(1, server.psn);
-      lgEventSaid(lg, d.n, d.tsNs, 'link-added', link.name, 'server', { kind: 'first-link', conn: c.index });
+      lgEventSaid(lg, d.n, d.tsNs, link.name, 'server', { kind: 'first-link', conn: c.index });
       this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
@@ -878,7 +878,7 @@ export class Tracker {
             link.state = 'active';
             link.rmbKeys = undefined; // up: never rejected any more
             link.confirmedFrame = d.n;
-            lgEventSaid(lg, d.n, d.tsNs, 'link-confirmed', link.name, by, { kind: 'confirmed' });
+            lgEventSaid(lg, d.n, d.tsNs, link.name, by, { kind: 'confirmed' });
             noteType(lg, d.n, d.tsNs);
           }
           const first = lg.firstTcp as TcpState | undefined; // the tracker made it
@@ -910,7 +910,7 @@ export class Tracker {
           nl.setNextPsn(dir, m.psn);
           const sent = this.sentOf(nl, dir);
           if (sent) sent.add = llcQp(m, d);
-          lgEventSaid(lg, d.n, d.tsNs, 'link-added', nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
+          lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
           for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         } else {
           const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && l.ends[dir].gid === '');
@@ -1194,22 +1194,25 @@ function cachedGid(ip: string): string {
 
 interface QpSlot { qpn: number; link: LinkState; end: 0 | 1 }
 
-/** QP (GID, QPN) → link end. A host (GID) has a few QPs: a short list per GID (a Map per GID
- *  took 600 bytes each for 100 000 hosts); a busy GID switches to a Map. */
+/** QP (GID, QPN) → link end. A host (GID) has a few QPs: its one slot itself, then a short list
+ *  per GID (a Map per GID took 600 bytes each for 100 000 hosts; a one-element list 56 bytes
+ *  each for 130 000 QPs of hosts with one link each); a busy GID switches to a Map. */
 class QpIndex {
-  private readonly m = new Map<string, QpSlot[] | Map<number, QpSlot>>();
+  private readonly m = new Map<string, QpSlot | QpSlot[] | Map<number, QpSlot>>();
   get(gid: string, qpn: number): QpSlot | undefined {
     const q = this.m.get(gid);
     if (q === undefined) return undefined;
     if (q instanceof Map) return q.get(qpn);
+    if (!Array.isArray(q)) return q.qpn === qpn ? q : undefined;
     for (let i = 0; i < q.length; i++) if (q[i]!.qpn === qpn) return q[i];
     return undefined;
   }
   set(gid: string, qpn: number, v: { link: LinkState; end: 0 | 1 }): void {
     const slot: QpSlot = { qpn, link: v.link, end: v.end };
     const q = this.m.get(gid);
-    if (q === undefined) { this.m.set(gid, [slot]); return; }
+    if (q === undefined) { this.m.set(gid, slot); return; }
     if (q instanceof Map) { q.set(qpn, slot); return; }
+    if (!Array.isArray(q)) { this.m.set(gid, q.qpn === qpn ? slot : [q, slot]); return; }
     const i = q.findIndex((x) => x.qpn === qpn);
     if (i >= 0) { q[i] = slot; return; }
     q.push(slot);
@@ -1218,7 +1221,8 @@ class QpIndex {
   delete(gid: string, qpn: number): void {
     const q = this.m.get(gid);
     if (q instanceof Map) q.delete(qpn);
-    else if (q) { const i = q.findIndex((x) => x.qpn === qpn); if (i >= 0) q.splice(i, 1); }
+    else if (Array.isArray(q)) { const i = q.findIndex((x) => x.qpn === qpn); if (i >= 0) q.splice(i, 1); }
+    else if (q && q.qpn === qpn) this.m.delete(gid);
   }
 }
 
