@@ -65,16 +65,6 @@ export class Out {
     this.buf[this.pos++] = 10;
   }
 
-  /** Append ASCII text (a column: short, no newline) without ending the line; line() ends it. */
-  ascii(s: string): void {
-    if (this.pos + s.length + 1 > this.buf.length) this.flush();
-    const b = this.buf;
-    let p = this.pos;
-    // a byte loop: for a column's few characters cheaper than Buffer.write's argument handling
-    for (let i = 0; i < s.length; i++) b[p++] = s.charCodeAt(i);
-    this.pos = p;
-  }
-
   /** Append the decimal digits of the integer `n` (0 <= n < 2^53) left-padded with byte `pad`
    *  (' ' = 32, '0' = 48) to `width` characters, without building a string. */
   int(n: number, width = 0, pad = 32): void {

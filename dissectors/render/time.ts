@@ -67,7 +67,7 @@ export class TimeColumn {
 }
 
 /** Where TimeColumn.writeParts puts the column: cli/output.ts Out (bytes, no strings). */
-export interface ColumnSink { ascii(s: string): void; int(n: number, width?: number, pad?: number): void; byte(c: number): void }
+export interface ColumnSink { text(s: string): void; int(n: number, width?: number, pad?: number): void; byte(c: number): void }
 
 /** Modes whose column depends on the frame's own time only (no previous/first frame). */
 const OWN_TIME: ReadonlySet<TimeMode> = new Set(['hms', 'date', 'epoch', 'none']);
@@ -96,7 +96,7 @@ export class TimeParts {
         this.sec = sec;
         this.prefix = secondPrefix(sec, mode === 'date', this.utc);
       }
-      out.ascii(this.prefix);
+      out.text(this.prefix);
     }
     if (mode === 'epoch') out.byte(46); // '.'
     out.int(digits === 9 ? subNs : Math.floor(subNs / 1000), digits, 48);

@@ -165,16 +165,12 @@ export class SmcSocket extends Duplex {
    */
   setOnread(o: OnRead): this {
     if (!(o.buffer instanceof Uint8Array) || o.buffer.length === 0) throw new TypeError('onread needs a non-empty buffer');
-    // bytes already taken into the Readable (e.g. unshifted by a header parser) come first
+    // bytes already taken into the Readable (e.g. unshifted by a header parser) come first, all
+    // of them: once onread is set nothing reads that queue any more
     while (this.readableLength > 0) {
       const b = this.read() as Buffer | null;
       if (b === null) break;
-      for (let off = 0; off < b.length;) {
-        const n = Math.min(o.buffer.length, b.length - off);
-        o.buffer.set(b.subarray(off, off + n), 0);
-        off += n;
-        o.callback(n, o.buffer);
-      }
+      this.copyThrough(o, b);
     }
     const first = this.onread === undefined;
     this.onread = o;
@@ -190,15 +186,20 @@ export class SmcSocket extends Duplex {
     return this;
   }
 
+  /** A chunk copied through the caller's buffer, one callback per buffer-full; a callback that
+   *  returns false pauses the socket. */
+  private copyThrough(o: OnRead, b: Uint8Array): void {
+    for (let at = 0; at < b.length;) {
+      const n = Math.min(o.buffer.length, b.length - at);
+      o.buffer.set(b.subarray(at, at + n), 0);
+      at += n;
+      if (o.callback(n, o.buffer) === false) this.pause();
+    }
+  }
+
   /** Fallback mode with onread: a TCP chunk copied through the caller's buffer. */
   private deliverOnread(b: Buffer): void {
-    const { buffer, callback } = this.onread!;
-    for (let o = 0; o < b.length;) {
-      const n = Math.min(buffer.length, b.length - o);
-      buffer.set(b.subarray(o, o + n), 0);
-      o += n;
-      if (callback(n, buffer) === false) this.pause();
-    }
+    this.copyThrough(this.onread!, b);
     if (this.onreadPaused) this.tcp.pause();
   }
 

@@ -1,4 +1,4 @@
-// The time and number columns written as bytes (TimeParts.writeParts, Out.int/ascii: the
+// The time and number columns written as bytes (TimeParts.writeParts, Out.int/text: the
 // replay fast path for pcap frames) against the string formatter TimeColumn.format, for
 // timestamps over several decades, DST changes and both precisions, in the modes both print.
 
