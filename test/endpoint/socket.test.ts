@@ -187,6 +187,41 @@ test.serial('SMC-R mode: direct writes (nothing queued) and queued ones keep the
   stop();
 });
 
+test.serial("SMC-R mode: a flowing reader that pauses inside 'data' gets nothing until resume(), then the rest in order", async (t) => {
+  const { a, b, stop } = await smcPair({ rmbeA: 16384, rmbeB: 16384 });
+  a.resume();
+  const data = randomBytes(1 << 20);
+  const got: Buffer[] = [];
+  let paused = false, whilePaused = 0, pauses = 0, n = 0;
+  b.on('data', (d: Buffer) => {
+    if (paused) whilePaused++;
+    got.push(d);
+    n += d.length;
+    // pause three times, each for a while, as a consumer with a slow sink does
+    if (pauses < 3 && n >= (pauses + 1) * 200_000) {
+      pauses++;
+      paused = true;
+      b.pause();
+      setTimeout(() => { paused = false; b.resume(); }, 30);
+    }
+  });
+  const ended = new Promise<void>((r) => b.once('end', () => r()));
+  // many small writes (many CDCs, many 'data' events) and a few large ones
+  for (let off = 0; off < data.length;) {
+    const len = off < 300_000 ? 1000 : 50_000;
+    if (!a.write(data.subarray(off, off + len))) await new Promise((r) => a.once('drain', r));
+    off += len;
+  }
+  a.end();
+  await ended;
+  t.is(pauses, 3);
+  t.is(whilePaused, 0, "no 'data' while paused");
+  t.is(sha(Buffer.concat(got)), sha(data), 'every byte, in order');
+  b.end();
+  await Promise.all([closed(a), closed(b)]);
+  stop();
+});
+
 /** Read `s` through setOnread into a small reused buffer; pauses once after `pauseAt` bytes and resumes later. */
 function onreadSink(s: SmcSocket, bufSize: number, pauseAt: number): { digest: Promise<string>; bytes: () => number; pauses: () => number; maxChunk: () => number } {
   const h = createHash('sha256');
