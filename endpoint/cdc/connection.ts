@@ -1003,6 +1003,7 @@ export class CdcConnection extends EventEmitter {
   }
 
   private wake(): void {
+    if (this.waiters.length === 0) return; // the common case: no array per CDC
     const w = this.waiters.splice(0);
     for (const f of w) f();
   }

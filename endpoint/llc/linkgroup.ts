@@ -135,9 +135,9 @@ export class LinkGroup extends EventEmitter {
   /** Buffer of a registration (any port's), to find the same memory's MR on another link's device. */
   private readonly bufOf = new Map<Mr, BufDesc>();
   private nextToken = 1;
-  /** sendCdcForCb's write list and its objects, reused per CDC. */
-  private readonly writeScratch: PendingWrite[] = [];
+  /** sendCdcForCb's write objects, reused per CDC, and writeLists[n]: the first n of them. */
   private readonly writePool: PendingWrite[] = [];
+  private readonly writeLists: PendingWrite[][] = [];
   /** Last link id the server handed out (Linux lgr->next_link_id: ids are not reused at once). */
   private nextLinkId = 0;
   private waiters: Waiter[] = [];
@@ -379,10 +379,9 @@ export class LinkGroup extends EventEmitter {
     const queued = c.writes;
     const n = c.nWrites;
     if (n > 0 && !rt) { c.nWrites = 0; done(new LinkDownError(`${this.name}: no rkey of connection ${token} on link ${link.id}`)); return; }
-    // Into the group's scratch list (reused objects: WrLink posts them before it returns, or
-    // copies them when it has to queue the message): no array, closure or object per CDC.
-    const out = this.writeScratch;
-    out.length = 0;
+    // Into the group's pooled objects (WrLink posts them before it returns, or copies them when
+    // it has to queue the message), handed over as the list of the first n of them, made once
+    // per n: no array, closure or object per CDC.
     for (let i = 0; i < n; i++) {
       const w = queued[i]!;
       const pw = (this.writePool[i] ??= { mr: w.mr, off: 0, len: 0, remoteAddr: 0n, rkey: 0 });
@@ -392,8 +391,8 @@ export class LinkGroup extends EventEmitter {
       pw.len = w.len;
       pw.remoteAddr = rt!.addr + BigInt(w.dstOff);
       pw.rkey = rt!.rkey;
-      out.push(pw);
     }
+    const out = (this.writeLists[n] ??= this.writePool.slice(0, n));
     c.nWrites = 0;
     link.wr.sendWithWritesCb(out, msg, done);
   }
