@@ -9,6 +9,7 @@
 
 import { EventEmitter } from 'node:events';
 import { VerbsError, WcStatus, type Cq, type WorkCompletion } from './types.js';
+import { microtask } from '../microtask.js';
 
 export class CompletionQueue extends EventEmitter implements Cq {
   readonly cqe: number;
@@ -57,7 +58,7 @@ export class CompletionQueue extends EventEmitter implements Cq {
       this.armed = 0;
       if (!this.notifyScheduled) {
         this.notifyScheduled = true;
-        queueMicrotask(this.notifyFn);
+        microtask(this.notifyFn);
       }
     }
     if (this.waiters.length) {
