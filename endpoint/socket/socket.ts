@@ -323,18 +323,24 @@ export class SmcSocket extends Duplex {
   }
 
   /**
-   * A write that finds nothing queued goes straight into the send buffer, past the Writable's
-   * machinery (its state, its queue, the afterWrite tick): the same copy and the same CDC flush
-   * (a microtask, coalescing the tick's writes) as _write, in the caller's turn. Anything else —
-   * a queue, cork, end, destroy, urgent data, a string, a full send buffer, a closed connection —
-   * takes the Writable path, which keeps order and backpressure: once something is queued every
-   * later write queues behind it (writableLength > 0), and the part of a chunk that did not fit
-   * is queued like a whole one (write() returns false past the high-water mark). The callback
-   * runs on the next tick, as the Writable runs a synchronously finished write's.
+   * A small write that finds nothing queued goes straight into the send buffer, past the
+   * Writable's machinery (its state, its queue, the afterWrite tick): the same copy and the same
+   * CDC flush (a microtask, coalescing the tick's writes) as _write, in the caller's turn.
+   * Anything else — a queue, cork, end, destroy, urgent data, a string, a full send buffer, a
+   * closed connection — takes the Writable path, which keeps order and backpressure: once
+   * something is queued every later write queues behind it (writableLength > 0), and the part of
+   * a chunk that did not fit is queued like a whole one. Small: below the high-water mark, where
+   * the Writable returns true for a chunk it took at once too. A larger chunk keeps the Writable
+   * path and its false: a writer that waits for 'drain' after each one yields, so the CDC flush
+   * of each chunk runs before the next (a loop of large direct writes would fill the whole send
+   * buffer before the first CDC, a different pipelining than the Writable's, not measured
+   * apart from noise). The callback runs on the next tick,
+   * as the Writable runs a synchronously finished write's.
    */
   override write(chunk: unknown, encoding?: BufferEncoding | Cb, cb?: Cb): boolean {
     const conn = this.conn;
-    if (conn !== undefined && chunk instanceof Uint8Array && chunk.length > 0 && this.writableLength === 0
+    if (conn !== undefined && chunk instanceof Uint8Array && chunk.length > 0
+      && chunk.length < this.writableHighWaterMark && this.writableLength === 0
       && this.writableCorked === 0 && !this.writableEnded && !this.destroyed && this.writeWaiter === undefined
       && !this.urgentChunks.has(chunk)) {
       let n: number;
