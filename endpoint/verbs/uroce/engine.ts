@@ -417,12 +417,17 @@ export class UroceEngine {
     this.flushScheduled = false;
     if (this.nAcks && !this.inBatch) this.flushAcks(false);
     const ports = this.pendingPorts;
-    for (let i = 0; i < this.nPorts; i++) {
-      const p = ports[i]!;
-      ports[i] = undefined;
-      this.flushPort(p);
+    try {
+      for (let i = 0; i < this.nPorts; i++) {
+        const p = ports[i]!;
+        ports[i] = undefined;
+        this.flushPort(p);
+      }
+    } finally {
+      // emptied even if a tap threw: the list never keeps a port it no longer holds
+      for (let i = 0; i < this.nPorts; i++) ports[i] = undefined;
+      this.nPorts = 0;
     }
-    this.nPorts = 0;
   }
 
   /** Send what a port has staged (also before its socket is closed). */
