@@ -67,6 +67,7 @@ import {
 } from '../../dissectors/wire/cdcrules.js';
 import { hex32 } from '../../dissectors/wire/common.js';
 import type { CdcBuffers, CdcTransport } from './transport.js';
+import { microtask } from '../microtask.js';
 
 /** Writes the data path's CDCs (one view for all connections: a CDC is written in one go). */
 const txCdc = new CdcView();
@@ -338,7 +339,7 @@ export class CdcConnection extends EventEmitter {
     if (n <= 0) return 0;
     const off = this.prep % this.sndSize;
     const first = Math.min(n, this.sndSize - off);
-    this.sndbuf.set(data.subarray(0, first), off);
+    this.sndbuf.set(first === data.length ? data : data.subarray(0, first), off);
     if (n > first) this.sndbuf.set(data.subarray(first, n), 0);
     this.prep += n;
     if (urgent) {
@@ -532,19 +533,22 @@ export class CdcConnection extends EventEmitter {
   private scheduleFlush(): void {
     if (this.flushQueued) return;
     this.flushQueued = true;
-    queueMicrotask(() => {
-      this.flushQueued = false;
-      // Autocork (Linux smc_should_autocork): while CDCs are in flight and not much is
-      // waiting, a completion triggers the next batch; saves CDCs without a timer. Unlike
-      // Linux, one CDC in flight does not cork: a completion here is the peer's ACK, which
-      // over uroce needs the peer process scheduled, and request/response traffic always has
-      // its previous answer's CDC in flight — corking on it held every answer for that ACK
-      // (Nagle against a delayed ACK). Small writes in a stream still coalesce from the
-      // second CDC in flight on (and MAX_DATA_CDC_IN_FLIGHT bounds them anyway).
-      if (this.cdcInFlight > CORK_IN_FLIGHT && this.prep - this.sent <= this.corkSize) return;
-      this.flush();
-    });
+    microtask(this.flushTick);
   }
+
+  /** The coalesced flush of a tick's writes (one function, not a closure per write). */
+  private readonly flushTick = (): void => {
+    this.flushQueued = false;
+    // Autocork (Linux smc_should_autocork): while CDCs are in flight and not much is
+    // waiting, a completion triggers the next batch; saves CDCs without a timer. Unlike
+    // Linux, one CDC in flight does not cork: a completion here is the peer's ACK, which
+    // over uroce needs the peer process scheduled, and request/response traffic always has
+    // its previous answer's CDC in flight — corking on it held every answer for that ACK
+    // (Nagle against a delayed ACK). Small writes in a stream still coalesce from the
+    // second CDC in flight on (and MAX_DATA_CDC_IN_FLIGHT bounds them anyway).
+    if (this.cdcInFlight > CORK_IN_FLIGHT && this.prep - this.sent <= this.corkSize) return;
+    this.flush();
+  };
 
   /** smc_tx_sndbuf_nonempty: write what the peer's RMBE has room for, then one CDC. */
   private flush(): void {
@@ -1003,6 +1007,7 @@ export class CdcConnection extends EventEmitter {
   }
 
   private wake(): void {
+    if (this.waiters.length === 0) return; // the common case: no array per CDC
     const w = this.waiters.splice(0);
     for (const f of w) f();
   }

@@ -105,7 +105,9 @@ interface ConnEntry {
    *  Accept names), used while it is ACTIVE; 0 before CLC. */
   linkId: number;
   /** Writes queued by writeFor(), posted with the connection's next CDC. */
+  /** writes[0, nWrites) are queued; the objects are reused (one per slot, not one per write). */
   writes: Array<{ mr: Mr; off: number; len: number; dstOff: number }>;
+  nWrites: number;
 }
 
 export class Link {
@@ -133,9 +135,9 @@ export class LinkGroup extends EventEmitter {
   /** Buffer of a registration (any port's), to find the same memory's MR on another link's device. */
   private readonly bufOf = new Map<Mr, BufDesc>();
   private nextToken = 1;
-  /** sendCdcForCb's write list and its objects, reused per CDC. */
-  private readonly writeScratch: PendingWrite[] = [];
+  /** sendCdcForCb's write objects, reused per CDC, and writeLists[n]: the first n of them. */
   private readonly writePool: PendingWrite[] = [];
+  private readonly writeLists: PendingWrite[][] = [];
   /** Last link id the server handed out (Linux lgr->next_link_id: ids are not reused at once). */
   private nextLinkId = 0;
   private waiters: Waiter[] = [];
@@ -300,7 +302,7 @@ export class LinkGroup extends EventEmitter {
   /** Register a connection's token as soon as it is allocated, so CDCs that race the end of the
    *  handshake (3.5.2.4) reach its sink; the peer's side is set once CLC has told it. */
   addConn(token: number, sink: ConnSink): void {
-    this.conns.set(token, { sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0, linkId: 0, writes: [] });
+    this.conns.set(token, { sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0, linkId: 0, writes: [], nWrites: 0 });
     if (this.idleTimer) { clearTimeout(this.idleTimer); this.idleTimer = undefined; }
     this.state = 'ACTIVE';
   }
@@ -358,7 +360,9 @@ export class LinkGroup extends EventEmitter {
   writeFor(token: number, sndbuf: Mr, srcOff: number, len: number, dstOff: number): void {
     const c = this.conns.get(token);
     if (!c || !this.activeLink()) throw new LinkDownError(`${this.name}: no active link for connection ${token}`);
-    c.writes.push({ mr: sndbuf, off: srcOff, len, dstOff });
+    const w = (c.writes[c.nWrites] ??= { mr: sndbuf, off: 0, len: 0, dstOff: 0 });
+    w.mr = sndbuf; w.off = srcOff; w.len = len; w.dstOff = dstOff;
+    c.nWrites++;
   }
 
   /** SEND a connection's CDC on the active link, after the writes queued for it. */
@@ -373,12 +377,11 @@ export class LinkGroup extends EventEmitter {
     if (!link || !c) { done(new LinkDownError(`${this.name}: no active link`)); return; }
     const rt = c.rtokens.get(link.id);
     const queued = c.writes;
-    const n = queued.length;
-    if (n > 0 && !rt) { queued.length = 0; done(new LinkDownError(`${this.name}: no rkey of connection ${token} on link ${link.id}`)); return; }
-    // Into the group's scratch list (reused objects: WrLink posts them before it returns, or
-    // copies them when it has to queue the message): no array, closure or object per CDC.
-    const out = this.writeScratch;
-    out.length = 0;
+    const n = c.nWrites;
+    if (n > 0 && !rt) { c.nWrites = 0; done(new LinkDownError(`${this.name}: no rkey of connection ${token} on link ${link.id}`)); return; }
+    // Into the group's pooled objects (WrLink posts them before it returns, or copies them when
+    // it has to queue the message), handed over as the list of the first n of them, made once
+    // per n: no array, closure or object per CDC.
     for (let i = 0; i < n; i++) {
       const w = queued[i]!;
       const pw = (this.writePool[i] ??= { mr: w.mr, off: 0, len: 0, remoteAddr: 0n, rkey: 0 });
@@ -388,9 +391,9 @@ export class LinkGroup extends EventEmitter {
       pw.len = w.len;
       pw.remoteAddr = rt!.addr + BigInt(w.dstOff);
       pw.rkey = rt!.rkey;
-      out.push(pw);
     }
-    queued.length = 0;
+    const out = (this.writeLists[n] ??= this.writePool.slice(0, n));
+    c.nWrites = 0;
     link.wr.sendWithWritesCb(out, msg, done);
   }
 

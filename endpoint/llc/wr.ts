@@ -51,8 +51,6 @@ export class LinkDownError extends Error {
  *  synchronously inside the completion handling or the post. */
 export type SendDone = (err: Error | undefined) => void;
 
-interface Pending { done: SendDone; slot: number }
-
 /** An RDMA WRITE to post just before a message (see sendWithWrites). */
 export interface PendingWrite { mr: Mr; off: number; len: number; remoteAddr: bigint; rkey: number }
 
@@ -68,6 +66,10 @@ const WRID_KIND = 2 ** 40;
 const WRID_SEND = 1 * WRID_KIND;
 const WRID_WRITE = 2 * WRID_KIND;
 const WRID_RECV = 3 * WRID_KIND;
+/** A SEND's id is WRID_SEND + sequence × SLOT_SPAN + slot: its completion finds its slot by
+ *  arithmetic (a Map entry and an object per message otherwise). */
+const SLOT_SPAN = 1024;
+const SEQ_WRAP = WRID_KIND / SLOT_SPAN;
 
 /**
  * One link's QP with message slots. Events: 'message' (bytes: Uint8Array — a view valid only
@@ -84,7 +86,9 @@ export class WrLink extends EventEmitter {
   private readonly freeSlots: number[] = [];
   /** Sends waiting for a slot, posted in order by releaseSlot. */
   private readonly sendQueue: Array<{ msg: Uint8Array; writes: readonly PendingWrite[]; done: SendDone }> = [];
-  private readonly pending = new Map<number, Pending>();
+  /** Per send slot: the id of the SEND in it (-1: free) and its completion callback. */
+  private readonly slotWrId: number[] = [];
+  private readonly slotDone: Array<SendDone | undefined> = [];
   private readonly recvCount: number;
   /** The receive WRs, one per buffer, made once (re-posted as they are). */
   private readonly recvWrs: RecvWr[] = [];
@@ -103,6 +107,7 @@ export class WrLink extends EventEmitter {
   constructor(readonly pd: Pd, o: WrOptions = {}) {
     super();
     const slots = o.sendSlots ?? 16;
+    if (!(slots >= 1 && slots <= SLOT_SPAN)) throw new RangeError(`sendSlots ${slots}: 1 … ${SLOT_SPAN}`);
     this.recvCount = o.recvCount ?? 48;
     this.bufSize = o.bufSize ?? 8192;
     // every message may carry MAX_WRITES_PER_MSG writes, and only `slots` messages are in flight
@@ -114,7 +119,7 @@ export class WrLink extends EventEmitter {
     });
     this.sendMr = pd.regMr(new Uint8Array(slots * this.bufSize), Access.LOCAL_WRITE);
     this.recvMr = pd.regMr(new Uint8Array(this.recvCount * this.bufSize), Access.LOCAL_WRITE);
-    for (let i = 0; i < slots; i++) this.freeSlots.push(i);
+    for (let i = 0; i < slots; i++) { this.freeSlots.push(i); this.slotWrId.push(-1); this.slotDone.push(undefined); }
     // Work request pieces that never change, made once: the receive buffers' gather lists and
     // the send slots' addresses (an SGE address is a bigint: an addition per message otherwise).
     // Work requests are made once and reused: the data path posts a SEND (and its writes) per
@@ -203,9 +208,10 @@ export class WrLink extends EventEmitter {
   private sendInSlot(slot: number, msg: Uint8Array, writes: readonly PendingWrite[], done: SendDone): void {
     const off = slot * this.bufSize;
     this.sendMr.buffer.set(msg, off);
-    const wrId = WRID_SEND + this.nextSendId;
-    this.nextSendId = (this.nextSendId + 1) % WRID_KIND;
-    this.pending.set(wrId, { done, slot });
+    const wrId = WRID_SEND + this.nextSendId * SLOT_SPAN + slot;
+    this.nextSendId = (this.nextSendId + 1) % SEQ_WRAP;
+    this.slotWrId[slot] = wrId;
+    this.slotDone[slot] = done;
     // the writes and the SEND in one post (one ibv_post_send chain): the provider runs its
     // transmit path once for the message instead of once per work request
     const send = this.sendWrs[slot]!;
@@ -233,7 +239,7 @@ export class WrLink extends EventEmitter {
       for (const w of writes) { this.stats.writes++; this.stats.writeBytes += w.len; }
       this.stats.sent++;
     } catch (e) {
-      this.pending.delete(wrId);
+      this.untrack(slot);
       this.releaseSlot(slot);
       done(this.downReason !== undefined ? new LinkDownError(this.downReason) : e as Error);
     }
@@ -245,8 +251,14 @@ export class WrLink extends EventEmitter {
     this.downReason = reason;
     try { if (this.qp.state !== QpState.ERR && this.qp.state !== QpState.RESET) this.qp.modify({ qpState: QpState.ERR }); } catch { /* already gone */ }
     const err = new LinkDownError(reason);
-    const pend = [...this.pending.values()];
-    this.pending.clear();
+    // in the order they were posted (ids grow with the sequence)
+    const pend: Array<{ id: number; done: SendDone }> = [];
+    for (let s = 0; s < this.slotWrId.length; s++) {
+      const id = this.slotWrId[s]!, d = this.slotDone[s];
+      if (id >= 0 && d) pend.push({ id, done: d });
+      this.untrack(s);
+    }
+    pend.sort((x, y) => x.id - y.id);
     for (const p of pend) p.done(err);
     for (const q of this.sendQueue.splice(0)) q.done(err);
     this.emit('down', reason);
@@ -265,6 +277,17 @@ export class WrLink extends EventEmitter {
   }
 
   // ---- internals ----
+
+  /** The slot of a SEND completion's id, or -1 when no SEND with that id is in flight. */
+  private slotOf(id: number): number {
+    const slot = (id % WRID_KIND) % SLOT_SPAN;
+    return slot < this.slotWrId.length && this.slotWrId[slot] === id ? slot : -1;
+  }
+
+  private untrack(slot: number): void {
+    this.slotWrId[slot] = -1;
+    this.slotDone[slot] = undefined;
+  }
 
   private releaseSlot(slot: number): void {
     const q = this.downReason === undefined ? this.sendQueue.shift() : undefined;
@@ -291,8 +314,8 @@ export class WrLink extends EventEmitter {
     const id = Number(wc.wrId);
     const kind = id - (id % WRID_KIND);
     if (wc.status !== WcStatus.SUCCESS) {
-      const p = this.pending.get(id);
-      if (p) { this.pending.delete(id); this.releaseSlot(p.slot); }
+      const slot = kind === WRID_SEND ? this.slotOf(id) : -1;
+      if (slot >= 0) { this.untrack(slot); this.releaseSlot(slot); }
       if (wc.status !== WcStatus.WR_FLUSH_ERR || this.downReason === undefined) {
         const what = kind === WRID_RECV ? 'receive' : kind === WRID_WRITE ? 'RDMA WRITE' : 'SEND';
         this.fail(`${what} completed with ${wcStatusStr(wc.status)} (status ${wc.status})`);
@@ -317,11 +340,12 @@ export class WrLink extends EventEmitter {
       }
       return;
     }
-    const p = this.pending.get(id);
-    if (p) {
-      this.pending.delete(id);
-      this.releaseSlot(p.slot);
-      p.done(undefined);
+    const slot = kind === WRID_SEND ? this.slotOf(id) : -1;
+    if (slot >= 0) {
+      const done = this.slotDone[slot]!;
+      this.untrack(slot);
+      this.releaseSlot(slot);
+      done(undefined);
     }
   }
 }

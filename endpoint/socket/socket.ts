@@ -322,6 +322,43 @@ export class SmcSocket extends Duplex {
     step();
   }
 
+  /**
+   * A small write that finds nothing queued goes straight into the send buffer, past the
+   * Writable's machinery (its state, its queue, the afterWrite tick): the same copy and the same
+   * CDC flush (a microtask, coalescing the tick's writes) as _write, in the caller's turn.
+   * Anything else — a queue, cork, end, destroy, urgent data, a string, a full send buffer, a
+   * closed connection — takes the Writable path, which keeps order and backpressure: once
+   * something is queued every later write queues behind it (writableLength > 0), and the part of
+   * a chunk that did not fit is queued like a whole one. Small: below the high-water mark, where
+   * the Writable returns true for a chunk it took at once too. A larger chunk keeps the Writable
+   * path and its false: a writer that waits for 'drain' after each one yields, so the CDC flush
+   * of each chunk runs before the next (a loop of large direct writes would fill the whole send
+   * buffer before the first CDC, a different pipelining than the Writable's, not measured
+   * apart from noise). The callback runs on the next tick,
+   * as the Writable runs a synchronously finished write's.
+   */
+  override write(chunk: unknown, encoding?: BufferEncoding | Cb, cb?: Cb): boolean {
+    const conn = this.conn;
+    if (conn !== undefined && chunk instanceof Uint8Array && chunk.length > 0
+      && chunk.length < this.writableHighWaterMark && this.writableLength === 0
+      && this.writableCorked === 0 && !this.writableEnded && !this.destroyed && this.writeWaiter === undefined
+      && !this.urgentChunks.has(chunk)) {
+      let n: number;
+      try {
+        n = conn.write(chunk);
+      } catch {
+        return super.write(chunk, encoding as BufferEncoding, cb); // the Writable reports it
+      }
+      if (n === chunk.length) {
+        const done = typeof encoding === 'function' ? encoding : cb;
+        if (done) process.nextTick(done, null);
+        return true;
+      }
+      return super.write(n === 0 ? chunk : chunk.subarray(n), encoding as BufferEncoding, cb);
+    }
+    return super.write(chunk, encoding as BufferEncoding, cb);
+  }
+
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: Cb): void {
     if (this.mode === 'tcp') { this.tcp.write(chunk, cb); return; }
     this.putChunk(chunk, this.urgentChunks.has(chunk), cb);
@@ -386,7 +423,13 @@ export class SmcSocket extends Duplex {
     while (this.reading && !this.pushedEof) {
       const b = conn.read(READ_CHUNK);
       if (b) {
-        if (!this.push(b)) this.reading = false;
+        // A flowing reader with nothing buffered gets the chunk as 'data' at once, as push()
+        // would give it — without push()'s checks and the read-more tick it queues after
+        // every chunk (a _read that finds the ring empty: pull() runs on the CDC's 'readable').
+        // A reader that pauses in its handler stops flowing: the next chunks are pushed and
+        // buffered as before. The first chunk goes through push() (it marks the stream read).
+        if (this.readableFlowing === true && this.readableLength === 0 && this.readableDidRead) this.emit('data', b);
+        else if (!this.push(b)) this.reading = false;
         continue;
       }
       this.pushEofIfDone(conn);

@@ -9,11 +9,16 @@
 
 import { EventEmitter } from 'node:events';
 import { VerbsError, WcStatus, type Cq, type WorkCompletion } from './types.js';
+import { microtask } from '../microtask.js';
 
 export class CompletionQueue extends EventEmitter implements Cq {
   readonly cqe: number;
-  private q: WorkCompletion[] = [];
+  /** Completions q[head, tail); slots before head are cleared. The array is reused: once
+   *  drained, head and tail go back to 0 and later pushes store into the slots already there
+   *  (a new array per drain, grown again by every push, was an allocation per message). */
+  private readonly q: (WorkCompletion | undefined)[] = [];
   private head = 0;
+  private tail = 0;
   private armed = 0; // 0 off, 1 any, 2 solicited only
   private notifyScheduled = false;
   private waiters: (() => void)[] = [];
@@ -32,7 +37,10 @@ export class CompletionQueue extends EventEmitter implements Cq {
     this.cqe = cqe;
   }
 
-  get pending(): number { return this.q.length - this.head; }
+  get pending(): number { return this.tail - this.head; }
+
+  /** The notification, made once (a closure per completion event otherwise). */
+  private readonly notifyFn = (): void => { this.notifyScheduled = false; if (!this.destroyed) this.emit('completion'); };
 
   /** Provider side: add a completion. `solicited`: the completion of a message with SE set. */
   push(wc: WorkCompletion, solicited = false): void {
@@ -45,12 +53,12 @@ export class CompletionQueue extends EventEmitter implements Cq {
       }
       return;
     }
-    this.q.push(wc);
+    this.q[this.tail++] = wc;
     if (this.armed === 1 || (this.armed === 2 && (solicited || wc.status !== WcStatus.SUCCESS))) {
       this.armed = 0;
       if (!this.notifyScheduled) {
         this.notifyScheduled = true;
-        queueMicrotask(() => { this.notifyScheduled = false; if (!this.destroyed) this.emit('completion'); });
+        microtask(this.notifyFn);
       }
     }
     if (this.waiters.length) {
@@ -63,19 +71,32 @@ export class CompletionQueue extends EventEmitter implements Cq {
   poll(max = 16): WorkCompletion[] {
     const n = Math.min(max, this.pending);
     if (n <= 0) return [];
-    const out = this.q.slice(this.head, this.head + n);
+    const out = this.q.slice(this.head, this.head + n) as WorkCompletion[];
+    this.q.fill(undefined, this.head, this.head + n);
     this.head += n;
-    if (this.head === this.q.length) { this.q = []; this.head = 0; }
-    else if (this.head > 4096 && this.head * 2 > this.q.length) { this.q = this.q.slice(this.head); this.head = 0; }
+    this.compact();
     return out;
   }
 
   /** Take one completion, or undefined. */
   pollOne(): WorkCompletion | undefined {
-    if (this.head >= this.q.length) return undefined;
-    const wc = this.q[this.head++];
-    if (this.head === this.q.length) { this.q = []; this.head = 0; }
+    if (this.head >= this.tail) return undefined;
+    const wc = this.q[this.head];
+    this.q[this.head++] = undefined;
+    this.compact();
     return wc;
+  }
+
+  /** Drained: start over at slot 0. Never drained (a consumer that polls less than arrives):
+   *  move the waiting ones to the front once half the array is behind head. */
+  private compact(): void {
+    if (this.head === this.tail) { this.head = 0; this.tail = 0; }
+    else if (this.head > 4096 && this.head * 2 > this.tail) {
+      this.q.copyWithin(0, this.head, this.tail);
+      this.q.fill(undefined, this.tail - this.head, this.tail);
+      this.tail -= this.head;
+      this.head = 0;
+    }
   }
 
   reqNotify(solicitedOnly = false): void {

@@ -128,6 +128,100 @@ test.serial('SMC-R mode: a slow reader blocks the writer through the window, and
   stop();
 });
 
+test.serial('SMC-R mode: direct writes (nothing queued) and queued ones keep their order, callbacks in order, backpressure once the send buffer is full', async (t) => {
+  const { a, b, stop } = await smcPair({ rmbeA: 16384, rmbeB: 16384 });
+  a.resume();
+  b.pause();
+  // count the writes that went through the Writable's queue (_write/_writev): the direct path
+  // must not call them while nothing is queued, and must hand over to them once something is
+  const viaQueue = { n: 0 };
+  const w1 = a._write.bind(a), wv = a._writev.bind(a);
+  a._write = (c, e, cb) => { viaQueue.n++; w1(c, e, cb); };
+  a._writev = (cs, cb) => { viaQueue.n += cs.length; wv(cs, cb); };
+  const data = randomBytes(400_000);
+  const cbOrder: number[] = [];
+  let off = 0, k = 0;
+  const writeNext = (len: number): boolean => {
+    const i = k++;
+    const chunk = data.subarray(off, Math.min(data.length, off + len));
+    off += chunk.length;
+    return a.write(chunk, (e) => { if (!e) cbOrder.push(i); });
+  };
+  // a few small writes with nothing queued: direct, no queue, write() true
+  t.true(writeNext(100));
+  t.true(writeNext(200));
+  t.is(viaQueue.n, 0, 'direct path while nothing is queued');
+  t.is(a.writableLength, 0);
+  // corked writes queue; the write right after uncork() finds the queue empty again and goes direct
+  a.cork();
+  writeNext(300); writeNext(400);
+  t.is(a.writableLength, 700);
+  a.uncork();
+  t.is(viaQueue.n, 2, 'corked writes went through the queue');
+  t.true(writeNext(50));
+  t.is(viaQueue.n, 2);
+  // the reader is paused: fill the send buffer and the peer's RMBE until write() says stop
+  let ok = true, writes = 0;
+  while (ok && writes++ < 1000) ok = writeNext(3000);
+  t.false(ok, 'write() returned false: backpressure reached the app');
+  t.true(a.writableLength > 0);
+  const queuedAtStop = viaQueue.n;
+  t.true(queuedAtStop > 2, 'the part that did not fit went through the queue');
+  // more writes while something is queued: all behind the queue, none direct
+  writeNext(10); writeNext(5000);
+  t.is(viaQueue.n, queuedAtStop, 'still queued (the Writable writes one at a time)');
+  t.true(a.writableLength > 5000);
+  // the reader reads: everything arrives in order; the rest is written as 'drain' says
+  const hb = hashStream();
+  const reading = pipeline(b, hb.sink);
+  while (off < data.length) {
+    if (!writeNext(7777)) await new Promise((r) => a.once('drain', r));
+  }
+  a.end();
+  await reading;
+  t.is(await hb.digest, sha(data), 'every byte, in write order');
+  t.is(hb.bytes(), data.length);
+  t.deepEqual(cbOrder, Array.from({ length: k }, (_, i) => i), 'each callback once, in write order');
+  b.end();
+  await Promise.all([closed(a), closed(b)]);
+  stop();
+});
+
+test.serial("SMC-R mode: a flowing reader that pauses inside 'data' gets nothing until resume(), then the rest in order", async (t) => {
+  const { a, b, stop } = await smcPair({ rmbeA: 16384, rmbeB: 16384 });
+  a.resume();
+  const data = randomBytes(1 << 20);
+  const got: Buffer[] = [];
+  let paused = false, whilePaused = 0, pauses = 0, n = 0;
+  b.on('data', (d: Buffer) => {
+    if (paused) whilePaused++;
+    got.push(d);
+    n += d.length;
+    // pause three times, each for a while, as a consumer with a slow sink does
+    if (pauses < 3 && n >= (pauses + 1) * 200_000) {
+      pauses++;
+      paused = true;
+      b.pause();
+      setTimeout(() => { paused = false; b.resume(); }, 30);
+    }
+  });
+  const ended = new Promise<void>((r) => b.once('end', () => r()));
+  // many small writes (many CDCs, many 'data' events) and a few large ones
+  for (let off = 0; off < data.length;) {
+    const len = off < 300_000 ? 1000 : 50_000;
+    if (!a.write(data.subarray(off, off + len))) await new Promise((r) => a.once('drain', r));
+    off += len;
+  }
+  a.end();
+  await ended;
+  t.is(pauses, 3);
+  t.is(whilePaused, 0, "no 'data' while paused");
+  t.is(sha(Buffer.concat(got)), sha(data), 'every byte, in order');
+  b.end();
+  await Promise.all([closed(a), closed(b)]);
+  stop();
+});
+
 /** Read `s` through setOnread into a small reused buffer; pauses once after `pauseAt` bytes and resumes later. */
 function onreadSink(s: SmcSocket, bufSize: number, pauseAt: number): { digest: Promise<string>; bytes: () => number; pauses: () => number; maxChunk: () => number } {
   const h = createHash('sha256');

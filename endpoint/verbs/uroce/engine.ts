@@ -104,6 +104,8 @@ export interface TxPort {
   gBytes?: number;
   gEnd?: number;
   gOpen?: boolean;
+  /** Something was ever sent through dgram on this socket (its libuv queue may hold packets). */
+  viaDgram?: boolean;
 }
 
 type Tap = (frame: CapturedFrame) => void;
@@ -154,7 +156,11 @@ export class UroceEngine {
    * (dgram for everything, as without the helper; the helper still opens the sockets).
    */
   private readonly helper: SockHelper | undefined = process.env.UROCE_NO_BATCH === '1' ? undefined : loadSockHelper();
-  private readonly pendingPorts: TxPort[] = [];
+  /** Ports with staged packets: pendingPorts[0, nPorts). Counted, not emptied with length = 0
+   *  or splice(0): that drops the array's backing store, and the next push allocates one again
+   *  (per transmit flush and per receive batch, for one or two entries). */
+  private readonly pendingPorts: Array<TxPort | undefined> = [];
+  private nPorts = 0;
   private flushScheduled = false;
   /**
    * UDP GSO for runs of equal-size packets (see the constructor). Can be switched at any time;
@@ -173,7 +179,8 @@ export class UroceEngine {
   /** The native loop calls afterBatch() (a helper built before round 7 does not: then every
    *  flush is a check-phase one, as before). */
   private afterOn = false;
-  private readonly ackQps: EngineQp[] = [];
+  private readonly ackQps: Array<EngineQp | undefined> = [];
+  private nAcks = 0;
   private readonly ipTexts = new Map<number, string>();
 
   private constructor(readonly address: string, gso: boolean | undefined) {
@@ -390,7 +397,7 @@ export class UroceEngine {
     if (flip >= 0) pkt[flip] = pkt[flip]! ^ 0x5a; // after the ICRC: the receiver must drop it
     if (port.nDesc === 1 && id === 0) {
       if (port.stageIp !== ip) { port.stageIp = ip; port.stageIpNum = ipNum(ip); }
-      this.pendingPorts.push(port);
+      this.pendingPorts[this.nPorts++] = port;
       // once the current JavaScript job is done: one sendmmsg(2) for the whole turn
       this.scheduleFlush();
     }
@@ -402,14 +409,25 @@ export class UroceEngine {
     this.stats.txDatagrams++;
     this.stats.txSends++;
     if (this.taps.length) this.emitTap(this.address, ip, port.port, pkt, port.ttl, port.tos, 0);
+    port.viaDgram = true;
     try { s.send(pkt, ROCE_V2_PORT, ip); } catch { this.stats.txErrors++; }
   }
 
   private flushAll(): void {
     this.flushScheduled = false;
-    if (this.ackQps.length && !this.inBatch) this.flushAcks(false);
-    const ports = this.pendingPorts.splice(0);
-    for (const p of ports) this.flushPort(p);
+    if (this.nAcks && !this.inBatch) this.flushAcks(false);
+    const ports = this.pendingPorts;
+    try {
+      for (let i = 0; i < this.nPorts; i++) {
+        const p = ports[i]!;
+        ports[i] = undefined;
+        this.flushPort(p);
+      }
+    } finally {
+      // emptied even if a tap threw: the list never keeps a port it no longer holds
+      for (let i = 0; i < this.nPorts; i++) ports[i] = undefined;
+      this.nPorts = 0;
+    }
   }
 
   /** Send what a port has staged (also before its socket is closed). */
@@ -433,7 +451,8 @@ export class UroceEngine {
     let i = 0;
     try {
       // Node's own queue (after an EAGAIN) goes first, so packets never overtake each other.
-      while (i < n && port.sock.getSendQueueCount() === 0) {
+      // A port that never sent through dgram has nothing there (no call into libuv to ask).
+      while (i < n && (port.viaDgram !== true || port.sock.getSendQueueCount() === 0)) {
         const r = this.helper!.sendPackets(port.fd!, port.stageIpNum!, ROCE_V2_PORT, stage, i === 0 ? d : d.subarray(3 * i), n - i);
         this.stats.txSends++;
         if (r > 0) {
@@ -480,6 +499,7 @@ export class UroceEngine {
         }
         this.stats.txDatagrams++;
         this.stats.txSends++;
+        port.viaDgram = true;
         port.sock!.send(pkt.slice(), ROCE_V2_PORT, ip);
       }
     }
@@ -518,7 +538,7 @@ export class UroceEngine {
       for (let i = 0; i < n; i++) {
         const len = meta[4 * i]!, seg = meta[4 * i + 3]!;
         st.rxDatagrams++;
-        if (sinceAck >= ACK_EVERY && this.ackQps.length) { sinceAck = 0; this.flushAcks(true); }
+        if (sinceAck >= ACK_EVERY && this.nAcks) { sinceAck = 0; this.flushAcks(true); }
         sinceAck += len;
         if (len < 0) { st.rxPackets++; st.malformed++; continue; } // larger than a slot: not RoCE
         const src = this.ipText(meta[4 * i + 1]! >>> 0), port = meta[4 * i + 2]!;
@@ -540,7 +560,7 @@ export class UroceEngine {
       // then ends their GSO run, so a request and the ACK leave as one datagram — one wake-up
       // of the peer instead of two. The ACK still leaves before any completion of this batch
       // can lead to anything else (destroy_qp flushes it first).
-      if (this.ackQps.length) this.scheduleFlush();
+      if (this.nAcks) this.scheduleFlush();
     }
   }
 
@@ -580,18 +600,25 @@ export class UroceEngine {
   /** Send the coalesced ACKs; `now`: hand them to the kernel at once (mid-batch). */
   private flushAcks(now: boolean): void {
     const q = this.ackQps;
-    for (let i = 0; i < q.length; i++) { try { q[i]!.flushAck(); } catch { this.stats.malformed++; } }
-    q.length = 0;
+    for (let i = 0; i < this.nAcks; i++) {
+      const qp = q[i]!;
+      q[i] = undefined;
+      try { qp.flushAck(); } catch { this.stats.malformed++; }
+    }
+    this.nAcks = 0;
     if (now) this.flushAll();
   }
 
   /** A QP has an ACK to send with this turn's transmit flush (coalescing). */
   deferAck(qp: EngineQp): void {
-    if (!this.ackQps.includes(qp)) this.ackQps.push(qp);
+    if (!this.ackDeferred(qp)) this.ackQps[this.nAcks++] = qp;
   }
 
   /** Whether a QP's ACK waits for the transmit flush. */
-  ackDeferred(qp: EngineQp): boolean { return this.ackQps.includes(qp); }
+  ackDeferred(qp: EngineQp): boolean {
+    for (let i = 0; i < this.nAcks; i++) if (this.ackQps[i] === qp) return true;
+    return false;
+  }
 
   /**
    * One IB packet (BTH … ICRC) from src:port. `segment` = its index in a GRO datagram (the IP

@@ -8,9 +8,9 @@
 // template with this packet's fields written through the wire layer's BTH view; the engine
 // adds the ICRC and sends the turn's packets in batches. No allocation per packet.
 
-import { encodeReth, ibPadFor, rnrTimerMs, IB_OP, IB_EXT_SIZE, BTH_LEN, ICRC_LEN } from '../../../dissectors/wire/ib.js';
+import { ibPadFor, rnrTimerMs, IB_OP, IB_EXT_SIZE, BTH_LEN, ICRC_LEN } from '../../../dissectors/wire/ib.js';
 import { put32 } from '../../../dissectors/wire/common.js';
-import { BthView } from '../../../dissectors/wire/views/ib.js';
+import { BthView, RethView } from '../../../dissectors/wire/views/ib.js';
 import { QpState, WrOpcode } from '../types.js';
 import { PSN_MASK, psnDiff, type SendWqe } from './wqe.js';
 import { requesterError } from './completer.js';
@@ -18,6 +18,7 @@ import type { UroceQp } from './qp.js';
 
 /** Written per packet; one for all QPs (JavaScript is single-threaded, a packet is built in one go). */
 const txBth = new BthView();
+const txReth = new RethView();
 
 /** SEND with immediate (IB_OP holds the opcodes SMC-R uses; verbs users may post these too). */
 const SEND_LAST_IMM = 0x03, SEND_ONLY_IMM = 0x05;
@@ -105,7 +106,13 @@ function sendRequest(qp: UroceQp, w: SendWqe, k: number, psn: number, windowAck:
   b.padCount = pad;
   b.ackReq = last || windowAck;
   b.psn = psn;
-  if (withReth) pkt.set(w.reth ??= encodeReth({ va: w.remoteAddr, rkey: w.rkey, dmaLen: w.length }), BTH_LEN);
+  if (withReth) {
+    // straight into the packet through the RETH view (no RETH array and object per WRITE)
+    const r = txReth.reset(pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.RETH);
+    r.va = w.remoteAddr;
+    r.rkey = w.rkey;
+    r.dmaLen = w.length;
+  }
   if (withImm) put32(pkt, hdr - 4, w.immData! >>> 0);
   if (len) gatherInto(w, off, len, pkt, hdr);
   for (let i = hdr + len, e = hdr + len + pad; i < e; i++) pkt[i] = 0;

@@ -28,8 +28,6 @@ export interface SendWqe {
   npkts: number;
   /** Local error found at post (completes with it when its turn comes). */
   localErr: number;
-  /** RETH of an RDMA WRITE, encoded once (first packet, and its retransmissions). */
-  reth?: Uint8Array;
 }
 
 export interface RecvWqe {
