@@ -10,7 +10,7 @@
 
 import type { Decoded, Issue, TextSink } from './common.js';
 import { StringSink, Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
-import { crc32Update, crc32UpdateFill, crc32UpdateMasked, crc32UpdateMaskedThen } from './crc32.js';
+import { crc32Update, crc32UpdateFill, crc32UpdateMasked, crc32UpdateMaskedThen, registerTrailerMask, trailerCheck } from './crc32.js';
 import { BTH_FIELDS, AETH_FIELDS, GRH_FIELDS, GRH_LEN, BthView, RethView, AethView, DethView, GrhView } from './views/ib.js';
 import { addField, fieldMaskBytes } from './views/field.js';
 import { IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN } from './views/net.js';
@@ -777,6 +777,10 @@ const UDP_BTH_OR = stack(UDP_OR, BTH_OR);
 const LRH_STANDIN = 8;
 /** CRC of the LRH stand-in (8 × 0xFF) every ICRC starts with. */
 const LRH_CRC = crc32UpdateFill(0, 0xff, LRH_STANDIN);
+/** The same stacks registered with the addon's trailer check (-1: none, computed in JS). */
+const V2_IPV4_CHECK = registerTrailerMask(V2_IPV4_OR, LRH_CRC);
+const V2_IPV6_CHECK = registerTrailerMask(V2_IPV6_OR, LRH_CRC);
+const V1_CHECK = registerTrailerMask(V1_OR, LRH_CRC);
 
 /**
  * Feed b[o, end) whose first bytes are the header stack `mask` describes: the stack masked (the
@@ -891,6 +895,10 @@ export function checkIcrc(frame: Uint8Array, off: number, kind: 'v1' | 'v2', end
 export function icrcOk(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): boolean {
   const e = icrcEnd(frame, off, kind);
   if (!icrcFits(frame, off, kind, e)) return false;
+  // the common stacks (IPv4 without options, IPv6, GRH) in one call of the addon with numbers only
+  const id = kind === 'v1' ? V1_CHECK : u8(frame, off) >> 4 === 6 ? V2_IPV6_CHECK : u8(frame, off) === 0x45 ? V2_IPV4_CHECK : -1;
+  const r = trailerCheck(frame, off, id, e);
+  if (r >= 0) return r === 1;
   return (kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e)) === u32le(frame, e - ICRC_LEN);
 }
 
