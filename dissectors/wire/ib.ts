@@ -311,6 +311,20 @@ function readBth(b: Uint8Array, o: number, end = b.length): Bth {
   };
 }
 
+/** readBth() into an existing record (every field overwritten, in readBth's order). */
+function readBthInto(x: Bth, b: Uint8Array, o: number, end: number): Bth {
+  const v = bthV.reset(b, o, end);
+  x.opcode = v.opcode; x.se = v.se; x.migReq = v.migReq; x.padCount = v.padCount; x.tver = v.tver;
+  x.pkey = v.pkey; x.fecn = v.fecn; x.becn = v.becn; x.resv6 = v.resv6;
+  x.destQp = v.destQp; x.ackReq = v.ackReq; x.resv7 = v.resv7; x.psn = v.psn;
+  return x;
+}
+
+/** A BTH record for decodeIbPacketAt(…, bthInto) to refill frame after frame. */
+export function blankBth(): Bth {
+  return { opcode: 0, se: false, migReq: false, padCount: 0, tver: 0, pkey: 0, fecn: false, becn: false, resv6: 0, destQp: 0, ackReq: false, resv7: 0, psn: 0 };
+}
+
 function writeBth(out: Uint8Array, o: number, v: Bth): void {
   const w = bthV.reset(out, o);
   w.opcode = v.opcode;
@@ -600,10 +614,11 @@ export function decodeIbPacket(b: Uint8Array, t?: Tree): Decoded<IbPacket> {
  * with offsets relative to `base` (as are payloadOffset and the tree's): the replay path
  * decodes each frame without cutting a view per layer.
  */
-export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, end: number, t?: Tree): IbPacket {
+export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, end: number, t?: Tree, bthInto?: Bth): IbPacket {
   if (end > b.length) end = b.length;
   const len = end > base ? end - base : 0;
-  const bth = readBth(b, base, end);
+  // bthInto: a record the caller refills per frame (numbers only: no young pointers in an old object)
+  const bth = bthInto ? readBthInto(bthInto, b, base, end) : readBth(b, base, end);
   const info = OPCODES[bth.opcode]!;
   const v: IbPacket = { bth, payload: EMPTY, payloadOffset: BTH_LEN, padCount: 0, icrc: 0 };
   if (len < BTH_LEN) {
