@@ -183,11 +183,22 @@ static uint32_t mask_init[MASKS];
 static const uint8_t *bound = NULL;
 static size_t bound_len = 0;
 
+/* The call's first three arguments (false when fewer were given). */
+static int args3(napi_env env, napi_callback_info info, napi_value a[3]) {
+  size_t argc = 3;
+  return napi_get_cb_info(env, info, &argc, a, NULL, NULL) == napi_ok && argc >= 3;
+}
+
+static napi_value boolean(napi_env env, int v) {
+  napi_value out = NULL;
+  napi_get_boolean(env, v, &out);
+  return out;
+}
+
 /* bind(arrayBuffer) -> true when bound (false: not an ArrayBuffer, e.g. a SharedArrayBuffer). */
 static napi_value icrc_bind(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value a[1];
-  napi_value out = NULL;
   void *d = NULL;
   size_t len = 0;
   bool is_ab = false;
@@ -196,55 +207,40 @@ static napi_value icrc_bind(napi_env env, napi_callback_info info) {
            napi_get_arraybuffer_info(env, a[0], &d, &len) == napi_ok;
   bound = ok ? (const uint8_t *)d : NULL;
   bound_len = ok ? len : 0;
-  napi_get_boolean(env, ok, &out);
-  return out;
+  return boolean(env, ok);
 }
 
 /* setMask(id, mask, init): mask `id` (0..MASKS-1) = those bytes (at most MASK_MAX), fed from the
  * CRC value `init` (zlib-style, the CRC of whatever precedes the stack). */
 static napi_value icrc_set_mask(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value a[3];
-  napi_value out = NULL;
   const uint8_t *m;
   size_t mlen;
   uint32_t id, init;
-  int ok = napi_get_cb_info(env, info, &argc, a, NULL, NULL) == napi_ok && argc >= 3 &&
-           napi_get_value_uint32(env, a[0], &id) == napi_ok && id < MASKS &&
-           typed_bytes(env, a[1], &m, &mlen) && mlen <= MASK_MAX &&
-           napi_get_value_uint32(env, a[2], &init) == napi_ok;
-  if (ok) {
-    for (size_t i = 0; i < mlen; i++) masks[id][i] = m[i];
-    mask_len[id] = mlen;
-    mask_init[id] = init;
-  }
-  napi_get_boolean(env, ok, &out);
-  return out;
+  if (!args3(env, info, a) || napi_get_value_uint32(env, a[0], &id) != napi_ok || id >= MASKS ||
+      !typed_bytes(env, a[1], &m, &mlen) || mlen > MASK_MAX || napi_get_value_uint32(env, a[2], &init) != napi_ok)
+    return boolean(env, 0);
+  for (size_t i = 0; i < mlen; i++) masks[id][i] = m[i];
+  mask_len[id] = mlen;
+  mask_init[id] = init;
+  return boolean(env, 1);
 }
 
 /* check(start, end, id) -> true when the CRC over bound[start, end - 4) with mask `id` laid over
  * its first bytes equals the little-endian 32-bit value at bound[end - 4, end) (the ICRC's place).
  * False as well when the range does not hold the mask and the trailer inside the bound buffer. */
 static napi_value icrc_check(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value a[3];
-  napi_value out = NULL;
   uint32_t start = 0, end = 0, id = MASKS;
-  int ok = napi_get_cb_info(env, info, &argc, a, NULL, NULL) == napi_ok && argc >= 3 &&
-           napi_get_value_uint32(env, a[0], &start) == napi_ok &&
-           napi_get_value_uint32(env, a[1], &end) == napi_ok &&
-           napi_get_value_uint32(env, a[2], &id) == napi_ok && id < MASKS && bound != NULL &&
-           end <= bound_len && start <= end && (size_t)(end - start) >= mask_len[id] + 4;
-  if (ok) {
-    const uint8_t *p = bound + start, *m = masks[id];
-    size_t mlen = mask_len[id], body = end - start - 4;
-    uint32_t r = ~mask_init[id];
-    r = ~update(masked(r, p, m, mlen), p + mlen, body - mlen);
-    const uint8_t *t = p + body;
-    ok = r == ((uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24);
-  }
-  napi_get_boolean(env, ok, &out);
-  return out;
+  if (!args3(env, info, a) || napi_get_value_uint32(env, a[0], &start) != napi_ok ||
+      napi_get_value_uint32(env, a[1], &end) != napi_ok || napi_get_value_uint32(env, a[2], &id) != napi_ok ||
+      id >= MASKS || bound == NULL || end > bound_len || start > end || (size_t)(end - start) < mask_len[id] + 4)
+    return boolean(env, 0);
+  const uint8_t *p = bound + start, *m = masks[id];
+  size_t mlen = mask_len[id], body = end - start - 4;
+  uint32_t r = ~update(masked(~mask_init[id], p, m, mlen), p + mlen, body - mlen);
+  const uint8_t *t = p + body;
+  return boolean(env, r == ((uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24));
 }
 
 static napi_value init(napi_env env, napi_value exports) {
