@@ -87,7 +87,9 @@ export function trailerCheck(b: Uint8Array, start: number, id: number, end: numb
     if (!checker.bind!(ab)) { refusedAb = ab; return -1; }
     boundAb = ab;
   }
-  return checker.check!(b.byteOffset + start, b.byteOffset + end, id) ? 1 : 0;
+  const at = b.byteOffset;
+  if (at + end > 0xffffffff) return -1; // the call passes 32-bit offsets
+  return checker.check!(at + start, at + end, id) ? 1 : 0;
 }
 
 /** Which CRC engine long ranges use: 'pclmul' (the addon), 'zlib' or 'js'. */
