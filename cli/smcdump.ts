@@ -253,7 +253,14 @@ class Dump {
   private readonly lineOpts: LineOptions;
 
   constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined, liveFilter = false) {
-    this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc });
+    // compact: only what the summary, the diagnosis and one-line notes read; --follow, the
+    // HTML report, the ladder and the endpoint state comparison get the whole model.
+    const compact = o.follow === undefined && !o.report && !o.ladder && !o.ladderSvg && o.endpoint === undefined && o.state === undefined;
+    // where nothing keeps a decoded frame past the next one (one-line, -q, --summary: the
+    // compact tracker reads it and the line is written at once), the decoder refills one
+    // record per layer instead of making new ones (-V and --json keep their own)
+    const reuse = compact && o.tree !== true && o.json !== true;
+    this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc, reuse });
     this.chalk = makeChalk(o.color && !o.json);
     const legacy: Record<Opts['time'], TimeMode> = { abs: 'hms', epoch: 'epoch', rel: 'rel', none: 'none' };
     const mode = o.t > 0 ? timeModeForTCount(o.t) : legacy[o.time];
@@ -264,9 +271,6 @@ class Dump {
     this.lineOpts = { chalk: this.chalk, time: '', link: undefined, seq: undefined, number: o.number !== false };
     this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
     this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg && !o.report;
-    // compact: only what the summary, the diagnosis and one-line notes read; --follow, the
-    // HTML report, the ladder and the endpoint state comparison get the whole model.
-    const compact = o.follow === undefined && !o.report && !o.ladder && !o.ladderSvg && o.endpoint === undefined && o.state === undefined;
     if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? lazy.follow!.parseFollow(o.follow) : {}), filtered: liveFilter, compact });
     if (o.ladder || o.ladderSvg) this.ladder = new lazy.ladder!.Ladder();
     this.select = lazy.select?.parseSelection(o);

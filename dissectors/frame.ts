@@ -18,7 +18,7 @@ import { summarizeTcpOpt, type TcpOpt } from './wire/tcpopt.js';
 import { decodeClc, summarizeClc, type ClcMessage } from './wire/clc.js';
 import { decodeLlc, summarizeLlc, type LlcMessage } from './wire/llc.js';
 import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
-import { decodeIbPacketAt, decodeGrh, checkIcrc, icrcOk, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
+import { blankBth, decodeIbPacketAt, decodeGrh, checkIcrc, icrcOk, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
 import { ClcStreams, type SegmentRole } from './clcstream.js';
 import { SendStreams, type SendPart } from './sendstream.js';
 
@@ -75,12 +75,31 @@ export interface FrameDecoderOptions {
   tree?: boolean;
   /** Verify ICRC (default true). */
   icrc?: boolean;
+  /**
+   * The caller keeps nothing of a decoded frame past the next decode(): the frame, its issue
+   * and item lists and the records of the layers every RoCE frame has (IPv4, UDP, BTH, IB
+   * packet, RoCE info) are then one object each, refilled per frame, instead of about ten new
+   * ones. What the frame points at beyond those (SMC items and their messages, issues, TCP,
+   * IPv6, Ethernet records, payload views) is still made per frame and may be kept. smcdump
+   * turns it on where only the one-line/-q/--summary path sees frames (not -V, --json, the
+   * ladder, the report or the endpoint comparison, which keep frames or their parts).
+   */
+  reuse?: boolean;
+}
+
+/** The records a reusing decoder refills frame after frame (FrameDecoderOptions.reuse). */
+class Reused {
+  readonly ipv4 = blankIpv4Header();
+  readonly udp: UdpHeader = { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
+  readonly bth = blankBth();
 }
 
 export class FrameDecoder {
   private readonly rocePorts: Set<number>;
   private readonly wantTree: boolean;
   private readonly checkIcrc: boolean;
+  /** Set when the caller asked for reuse (and no tree: a -V frame keeps its own records). */
+  private readonly reused: Reused | undefined;
   private readonly clc = new ClcStreams();
   private readonly sends = new SendStreams();
   private n = 0;
@@ -92,6 +111,7 @@ export class FrameDecoder {
     this.rocePorts = new Set([ROCE_V2_PORT, ...(opts.rocePorts ?? [])]);
     this.wantTree = opts.tree === true;
     this.checkIcrc = opts.icrc !== false;
+    this.reused = opts.reuse === true && !this.wantTree ? new Reused() : undefined;
   }
 
   decode(f: CapturedFrame): DecodedFrame {
@@ -166,7 +186,8 @@ export class FrameDecoder {
     let plen: number; // upper-layer length according to the IP header
     if (version === 4) {
       // IPv4 and UDP/RoCE decode in place (offsets, no subarray view per layer: ~70 ns each)
-      const h = blankIpv4Header();
+      const r = this.reused;
+      const h = r ? r.ipv4 : blankIpv4Header();
       const n0 = out.issues.length;
       decodeIpv4At(h, out.issues, b, off, t?.sub('IPv4', off, 20), Math.max(0, b.length - off) + this.cut);
       rebase(out.issues, n0, off);
@@ -219,7 +240,8 @@ export class FrameDecoder {
 
   /** UDP at b[off, end) (end: the IP packet's end within the frame). */
   private udp(out: DecodedFrame, b: Uint8Array, off: number, end: number, ipOff: number, t: Tree | undefined): void {
-    const h: UdpHeader = { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
+    const r = this.reused;
+    const h: UdpHeader = r ? r.udp : { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
     let n0 = out.issues.length;
     decodeUdpAt(h, out.issues, b, off, end, t?.sub('UDP', off, 8), end - off + this.cut);
     rebase(out.issues, n0, off);
@@ -229,7 +251,7 @@ export class FrameDecoder {
     if (!this.rocePorts.has(h.dstPort)) return;
     const ibTree = t?.sub('InfiniBand (RoCEv2)', poff, Math.max(0, end - poff));
     n0 = out.issues.length;
-    const ib = decodeIbPacketAt(out.issues, b, poff, end, ibTree);
+    const ib = decodeIbPacketAt(out.issues, b, poff, end, ibTree, r?.bth);
     rebase(out.issues, n0, poff);
     let icrc: RoceInfo['icrc'] = 'unchecked';
     if (this.checkIcrc && out.caplen >= out.origlen && ib.icrc !== undefined) {

@@ -27,6 +27,12 @@ interface IcrcAddon {
   crc32Masked(b: Uint8Array, crc: number, start: number, mask: Uint8Array, end: number): number;
   /** true when the CPU folds with PCLMULQDQ (else the addon is no faster than zlib: unused). */
   simd: boolean;
+  /** Make `ab` the buffer check() reads (false: not an ArrayBuffer). */
+  bind?(ab: ArrayBufferLike): boolean;
+  /** Mask `id` (0–7, at most 64 bytes) fed from the CRC value `init`. */
+  setMask?(id: number, mask: Uint8Array, init: number): boolean;
+  /** CRC of bound[start, end − 4) with mask `id` over its first bytes === LE u32 at end − 4. */
+  check?(start: number, end: number, id: number): boolean;
 }
 
 function loadAddon(): IcrcAddon | undefined {
@@ -42,6 +48,49 @@ const addon = loadAddon();
 /** Range length from which the addon is used (its folding loop needs 64 bytes). */
 export const ADDON_MIN = 64;
 const NO_MASK = new Uint8Array(0);
+
+/** The addon's per-frame check with numbers only (an addon built before it has none). */
+const checker = addon && typeof addon.check === 'function' && typeof addon.bind === 'function' && typeof addon.setMask === 'function' ? addon : undefined;
+let masksUsed = 0;
+/** Length of each registered mask (a range must hold it and the 4-byte trailer). */
+const maskLen: number[] = [];
+/** The ArrayBuffer the addon reads in check(): referenced here so its memory stays valid while bound. */
+let boundAb: ArrayBufferLike | undefined;
+/** A buffer the addon refused (a SharedArrayBuffer): not asked again for every frame. */
+let refusedAb: ArrayBufferLike | undefined;
+
+/**
+ * Register a header-stack mask for trailerCheck(): the CRC starts from `init` (the CRC of what
+ * precedes the stack), ORs `mask` over the first bytes. Returns its id, or -1 when there is no
+ * addon with the check (or no slot left): then trailerCheck is not to be used with it.
+ */
+export function registerTrailerMask(mask: Uint8Array, init: number): number {
+  if (!checker || masksUsed >= 8 || mask.length > 64) return -1;
+  const id = masksUsed;
+  if (!checker.setMask!(id, mask, init >>> 0)) return -1;
+  masksUsed++;
+  maskLen[id] = mask.length;
+  return id;
+}
+
+/**
+ * Whether the CRC of b[start, end − 4) with mask `id` (registerTrailerMask) over its first
+ * bytes equals the little-endian 32-bit value at b[end − 4, end): 1 yes, 0 no, -1 not answered
+ * here (no addon, a buffer it cannot read, a range shorter than mask and trailer): the caller
+ * computes it another way. One N-API call with three numbers per frame (see native/src/icrc.c).
+ */
+export function trailerCheck(b: Uint8Array, start: number, id: number, end: number): number {
+  if (id < 0 || checker === undefined || start < 0 || end > b.length || end - start < maskLen[id]! + 4) return -1;
+  const ab = b.buffer;
+  if (ab !== boundAb) {
+    if (ab === refusedAb) return -1;
+    if (!checker.bind!(ab)) { refusedAb = ab; return -1; }
+    boundAb = ab;
+  }
+  const at = b.byteOffset;
+  if (at + end > 0xffffffff) return -1; // the call passes 32-bit offsets
+  return checker.check!(at + start, at + end, id) ? 1 : 0;
+}
 
 /** Which CRC engine long ranges use: 'pclmul' (the addon), 'zlib' or 'js'. */
 export const crc32Engine: 'pclmul' | 'zlib' | 'js' = addon ? 'pclmul' : nativeCrc32 ? 'zlib' : 'js';

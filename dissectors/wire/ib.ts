@@ -10,7 +10,7 @@
 
 import type { Decoded, Issue, TextSink } from './common.js';
 import { StringSink, Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
-import { crc32Update, crc32UpdateFill, crc32UpdateMasked, crc32UpdateMaskedThen } from './crc32.js';
+import { crc32Update, crc32UpdateFill, crc32UpdateMasked, crc32UpdateMaskedThen, registerTrailerMask, trailerCheck } from './crc32.js';
 import { BTH_FIELDS, AETH_FIELDS, GRH_FIELDS, GRH_LEN, BthView, RethView, AethView, DethView, GrhView } from './views/ib.js';
 import { addField, fieldMaskBytes } from './views/field.js';
 import { IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN } from './views/net.js';
@@ -311,6 +311,20 @@ function readBth(b: Uint8Array, o: number, end = b.length): Bth {
   };
 }
 
+/** readBth() into an existing record (every field overwritten, in readBth's order). */
+function readBthInto(x: Bth, b: Uint8Array, o: number, end: number): Bth {
+  const v = bthV.reset(b, o, end);
+  x.opcode = v.opcode; x.se = v.se; x.migReq = v.migReq; x.padCount = v.padCount; x.tver = v.tver;
+  x.pkey = v.pkey; x.fecn = v.fecn; x.becn = v.becn; x.resv6 = v.resv6;
+  x.destQp = v.destQp; x.ackReq = v.ackReq; x.resv7 = v.resv7; x.psn = v.psn;
+  return x;
+}
+
+/** A BTH record for decodeIbPacketAt(…, bthInto) to refill frame after frame. */
+export function blankBth(): Bth {
+  return { opcode: 0, se: false, migReq: false, padCount: 0, tver: 0, pkey: 0, fecn: false, becn: false, resv6: 0, destQp: 0, ackReq: false, resv7: 0, psn: 0 };
+}
+
 function writeBth(out: Uint8Array, o: number, v: Bth): void {
   const w = bthV.reset(out, o);
   w.opcode = v.opcode;
@@ -600,10 +614,11 @@ export function decodeIbPacket(b: Uint8Array, t?: Tree): Decoded<IbPacket> {
  * with offsets relative to `base` (as are payloadOffset and the tree's): the replay path
  * decodes each frame without cutting a view per layer.
  */
-export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, end: number, t?: Tree): IbPacket {
+export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, end: number, t?: Tree, bthInto?: Bth): IbPacket {
   if (end > b.length) end = b.length;
   const len = end > base ? end - base : 0;
-  const bth = readBth(b, base, end);
+  // bthInto: a record the caller refills per frame (numbers only: no young pointers in an old object)
+  const bth = bthInto ? readBthInto(bthInto, b, base, end) : readBth(b, base, end);
   const info = OPCODES[bth.opcode]!;
   const v: IbPacket = { bth, payload: EMPTY, payloadOffset: BTH_LEN, padCount: 0, icrc: 0 };
   if (len < BTH_LEN) {
@@ -777,6 +792,10 @@ const UDP_BTH_OR = stack(UDP_OR, BTH_OR);
 const LRH_STANDIN = 8;
 /** CRC of the LRH stand-in (8 × 0xFF) every ICRC starts with. */
 const LRH_CRC = crc32UpdateFill(0, 0xff, LRH_STANDIN);
+/** The same stacks registered with the addon's trailer check (-1: none, computed in JS). */
+const V2_IPV4_CHECK = registerTrailerMask(V2_IPV4_OR, LRH_CRC);
+const V2_IPV6_CHECK = registerTrailerMask(V2_IPV6_OR, LRH_CRC);
+const V1_CHECK = registerTrailerMask(V1_OR, LRH_CRC);
 
 /**
  * Feed b[o, end) whose first bytes are the header stack `mask` describes: the stack masked (the
@@ -891,6 +910,10 @@ export function checkIcrc(frame: Uint8Array, off: number, kind: 'v1' | 'v2', end
 export function icrcOk(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): boolean {
   const e = icrcEnd(frame, off, kind);
   if (!icrcFits(frame, off, kind, e)) return false;
+  // the common stacks (IPv4 without options, IPv6, GRH) in one call of the addon with numbers only
+  const id = kind === 'v1' ? V1_CHECK : u8(frame, off) >> 4 === 6 ? V2_IPV6_CHECK : u8(frame, off) === 0x45 ? V2_IPV4_CHECK : -1;
+  const r = trailerCheck(frame, off, id, e);
+  if (r >= 0) return r === 1;
   return (kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e)) === u32le(frame, e - ICRC_LEN);
 }
 

@@ -10,14 +10,14 @@ import { execFileSync } from 'node:child_process';
 import zlib from 'node:zlib';
 import { Tree, fromHex, hex } from '../../dissectors/wire/common.js';
 import type { FieldNode } from '../../dissectors/wire/common.js';
-import { crc32, crc32Update, crc32UpdateJs, crc32UpdateByte, crc32UpdateFill, crc32UpdateMasked, crc32UpdateMaskedThen, crc32Engine } from '../../dissectors/wire/crc32.js';
+import { crc32, crc32Update, crc32UpdateJs, crc32UpdateByte, crc32UpdateFill, crc32UpdateMasked, crc32UpdateMaskedThen, crc32Engine, registerTrailerMask, trailerCheck } from '../../dissectors/wire/crc32.js';
 import {
   opcodeInfo, decodeBth, encodeBth, summarizeBth, decodeReth, encodeReth, decodeAeth, encodeAeth, summarizeAeth,
   decodeImmDt, encodeImmDt, decodeIeth, encodeIeth, decodeDeth, encodeDeth, decodeRdeth, encodeRdeth, decodeXrceth,
   encodeXrceth, decodeFeth, encodeFeth, decodeAtomicEth, encodeAtomicEth, decodeAtomicAckEth, encodeAtomicAckEth,
   decodeGrh, encodeGrh, summarizeGrh, decodeIbPacket, encodeIbPacket, summarizeIb, makeAeth, aethKind, nakName, rnrTimerMs,
   aethCredits, icrcRoceV2, icrcRoceV2Ipv4, icrcRoceV2Ipv6, icrcRoceV1, icrcFromParts, checkIcrc, checkIcrcV1, checkIcrcV2,
-  writeIcrc, setIcrc, readIcrc, ibPadFor, ibPacketLength, IB_EXT_SIZE,
+  writeIcrc, setIcrc, readIcrc, ibPadFor, ibPacketLength, IB_EXT_SIZE, icrcOk,
 } from '../../dissectors/wire/ib.js';
 import type { Bth, IbPacket, Grh, IbExtHeader } from '../../dissectors/wire/ib.js';
 import { ROOT, frameBytes, prng as rng } from '../helpers.js';
@@ -193,6 +193,57 @@ test('ICRC: masked fields do not matter, everything else does', (t) => {
   t.false(c.ok);
   t.is(c.expected, want);
   t.not(c.actual, want);
+});
+
+test('icrcOk (one addon call with offsets when built) agrees with checkIcrc: every real frame back to back in one buffer as the reader holds them, each byte flipped, other buffers', (t) => {
+  t.log(`engine: ${crc32Engine}`);
+  const total = ROCE_ALL.reduce((n, r) => n + r.frame.length, 0);
+  const block = new Uint8Array(total + 7);
+  let o = 3; // not aligned, as records in a capture file are not
+  const views = ROCE_ALL.map((r) => { block.set(r.frame, o); const v = block.subarray(o, o + r.frame.length); o += r.frame.length; return v; });
+  for (let i = 0; i < views.length; i++) if (!icrcOk(views[i]!, 14, 'v2')) t.fail(`${ROCE_ALL[i]!.file} #${ROCE_ALL[i]!.n}`);
+  // every byte of one frame flipped in turn, in place in the shared block: the verdict is checkIcrc's
+  const r = byKey.get('a-first-contact#20')!;
+  const v = views[ROCE_ALL.findIndex((x) => x.file === r.file && x.n === r.n)]!;
+  for (let k = 14; k < r.ibEnd; k++) {
+    if (k === 16 || k === 17) continue; // the IP length moves the end
+    v[k] = v[k]! ^ 0x21;
+    t.is(icrcOk(v, 14, 'v2'), checkIcrc(Uint8Array.from(v), 14, 'v2').ok, `byte ${k}`);
+    v[k] = v[k]! ^ 0x21;
+  }
+  t.true(icrcOk(v, 14, 'v2'));
+  // frames of their own buffers, one after the other (the bound buffer changes each call), and a
+  // SharedArrayBuffer (not readable by the addon: answered in JavaScript)
+  for (const x of ROCE.slice(0, 50)) t.true(icrcOk(Uint8Array.from(x.frame), 14, 'v2'));
+  const shared = new Uint8Array(new SharedArrayBuffer(r.frame.length));
+  shared.set(r.frame);
+  t.true(icrcOk(shared, 14, 'v2'));
+  shared[r.ibEnd - 5] = shared[r.ibEnd - 5]! ^ 1;
+  t.false(icrcOk(shared, 14, 'v2'));
+  // a frame whose IP length says more than was captured: no read past the view
+  const cut = block.subarray(3, 3 + 60);
+  t.false(icrcOk(cut, 14, 'v2'));
+});
+
+test('trailerCheck against zlib over a masked copy: random masks and lengths, short ranges left to the caller', (t) => {
+  const r = rng(5);
+  const mask = randBytes(r, 40);
+  const init = (r() * 2 ** 32) >>> 0;
+  const id = registerTrailerMask(mask, init);
+  if (id < 0) { t.is(trailerCheck(new Uint8Array(100), 0, id, 100), -1); t.log('no addon: not answered'); return; }
+  const buf = randBytes(r, 3000);
+  for (let n = 0; n < 300; n++) {
+    const start = (r() * 100) | 0;
+    const end = Math.min(buf.length, start + ((r() * 2000) | 0));
+    if (end - start < 44) { t.is(trailerCheck(buf, start, id, end), -1, 'range shorter than mask and trailer'); continue; }
+    const copy = buf.slice(start, end - 4);
+    for (let i = 0; i < 40; i++) copy[i]! |= mask[i]!;
+    const crc = zlib.crc32(copy, init) >>> 0;
+    const w = new DataView(buf.buffer);
+    w.setUint32(end - 4, n % 3 === 0 ? crc ^ 0x100 : crc, true);
+    t.is(trailerCheck(buf, start, id, end), n % 3 === 0 ? 0 : 1, `start ${start} end ${end}`);
+  }
+  t.is(trailerCheck(buf, 0, id, buf.length + 1), -1, 'end past the view');
 });
 
 test('ICRC over IPv6 and RoCE v1 (GRH) agrees with the copy+mask reference and with icrcFromParts', (t) => {
