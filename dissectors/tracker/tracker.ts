@@ -122,6 +122,8 @@ export class Tracker {
   /** A cursor read out of a direction for the cursor rules (no object per CDC). */
   private readonly curA = { wrap: 0, count: 0 };
   private cur!: DecodedFrame;
+  /** The end of the link linkOf() returned that the frame went to (no object per frame). */
+  private qpEnd: 0 | 1 = 0;
   /** The RC link of the last frame fed and its direction (sender end), for consumers that map
    *  the frame into other names (cli/statejoin.ts); no object per frame. */
   frameLink: Link | undefined;
@@ -177,7 +179,8 @@ export class Tracker {
 
   /** The link end of a QP (GID, QPN), if the capture showed it. */
   linkOfQp(gid: string, qpn: number): { link: LinkState; end: 0 | 1 } | undefined {
-    return this.qps.get(gid, qpn);
+    const link = this.qps.get(gid, qpn);
+    return link === undefined ? undefined : { link, end: endOfQp(link, gid, qpn) };
   }
 
   /** The connection whose RMB RDMA WRITEs with `rkey` on `link` in direction `dir` reach. */
@@ -333,8 +336,7 @@ export class Tracker {
       this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
-      const e = this.qps.get(server.gid, server.qpn) ?? this.qps.get(client.gid, client.qpn);
-      link = e?.link;
+      link = this.qps.get(server.gid, server.qpn) ?? this.qps.get(client.gid, client.qpn);
       lg = link?.lg;
       if (!lg || !link) {
         lg = this.newGroup(d.n, false);
@@ -446,11 +448,33 @@ export class Tracker {
 
   /** `link` left its group and the QP index: no frame can reach it, nor its RMB entries. */
   private dropRmbs(link: LinkState): void {
-    for (const k of link.rmbKeys ?? []) {
+    const keys = link.rmbKeys ?? none<number>();
+    for (const k of keys) {
+      if (k < 0) continue;
       const e = this.rmbs.get(k);
       if (e) { e.ref.n--; this.rmbs.delete(k); }
     }
+    // entries made from a CLC record for this link's aliases: gone when they are the last entry
+    // of their RMB and the CLC's record says the same (no entry, object and map slot per group
+    // whose ADD LINK was rejected)
+    for (const m of keys) {
+      if (m >= 0) continue;
+      const k = -m - 1;
+      const e = this.rmbs.get(k);
+      if (e === undefined || e.ref.n !== 1 || e.learned) continue;
+      this.rmbs.delete(k);
+      const serial = Math.floor(k / 0x200000000), dir = (Math.floor(k / 0x100000000) % 2) as 0 | 1;
+      const onLink = this.linkBySerial(link.lg, serial);
+      const h = onLink !== undefined ? this.rmbAt(onLink, dir, k % 0x100000000) : undefined;
+      if (h === undefined || h.ref.conn !== e.ref.conn || h.ref.dir !== e.ref.dir || h.va !== e.va) this.rmbs.set(k, e);
+    }
     link.rmbKeys = undefined;
+  }
+
+  /** The link of `lg` with serial `serial`, if still in the group. */
+  private linkBySerial(lg: LinkGroup, serial: number): Link | undefined {
+    for (const l of lg.links) if (l.serial === serial) return l;
+    return undefined;
   }
 
   // ---------------------------------------------------------------------------------------
@@ -471,23 +495,23 @@ export class Tracker {
     const link = new LinkState(lg, flat(`LG${lg.id}/#${lg.links.length + 1}`), ++this.linkSerial, ends, mtu, state, frame, this.opts.compact ? NO_SENT : [newSent(), newSent()]);
     lg.links = append(lg.links, link);
     for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
-    for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link, e);
+    for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link);
     return link;
   }
 
   /** Register a QP for a link. A link learned from traffic before its announcement (capture
    *  began mid-flow, or frames reordered at the capture point) is a phantom: fold it in. */
-  private claimQp(gid: string, qpn: number, link: Link, end: 0 | 1): void {
+  private claimQp(gid: string, qpn: number, link: Link): void {
     const old = this.qps.get(gid, qpn);
-    if (old && old.link !== link && !old.link.lg.complete && old.link.smcMessages === 0) {
-      const p = old.link;
+    if (old && old !== link && !old.lg.complete && old.smcMessages === 0) {
+      const p = old;
       for (const i of [0, 1] as const) (link as LinkState).count(i, p.packets[i], p.bytes[i]);
       link.firstFrame = Math.min(link.firstFrame, p.firstFrame);
       p.lg.links = p.lg.links.filter((x) => x !== p);
-      for (const e of p.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn)?.link === p) this.qps.delete(e.gid, e.qpn);
+      for (const e of p.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn) === p) this.qps.delete(e.gid, e.qpn);
       if (p.lg.links.length === 0 && p.lg.conns.length === 0) this.dropGroup(p.lg);
     }
-    this.qps.set(gid, qpn, { link: link as LinkState, end });
+    this.qps.set(gid, qpn, link as LinkState);
   }
 
   private dropGroup(lg: LinkGroup): void {
@@ -512,9 +536,9 @@ export class Tracker {
   }
 
   /** Link of a RoCE frame from its destination; learns links mid-stream when unknown. */
-  private linkOf(srcGid: string, dstGid: string, dqpn: number, d: DecodedFrame): { link: LinkState; end: 0 | 1 } {
+  private linkOf(srcGid: string, dstGid: string, dqpn: number, d: DecodedFrame): LinkState {
     const hit = this.qps.get(dstGid, dqpn);
-    if (hit) return hit;
+    if (hit) { this.qpEnd = endOfQp(hit, dstGid, dqpn); return hit; }
     // Mid-stream: pair with a half-known link whose other end is this packet's destination.
     for (const lg of this.groups) {
       if (lg.complete) continue;
@@ -523,8 +547,9 @@ export class Tracker {
           const o = (1 - e) as 0 | 1;
           if (l.ends[e].qpn === undefined && l.ends[e].gid === dstGid && l.ends[o].gid === srcGid) {
             l.ends[e].qpn = dqpn;
-            this.qps.set(dstGid, dqpn, { link: l as LinkState, end: e });
-            return { link: l as LinkState, end: e };
+            this.qps.set(dstGid, dqpn, l as LinkState);
+            this.qpEnd = e;
+            return l as LinkState;
           }
         }
       }
@@ -533,7 +558,8 @@ export class Tracker {
     if (lg.links.length === 0) this.anomaly('note', 'track.midstream', `RoCE traffic ${srcGid} → ${dstGid} QP ${hexQp(dqpn)} without a captured handshake: link group learned from traffic, its sizes stay unknown`);
     // Which end is the "client"? Unknown mid-stream: keep the first destination as end 1.
     const link = this.newLink(lg, [{ gid: srcGid }, { gid: dstGid, qpn: dqpn }], 0, 'unknown', d.n);
-    return { link, end: 1 };
+    this.qpEnd = 1;
+    return link;
   }
 
   // ---------------------------------------------------------------------------------------
@@ -547,7 +573,7 @@ export class Tracker {
     const dstGid = r.grh ? r.grh.dgid : cachedGid(d.ip!.dst);
     const info = opcodeInfo(bth.opcode);
     if (info.transport !== 'RC') { this.onOtherRoce(srcGid, dstGid, bth.destQp, info.transport, r.ib.payload.length, d.n); return; }
-    const { link, end } = this.linkOf(srcGid, dstGid, bth.destQp, d);
+    const link = this.linkOf(srcGid, dstGid, bth.destQp, d), end = this.qpEnd;
     // `end` receives; the packet travels from the other end. Direction index = sender end:
     // 0 = client → server (received by end 1), 1 = server → client.
     const dir: 0 | 1 = end === 1 ? 0 : 1;
@@ -897,7 +923,7 @@ export class Tracker {
           const i = lg.links.findIndex((l) => l.id === m.linkId && l.state === 'confirming' && l !== link);
           if (i >= 0) {
             const [dead] = lg.links.splice(i, 1);
-            for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn)?.link === dead) this.qps.delete(e.gid, e.qpn);
+            for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn) === dead) this.qps.delete(e.gid, e.qpn);
             this.dropRmbs(dead as LinkState);
           }
           lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-rejected', link: `LG${lg.id}/L${m.linkId}`, by, text: `ADD LINK of link ${m.linkId} rejected by the ${by}` });
@@ -919,7 +945,7 @@ export class Tracker {
             (nl as LinkState).setNextPsn(dir, m.psn);
             const sent = this.sentOf(nl, dir);
             if (sent) sent.add = llcQp(m, d);
-            this.claimQp(m.gid, m.qpn, nl, dir);
+            this.claimQp(m.gid, m.qpn, nl);
             for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
           }
         }
@@ -988,7 +1014,13 @@ export class Tracker {
   /** ADD LINK rkey list: the sender's RMB known by `rkey` on `onLink` is `rkeyNew` on `nl`. */
   private rkeyAlias(onLink: Link, nl: Link, rkey: number, rkeyNew: number, vaNew: bigint, ownerEnd: 0 | 1): void {
     const wdir = (1 - ownerEnd) as 0 | 1; // WRITEs into the owner's RMB travel towards it
+    const k = this.rmbKey(onLink, wdir, rkey);
+    const made = !this.rmbs.has(k);
     const ref = this.rmbRefAt(onLink, wdir, rkey) ?? { conn: undefined, dir: wdir, n: 0 };
+    // an entry made here from the CLC's record only for this alias goes with the new link if it
+    // is rejected (kept as -(key + 1) beside the link's own keys)
+    const l = nl as LinkState;
+    if (made && this.rmbs.has(k) && l.state === 'confirming') l.rmbKeys = append(l.rmbKeys ?? none(), -(k + 1));
     this.aliasRmb(nl, wdir, rkeyNew, vaNew, ref);
   }
 
@@ -1192,38 +1224,54 @@ function cachedGid(ip: string): string {
   return g;
 }
 
-interface QpSlot { qpn: number; link: LinkState; end: 0 | 1 }
-
-/** QP (GID, QPN) → link end. A host (GID) has a few QPs: its one slot itself, then a short list
- *  per GID (a Map per GID took 600 bytes each for 100 000 hosts; a one-element list 56 bytes
- *  each for 130 000 QPs of hosts with one link each); a busy GID switches to a Map. */
+/** QP (GID, QPN) → its link. The end is not kept: it is the link's end with that GID and QPN
+ *  (`endOfQp`). A host (GID) has a few QPs: its one link itself, then a short list per GID
+ *  (a Map per GID took 600 bytes each for 100 000 hosts; a slot object per QP 96 bytes each for
+ *  130 000 QPs of hosts with one link each); a busy GID switches to a Map. */
 class QpIndex {
-  private readonly m = new Map<string, QpSlot | QpSlot[] | Map<number, QpSlot>>();
-  get(gid: string, qpn: number): QpSlot | undefined {
+  private readonly m = new Map<string, LinkState | LinkState[] | Map<number, LinkState>>();
+  get(gid: string, qpn: number): LinkState | undefined {
     const q = this.m.get(gid);
     if (q === undefined) return undefined;
+    if (q instanceof LinkState) return hasQp(q, gid, qpn) ? q : undefined;
     if (q instanceof Map) return q.get(qpn);
-    if (!Array.isArray(q)) return q.qpn === qpn ? q : undefined;
-    for (let i = 0; i < q.length; i++) if (q[i]!.qpn === qpn) return q[i];
+    for (let i = 0; i < q.length; i++) if (hasQp(q[i]!, gid, qpn)) return q[i];
     return undefined;
   }
-  set(gid: string, qpn: number, v: { link: LinkState; end: 0 | 1 }): void {
-    const slot: QpSlot = { qpn, link: v.link, end: v.end };
+  /** `link` has an end with (`gid`, `qpn`) (set it there first). */
+  set(gid: string, qpn: number, link: LinkState): void {
     const q = this.m.get(gid);
-    if (q === undefined) { this.m.set(gid, slot); return; }
-    if (q instanceof Map) { q.set(qpn, slot); return; }
-    if (!Array.isArray(q)) { this.m.set(gid, q.qpn === qpn ? slot : [q, slot]); return; }
-    const i = q.findIndex((x) => x.qpn === qpn);
-    if (i >= 0) { q[i] = slot; return; }
-    q.push(slot);
-    if (q.length > 16) this.m.set(gid, new Map(q.map((x) => [x.qpn, x])));
+    if (q === undefined) { this.m.set(gid, link); return; }
+    if (q instanceof Map) { q.set(qpn, link); return; }
+    if (q instanceof LinkState) { this.m.set(gid, q === link || hasQp(q, gid, qpn) ? link : [q, link]); return; }
+    const i = q.findIndex((x) => hasQp(x, gid, qpn));
+    if (i >= 0) { q[i] = link; return; }
+    q.push(link);
+    if (q.length > 16) {
+      const big = new Map<number, LinkState>();
+      for (const l of q) for (const e of l.ends) if (e.gid === gid && e.qpn !== undefined) big.set(e.qpn, l);
+      big.set(qpn, link);
+      this.m.set(gid, big);
+    }
   }
   delete(gid: string, qpn: number): void {
     const q = this.m.get(gid);
     if (q instanceof Map) q.delete(qpn);
-    else if (Array.isArray(q)) { const i = q.findIndex((x) => x.qpn === qpn); if (i >= 0) q.splice(i, 1); }
-    else if (q && q.qpn === qpn) this.m.delete(gid);
+    else if (Array.isArray(q)) { const i = q.findIndex((x) => hasQp(x, gid, qpn)); if (i >= 0) q.splice(i, 1); }
+    else if (q && hasQp(q, gid, qpn)) this.m.delete(gid);
   }
+}
+
+/** Whether an end of `l` is the QP (`gid`, `qpn`). */
+function hasQp(l: Link, gid: string, qpn: number): boolean {
+  const a = l.ends[0], b = l.ends[1];
+  return (a.qpn === qpn && a.gid === gid) || (b.qpn === qpn && b.gid === gid);
+}
+
+/** Which end of `l` is the QP (`gid`, `qpn`) (the server's when both are). */
+function endOfQp(l: Link, gid: string, qpn: number): 0 | 1 {
+  const b = l.ends[1];
+  return b.qpn === qpn && b.gid === gid ? 1 : 0;
 }
 
 function sameHosts(l: Link, a: string, b: string): boolean {
