@@ -34,6 +34,7 @@ import { TcpState, type Epoch } from './tcpconn.js';
 import { SmcState } from './smcconn.js';
 import { LinkState } from './link.js';
 import { ConnIndex } from './connindex.js';
+import { GroupState } from './group.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -482,11 +483,7 @@ export class Tracker {
   // ---------------------------------------------------------------------------------------
 
   private newGroup(frame: number, complete: boolean): LinkGroup {
-    const lg: LinkGroup = {
-      id: ++this.lgSerial, complete, links: none(), conns: none(), state: 'active', firstFrame: frame, types: none(), events: none(),
-      clientPeer: undefined, serverPeer: undefined, clientHost: undefined, serverHost: undefined, version: undefined, release: undefined,
-      ueid: undefined, maxLinks: undefined, maxConns: undefined, firstTcp: undefined,
-    };
+    const lg = new GroupState(this.epoch, ++this.lgSerial, complete, frame);
     this.groups.push(lg);
     return lg;
   }
@@ -926,7 +923,7 @@ export class Tracker {
             for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn) === dead) this.qps.delete(e.gid, e.qpn);
             this.dropRmbs(dead as LinkState);
           }
-          lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-rejected', link: `LG${lg.id}/L${m.linkId}`, by, text: `ADD LINK of link ${m.linkId} rejected by the ${by}` });
+          lgEventSaid(lg, d.n, d.tsNs, `LG${lg.id}/L${m.linkId}`, by, { kind: 'rejected', linkId: m.linkId });
           break;
         }
         if (!m.response) {
