@@ -4,7 +4,7 @@
 
 import type { ChalkInstance } from 'chalk';
 import type { Tracker } from '../tracker/tracker.js';
-import type { Link, SmcConn, Step, TcpConn } from '../tracker/model.js';
+import type { LgEvent, Link, SmcConn, Step, TcpConn } from '../tracker/model.js';
 import { diagnose, type Diagnosis } from '../tracker/diagnosis.js';
 import { typeHistory } from '../tracker/lgtype.js';
 import { streamTable, visible, wrap, type Column } from './table.js';
@@ -64,6 +64,40 @@ function connSteps(c: TcpConn): Step[] {
   const s = [...c.steps];
   if (c.smc?.firstData) s.push(c.smc.firstData);
   return s.sort((a, b) => (a.tsNs < b.tsNs ? -1 : a.tsNs > b.tsNs ? 1 : a.frame - b.frame));
+}
+
+/** The groups' events (but the first link's, shown with the group) in frame order, equal frames
+ *  in group and event order; the `i`th made when read. A group's events are made from its
+ *  packed history on each read (tracker/group.ts), so the order is kept as numbers (frame, group,
+ *  event: 24 bytes per event) and the lists of the few groups being printed are cached. */
+function eventOrder(groups: readonly LinkGroup[]): { count: number; at(i: number): LgEvent } {
+  const frame: number[] = [], where: number[] = [];
+  for (let gi = 0; gi < groups.length; gi++) {
+    const g = groups[gi]!, es = g.events;
+    for (let ei = 0; ei < es.length; ei++) {
+      const e = es[ei]!;
+      if (e.what === 'link-added' && e.frame === g.firstFrame) continue;
+      frame.push(e.frame); where.push(gi, ei);
+    }
+  }
+  const order = new Uint32Array(frame.length);
+  for (let i = 0; i < order.length; i++) order[i] = i;
+  // positions are in group and event order: ties keep it
+  order.sort((a, b) => frame[a]! - frame[b]! || a - b);
+  const cache = new Map<number, LgEvent[]>();
+  return {
+    count: order.length,
+    at(i: number): LgEvent {
+      const k = order[i]!, gi = where[k * 2]!;
+      let es = cache.get(gi);
+      if (es === undefined) {
+        if (cache.size >= 64) cache.clear();
+        es = groups[gi]!.events;
+        cache.set(gi, es);
+      }
+      return es[where[k * 2 + 1]!]!;
+    },
+  };
 }
 
 /** At full width the GID, QPN and MAC; fitted to a terminal "10.55.0.1 qp 0x11" (an
@@ -185,14 +219,12 @@ export function writeSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions,
     if (t.otherRoce.size > o.maxRows) put(c.dim(`  … ${t.otherRoce.size - o.maxRows} more (--json lists all)`));
   }
 
-  const events: { frame: number; what: string; text: string }[] = [];
-  for (const g of V.groups) for (const e of g.events) if (e.what !== 'link-added' || e.frame !== g.firstFrame) events.push(e);
-  if (events.length > 0) {
+  const ev = eventOrder(V.groups);
+  if (ev.count > 0) {
     put(''); put(c.bold('Link group events'));
-    events.sort((a, b) => a.frame - b.frame);
-    const shown = events.length > o.maxRows ? o.maxRows : events.length;
-    for (let i = 0; i < shown; i++) { const e = events[i]!; put(`  #${e.frame} ${e.what.padEnd(16)} ${e.text}`); }
-    if (events.length > shown) put(c.dim(`  … ${events.length - shown} more (--json lists all)`));
+    const shown = ev.count > o.maxRows ? o.maxRows : ev.count;
+    for (let i = 0; i < shown; i++) { const e = ev.at(i); put(`  #${e.frame} ${e.what.padEnd(16)} ${e.text}`); }
+    if (ev.count > shown) put(c.dim(`  … ${ev.count - shown} more (--json lists all)`));
   }
 
   if (!wrong && diag.length > 0) { put(''); lines(renderDiagnosis(diag, c, o)); }
