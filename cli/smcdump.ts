@@ -267,7 +267,7 @@ class Dump {
     // compact: only what the summary, the diagnosis and one-line notes read; --follow, the
     // HTML report, the ladder and the endpoint state comparison get the whole model.
     const compact = o.follow === undefined && !o.report && !o.ladder && !o.ladderSvg && o.endpoint === undefined && o.state === undefined;
-    if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? lazy.follow!.parseFollow(o.follow) : {}), filtered: liveFilter, compact });
+    if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? lazy.follow!.parseFollow(o.follow) : {}), filtered: liveFilter, compact, reuseNote: true });
     if (o.ladder || o.ladderSvg) this.ladder = new lazy.ladder!.Ladder();
     this.select = lazy.select?.parseSelection(o);
     if (this.select && !this.tracker) throw new CliError('--conn, --lg and --link need correlation: drop --no-track');

@@ -48,6 +48,9 @@ export interface TrackerOptions {
    *  `lastConsMove`) and what each end sent on a link (`Link.sent`, read only by the state
    *  comparison) are not kept. Output is the same either way. */
   compact?: boolean;
+  /** feed() returns one note object, reset for every frame (nothing allocated per frame): the
+   *  caller reads it before the next feed() and keeps no reference (smcdump's replay). */
+  reuseNote?: boolean;
 }
 
 /** After a first-contact Confirm the server must start CONFIRM LINK (Linux waits 5 s as client). */
@@ -62,6 +65,23 @@ const NO_ANOMALIES = Object.freeze([]) as unknown as Anomaly[];
 /** A Proposal without UEIDs (v1): one shared empty list. */
 const NO_UEIDS = Object.freeze([]) as unknown as string[];
 const EMPTY_NOTE: FrameNote = Object.freeze({ anomalies: NO_ANOMALIES }) as FrameNote;
+
+/** The note a tracker with `reuseNote` returns for every frame. Its fields are declared in the
+ *  order the tracker sets them on a fresh note (TCP: mode, connection; RoCE: link, retransmission,
+ *  connection, direction), so that its JSON (unset fields are left out) is the same text. */
+class ReusedNote implements FrameNote {
+  anomalies: Anomaly[] = NO_ANOMALIES;
+  tcpMode: FrameNote['tcpMode'] = undefined;
+  link: string | undefined = undefined;
+  retransmission: boolean | undefined = undefined;
+  conn: number | undefined = undefined;
+  dir: FrameNote['dir'] = undefined;
+  reset(): this {
+    this.anomalies = NO_ANOMALIES; this.tcpMode = undefined; this.link = undefined;
+    this.retransmission = undefined; this.conn = undefined; this.dir = undefined;
+    return this;
+  }
+}
 
 export const SIDE = ['client', 'server'] as const;
 
@@ -110,12 +130,14 @@ export class Tracker {
   /** RMBs learned from traffic (mid-stream groups), per writer direction of a connection. */
   private readonly learned = new Map<SmcDir, number>();
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
-  private readonly awaitingConfirmLink: { conn: TcpConn; lg: LinkGroup; frame: number; tsNs: bigint }[] = [];
+  private readonly awaitingConfirmLink: { conn: TcpConn; lg: LinkGroup; frame: number; tsNs: bigint; due: bigint }[] = [];
   private orphanIndex = 0;
   private linkSerial = 0;
   /** Link group ids: never reused, also after a phantom group was folded into a real one. */
   private lgSerial = 0;
   private note: FrameNote = EMPTY_NOTE;
+  /** The one note of a tracker with `reuseNote`. */
+  private readonly reused: ReusedNote | undefined;
   /** What the model's times are kept relative to: the first frame's time. */
   private readonly epoch: Epoch = { base: 0n };
   /** Where the connections' directions keep their numbers. */
@@ -123,6 +145,8 @@ export class Tracker {
   /** A cursor read out of a direction for the cursor rules (no object per CDC). */
   private readonly curA = { wrap: 0, count: 0 };
   private cur!: DecodedFrame;
+  /** Where a WRITE ONLY goes (filled per WRITE, never kept). */
+  private readonly onlyWrite: WriteCont = { conn: undefined as unknown as SmcConn, dir: 0, offset: 0 };
   /** The end of the link linkOf() returned that the frame went to (no object per frame). */
   private qpEnd: 0 | 1 = 0;
   /** The RC link of the last frame fed and its direction (sender end), for consumers that map
@@ -135,6 +159,7 @@ export class Tracker {
 
   constructor(private readonly opts: TrackerOptions = {}) {
     this.gapSeverity = opts.filtered ? 'note' : 'warn';
+    this.reused = opts.reuseNote ? new ReusedNote() : undefined;
   }
 
   /** Feed one frame (capture order). Returns what the tracker knows about it. */
@@ -143,7 +168,7 @@ export class Tracker {
     if (this.firstTs === undefined) { this.firstTs = d.tsNs; this.epoch.base = d.tsNs; }
     this.lastTs = d.tsNs;
     this.cur = d;
-    this.note = { anomalies: NO_ANOMALIES };
+    this.note = this.reused !== undefined ? this.reused.reset() : { anomalies: NO_ANOMALIES };
     this.frameLink = undefined;
     this.checkTimeouts(d.tsNs, false);
     // Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
@@ -152,6 +177,7 @@ export class Tracker {
     if (d.tcp && d.ip) this.onTcp(d);
     else if (d.roce) this.onRoce(d);
     const n = this.note;
+    if (n === this.reused) return n;
     return n.anomalies.length === 0 && n.link === undefined && n.conn === undefined && n.tcpMode === undefined ? EMPTY_NOTE : n;
   }
 
@@ -334,7 +360,7 @@ export class Tracker {
       link.setNextPsn(0, client.psn);
       link.setNextPsn(1, server.psn);
       lgEventSaid(lg, d.n, d.tsNs, link.name, 'server', { kind: 'first-link', conn: c.index });
-      this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
+      this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs, due: d.tsNs + CONFIRM_LINK_TIMEOUT_NS });
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
       link = this.qps.get(server.gid, server.qpn) ?? this.qps.get(client.gid, client.qpn);
@@ -672,7 +698,8 @@ export class Tracker {
       if (size > 0 && !hit.learned && (off < 0 || off + ib.reth.dmaLen > size)) {
         this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
       }
-      cont = { conn, dir: hit.ref.dir, offset: off };
+      // a WRITE ONLY's place is used at once (one scratch object); a FIRST's is kept until its LAST
+      if (info.isOnly) { cont = this.onlyWrite; cont.conn = conn; cont.dir = hit.ref.dir; cont.offset = off; } else cont = { conn, dir: hit.ref.dir, offset: off };
       link.setWrite(dir, info.isOnly ? undefined : cont);
     } else {
       cont = link.writeOf(dir);
@@ -1026,7 +1053,9 @@ export class Tracker {
   // ---------------------------------------------------------------------------------------
 
   private checkTimeouts(now: bigint, final: boolean): void {
-    for (const u of this.llc.expire(now, final)) {
+    const expired = this.llc.expire(now, final);
+    if (expired.length === 0 && this.awaitingConfirmLink.length === 0) return;
+    for (const u of expired) {
       const p = u.req;
       const kind = p.kind.replace(/_/g, ' ').toUpperCase();
       // At the end of the capture a request still counts as unanswered when the peer could not
@@ -1043,9 +1072,8 @@ export class Tracker {
     }
     for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) {
       const w = this.awaitingConfirmLink[i]!;
-      const overdue = now - w.tsNs > CONFIRM_LINK_TIMEOUT_NS;
-      const cdcSeen = w.lg.conns.some((c) => dirOf(c, 0).cdcs + dirOf(c, 1).cdcs > 0);
-      if (overdue || (final && cdcSeen)) {
+      const overdue = now > w.due;
+      if (overdue || (final && w.lg.conns.some((c) => dirOf(c, 0).cdcs + dirOf(c, 1).cdcs > 0))) {
         this.awaitingConfirmLink.splice(i, 1);
         this.anomalyAt(w.frame, w.tsNs, 'warn', 'link.no-confirm-link', `first contact (connection ${w.conn.index}) without a completed LLC CONFIRM LINK exchange on LG${w.lg.id}`, `LG${w.lg.id}`, w.conn.index);
       }
