@@ -53,8 +53,37 @@ export class LinkState implements Link {
   private lt0 = 0n;
   private lt1 = 0n;
 
-  constructor(public lg: LinkGroup, public name: string, readonly serial: number, readonly ends: [QpEnd, QpEnd],
-    public mtu: number, public state: Link['state'], public firstFrame: number, public sent: [LinkSent, LinkSent]) {}
+  // the two ends' QPs (GID, QPN, MAC, first PSN) as fields: two objects and an array were
+  // 288 bytes of each link
+  private g0: string;
+  private g1: string;
+  private q0: number | undefined;
+  private q1: number | undefined;
+  private m0: string | undefined;
+  private m1: string | undefined;
+  private p0: number | undefined;
+  private p1: number | undefined;
+
+  constructor(public lg: LinkGroup, public name: string, readonly serial: number, ends: [QpEnd, QpEnd],
+    public mtu: number, public state: Link['state'], public firstFrame: number, public sent: [LinkSent, LinkSent]) {
+    const [a, b] = ends;
+    this.g0 = a.gid; this.q0 = a.qpn; this.m0 = a.mac; this.p0 = a.psn;
+    this.g1 = b.gid; this.q1 = b.qpn; this.m1 = b.mac; this.p1 = b.psn;
+  }
+
+  /** ends[0] = client side, ends[1] = server side, as the model's objects (made on each read;
+   *  change them with setEnd / setQpn). */
+  get ends(): [QpEnd, QpEnd] { return [this.end(0), this.end(1)]; }
+  /** End `i` as the model's object (its keys in the order the tracker always gave them). */
+  end(i: 0 | 1): QpEnd {
+    return i === 0 ? { gid: this.g0, qpn: this.q0, mac: this.m0, psn: this.p0 } : { gid: this.g1, qpn: this.q1, mac: this.m1, psn: this.p1 };
+  }
+  gidOf(i: 0 | 1): string { return i === 0 ? this.g0 : this.g1; }
+  qpnOf(i: 0 | 1): number | undefined { return i === 0 ? this.q0 : this.q1; }
+  setEnd(i: 0 | 1, e: QpEnd): void {
+    if (i === 0) { this.g0 = e.gid; this.q0 = e.qpn; this.m0 = e.mac; this.p0 = e.psn; } else { this.g1 = e.gid; this.q1 = e.qpn; this.m1 = e.mac; this.p1 = e.psn; }
+  }
+  setQpn(i: 0 | 1, qpn: number): void { if (i === 0) this.q0 = qpn; else this.q1 = qpn; }
 
   /** The side object, made now if missing (only when a rare field is set). */
   private get rare(): Rare { return this.r ??= new Rare(); }

@@ -515,9 +515,9 @@ export class Tracker {
   }
 
   private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): LinkState {
+    for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
     const link = new LinkState(lg, flat(`LG${lg.id}/#${lg.links.length + 1}`), ++this.linkSerial, ends, mtu, state, frame, this.opts.compact ? NO_SENT : [newSent(), newSent()]);
     lg.links = append(lg.links, link);
-    for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
     for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link);
     return link;
   }
@@ -568,8 +568,9 @@ export class Tracker {
       for (const l of lg.links) {
         for (const e of [0, 1] as const) {
           const o = (1 - e) as 0 | 1;
-          if (l.ends[e].qpn === undefined && l.ends[e].gid === dstGid && l.ends[o].gid === srcGid) {
-            l.ends[e].qpn = dqpn;
+          const ls = l as LinkState;
+          if (ls.qpnOf(e) === undefined && ls.gidOf(e) === dstGid && ls.gidOf(o) === srcGid) {
+            ls.setQpn(e, dqpn);
             this.qps.set(dstGid, dqpn, l as LinkState);
             this.qpEnd = e;
             return l as LinkState;
@@ -894,7 +895,7 @@ export class Tracker {
       conn = cands[0]!;
       (conn as SmcState).setToken(recv, token);
     } else {
-      const other = link.ends[dir].gid, dstGid = link.ends[recv].gid;
+      const other = link.gidOf(dir), dstGid = link.gidOf(recv);
       const [s0, s1] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
       conn = new SmcState(this.epoch, -(++this.orphanIndex), undefined, link.lg, link, s0, s1, this.dirSlab.make(0, false), this.dirSlab.make(0, false));
       link.lg.conns = append(link.lg.conns, conn);
@@ -963,9 +964,9 @@ export class Tracker {
           lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
           for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         } else {
-          const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && l.ends[dir].gid === '');
+          const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && (l as LinkState).gidOf(dir) === '') as LinkState | undefined;
           if (nl) {
-            nl.ends[dir] = { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn };
+            nl.setEnd(dir, { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn });
             (nl as LinkState).setNextPsn(dir, m.psn);
             const sent = this.sentOf(nl, dir);
             if (sent) sent.add = llcQp(m, d);
@@ -1288,18 +1289,17 @@ class QpIndex {
 }
 
 /** Whether an end of `l` is the QP (`gid`, `qpn`). */
-function hasQp(l: Link, gid: string, qpn: number): boolean {
-  const a = l.ends[0], b = l.ends[1];
-  return (a.qpn === qpn && a.gid === gid) || (b.qpn === qpn && b.gid === gid);
+function hasQp(l: LinkState, gid: string, qpn: number): boolean {
+  return (l.qpnOf(0) === qpn && l.gidOf(0) === gid) || (l.qpnOf(1) === qpn && l.gidOf(1) === gid);
 }
 
 /** Which end of `l` is the QP (`gid`, `qpn`) (the server's when both are). */
-function endOfQp(l: Link, gid: string, qpn: number): 0 | 1 {
-  const b = l.ends[1];
-  return b.qpn === qpn && b.gid === gid ? 1 : 0;
+function endOfQp(l: LinkState, gid: string, qpn: number): 0 | 1 {
+  return l.qpnOf(1) === qpn && l.gidOf(1) === gid ? 1 : 0;
 }
 
 function sameHosts(l: Link, a: string, b: string): boolean {
-  return (l.ends[0].gid === a && l.ends[1].gid === b) || (l.ends[0].gid === b && l.ends[1].gid === a);
+  const s = l as LinkState;
+  return (s.gidOf(0) === a && s.gidOf(1) === b) || (s.gidOf(0) === b && s.gidOf(1) === a);
 }
 
