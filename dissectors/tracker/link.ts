@@ -10,7 +10,7 @@
 // bytes of each link when every connection has its own link group.
 
 import type { Link, LinkGroup, LinkSent, QpEnd, RetxStats, WriteCont } from './model.js';
-import type { PsnRuns } from './psnruns.js';
+import { PsnRuns, type PsnRing } from './psnruns.js';
 
 type Stamp = { frame: number; tsNs: bigint };
 type Unclaimed = { rkey: number; va: bigint };
@@ -45,8 +45,9 @@ export class LinkState implements Link {
   private by1 = 0;
   private wr0: WriteCont | undefined = undefined;
   private wr1: WriteCont | undefined = undefined;
-  private pr0: PsnRuns | undefined = undefined;
-  private pr1: PsnRuns | undefined = undefined;
+  /** PSN rings per direction (-1: none yet). */
+  private pr0: PsnRing = -1;
+  private pr1: PsnRing = -1;
   /** Last frame from each end (-1: none yet) and its time. */
   private lf0 = -1;
   private lf1 = -1;
@@ -112,7 +113,9 @@ export class LinkState implements Link {
   get packets(): [number, number] { return [this.pk0, this.pk1]; }
   get bytes(): [number, number] { return [this.by0, this.by1]; }
   get write(): [WriteCont | undefined, WriteCont | undefined] { return [this.wr0, this.wr1]; }
-  get psnConn(): [PsnRuns | undefined, PsnRuns | undefined] { return [this.pr0, this.pr1]; }
+  get psnConn(): [PsnRuns | undefined, PsnRuns | undefined] {
+    return [this.pr0 < 0 ? undefined : new PsnRuns(this.pr0), this.pr1 < 0 ? undefined : new PsnRuns(this.pr1)];
+  }
   get retx(): [RetxStats | undefined, RetxStats | undefined] { return [this.r?.rx0, this.r?.rx1]; }
   get unclaimed(): [Unclaimed | undefined, Unclaimed | undefined] { return [this.r?.un0, this.r?.un1]; }
   get lastFrom(): [Stamp | undefined, Stamp | undefined] { return [this.lastFromOf(0), this.lastFromOf(1)]; }
@@ -126,8 +129,9 @@ export class LinkState implements Link {
   }
   writeOf(dir: 0 | 1): WriteCont | undefined { return dir === 0 ? this.wr0 : this.wr1; }
   setWrite(dir: 0 | 1, w: WriteCont | undefined): void { if (dir === 0) this.wr0 = w; else this.wr1 = w; }
-  psnRunsOf(dir: 0 | 1): PsnRuns | undefined { return dir === 0 ? this.pr0 : this.pr1; }
-  setPsnRuns(dir: 0 | 1, r: PsnRuns): void { if (dir === 0) this.pr0 = r; else this.pr1 = r; }
+  /** The PSN ring of direction `dir` (-1: none yet). */
+  psnRingOf(dir: 0 | 1): PsnRing { return dir === 0 ? this.pr0 : this.pr1; }
+  setPsnRing(dir: 0 | 1, r: PsnRing): void { if (dir === 0) this.pr0 = r; else this.pr1 = r; }
   retxOf(dir: 0 | 1): RetxStats | undefined { return dir === 0 ? this.r?.rx0 : this.r?.rx1; }
   setRetx(dir: 0 | 1, s: RetxStats): void { if (dir === 0) this.rare.rx0 = s; else this.rare.rx1 = s; }
   unclaimedOf(dir: 0 | 1): Unclaimed | undefined { return dir === 0 ? this.r?.un0 : this.r?.un1; }

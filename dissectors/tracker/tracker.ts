@@ -24,7 +24,7 @@ import type {
   Anomaly, FrameNote, Link, LinkGroup, LinkSent, LlcQp, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
 } from './model.js';
 import { RingStream } from './stream.js';
-import { PsnRuns } from './psnruns.js';
+import { newPsnRing, psnLookup, psnRecord } from './psnruns.js';
 import { LlcPairing, type LlcRequest } from './llcpair.js';
 import { lgEvent, lgEventSaid, noteType } from './lgtype.js';
 import { flat, intern, internMaybe } from './intern.js';
@@ -652,9 +652,9 @@ export class Tracker {
     }
     this.note.link = link.name; // CONFIRM LINK / ADD LINK may just have named the link
     // Remember which connection each recent PSN carried, for NAKs and retransmissions.
-    let runs = link.psnRunsOf(dir);
-    if (!runs) link.setPsnRuns(dir, runs = new PsnRuns());
-    runs.record(bth.psn, this.note.conn ?? 0);
+    const ring = link.psnRingOf(dir);
+    const now = psnRecord(ring < 0 ? newPsnRing() : ring, bth.psn, this.note.conn ?? 0);
+    if (now !== ring) link.setPsnRing(dir, now);
   }
 
   private onOtherRoce(src: string, dst: string, qpn: number, transport: string, bytes: number, frame: number): void {
@@ -876,7 +876,8 @@ export class Tracker {
 
   /** Connection of a recent request PSN on a link direction (undefined when not remembered). */
   private connOfPsn(link: LinkState, dir: 0 | 1, psn: number): number | undefined {
-    return link.psnRunsOf(dir)?.lookup(psn);
+    const ring = link.psnRingOf(dir);
+    return ring < 0 ? undefined : psnLookup(ring, psn);
   }
 
   private consAheadAnomaly(w: SmcDir, conn: SmcConn): void {
