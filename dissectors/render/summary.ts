@@ -7,6 +7,7 @@ import type { Tracker } from '../tracker/tracker.js';
 import type { LgEvent, Link, SmcConn, Step, TcpConn } from '../tracker/model.js';
 import { diagnose, type Diagnosis } from '../tracker/diagnosis.js';
 import { typeHistory } from '../tracker/lgtype.js';
+import { GroupState } from '../tracker/group.js';
 import { streamTable, visible, wrap, type Column } from './table.js';
 import { diagnosisSelected, selectState, type Selection } from './select.js';
 import type { LinkGroup } from '../tracker/model.js';
@@ -73,12 +74,15 @@ function connSteps(c: TcpConn): Step[] {
 function eventOrder(groups: readonly LinkGroup[]): { count: number; at(i: number): LgEvent } {
   const frame: number[] = [], where: number[] = [];
   for (let gi = 0; gi < groups.length; gi++) {
-    const g = groups[gi]!, es = g.events;
-    for (let ei = 0; ei < es.length; ei++) {
-      const e = es[ei]!;
-      if (e.what === 'link-added' && e.frame === g.firstFrame) continue;
-      frame.push(e.frame); where.push(gi, ei);
-    }
+    const g = groups[gi]!;
+    let ei = 0;
+    const each = (f: number, what: LgEvent['what']): void => {
+      if (what !== 'link-added' || f !== g.firstFrame) { frame.push(f); where.push(gi, ei); }
+      ei++;
+    };
+    // the tracker's groups tell frames without making their events
+    if (g instanceof GroupState) g.forEachEvent(each);
+    else for (const e of g.events) each(e.frame, e.what);
   }
   const order = new Uint32Array(frame.length);
   for (let i = 0; i < order.length; i++) order[i] = i;

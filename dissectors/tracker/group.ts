@@ -66,6 +66,19 @@ export class GroupState implements LinkGroup {
     return out;
   }
 
+  /** Each event's frame and what happened, in order (the sentence, the time and the link's
+   *  name are not made). */
+  forEachEvent(f: (frame: number, what: LgEvent['what']) => void): void {
+    const s = this.log;
+    let j = 0;
+    for (let i = 0; i < s.length; i += STEP) {
+      const kind = KINDS[(s[i + 2]! % 16) >> 1]!;
+      if (kind === 'other') { const x = this.extra[j++]!; if (!isType(x)) f((x as LgEvent).frame, (x as LgEvent).what); continue; }
+      if (kind === 'add-link') j++;
+      if (kind !== 'type') f(s[i]!, kind === 'confirmed' ? 'link-confirmed' : kind === 'rejected' ? 'link-rejected' : 'link-added');
+    }
+  }
+
   /** The group's type over time (the server side's view). */
   get types(): TypeStep[] {
     const out: TypeStep[] = [];
