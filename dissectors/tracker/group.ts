@@ -34,16 +34,39 @@ type TypeStep = { type: LgType; frame: number; tsNs: bigint };
 /** What a step could not say in numbers: the model's objects, and ADD LINK's GIDs. */
 type Extra = LgEvent | TypeStep | string;
 
+/** What a first contact's CLC (and the first CONFIRM LINK) said about the two peers: the same
+ *  for every group between the same two hosts, so kept once (`hello`) rather than as nine fields
+ *  of each group. */
+interface Hello {
+  readonly clientPeer: string | undefined;
+  readonly serverPeer: string | undefined;
+  readonly clientHost: string | undefined;
+  readonly serverHost: string | undefined;
+  readonly version: number | undefined;
+  readonly release: number | undefined;
+  readonly ueid: string | undefined;
+  readonly maxLinks: number | undefined;
+  readonly maxConns: number | undefined;
+}
+const NO_HELLO: Hello = Object.freeze({
+  clientPeer: undefined, serverPeer: undefined, clientHost: undefined, serverHost: undefined, version: undefined, release: undefined,
+  ueid: undefined, maxLinks: undefined, maxConns: undefined,
+});
+/** One record per distinct Hello (bounded: starts over when full). */
+const hellos = new Map<string, Hello>();
+function hello(h: Hello): Hello {
+  const key = `${h.clientPeer}|${h.serverPeer}|${h.clientHost}|${h.serverHost}|${h.version}|${h.release}|${h.ueid}|${h.maxLinks}|${h.maxConns}`;
+  let v = hellos.get(key);
+  if (v === undefined) {
+    if (hellos.size >= 4096) hellos.clear();
+    v = Object.freeze({ ...h });
+    hellos.set(JSON.parse(JSON.stringify(key)) as string, v);
+  }
+  return v;
+}
+
 export class GroupState implements LinkGroup {
-  clientPeer: string | undefined = undefined;
-  serverPeer: string | undefined = undefined;
-  clientHost: string | undefined = undefined;
-  serverHost: string | undefined = undefined;
-  version: number | undefined = undefined;
-  release: number | undefined = undefined;
-  ueid: string | undefined = undefined;
-  maxLinks: number | undefined = undefined;
-  maxConns: number | undefined = undefined;
+  private hello: Hello = NO_HELLO;
   firstTcp: TcpConn | undefined = undefined;
   links: Link[] = none();
   conns: SmcConn[] = none();
@@ -54,6 +77,20 @@ export class GroupState implements LinkGroup {
   private extra: Extra[] = none();
 
   constructor(private readonly epoch: Epoch, readonly id: number, public complete: boolean, public firstFrame: number) {}
+
+  get clientPeer(): string | undefined { return this.hello.clientPeer; }
+  get serverPeer(): string | undefined { return this.hello.serverPeer; }
+  get clientHost(): string | undefined { return this.hello.clientHost; }
+  get serverHost(): string | undefined { return this.hello.serverHost; }
+  get version(): number | undefined { return this.hello.version; }
+  get release(): number | undefined { return this.hello.release; }
+  get ueid(): string | undefined { return this.hello.ueid; }
+  get maxLinks(): number | undefined { return this.hello.maxLinks; }
+  set maxLinks(v: number | undefined) { this.said({ maxLinks: v }); }
+  get maxConns(): number | undefined { return this.hello.maxConns; }
+  set maxConns(v: number | undefined) { this.said({ maxConns: v }); }
+  /** The peers said these (a first contact's CLC, a CONFIRM LINK's limits). */
+  said(h: Partial<Hello>): void { this.hello = hello({ ...this.hello, ...h }); }
 
   /** What happened to the group's links, in capture order. */
   get events(): LgEvent[] {

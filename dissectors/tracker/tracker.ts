@@ -349,10 +349,10 @@ export class Tracker {
     if (acc.firstContact) {
       lg = this.newGroup(d.n, true);
       lg.firstTcp = c;
-      lg.clientPeer = client.peerId; lg.serverPeer = server.peerId;
-      lg.clientHost = internMaybe(conf.r.fce?.hostname); lg.serverHost = internMaybe(acc.r.fce?.hostname);
-      lg.version = acc.version; lg.release = acc.r.fce?.release; lg.ueid = internMaybe(acc.r.eid);
-      lg.maxLinks = acc.r.fce?.maxLinks; lg.maxConns = acc.r.fce?.maxConns;
+      (lg as GroupState).said({
+        clientPeer: client.peerId, serverPeer: server.peerId, clientHost: internMaybe(conf.r.fce?.hostname), serverHost: internMaybe(acc.r.fce?.hostname),
+        version: acc.version, release: acc.r.fce?.release, ueid: internMaybe(acc.r.eid), maxLinks: acc.r.fce?.maxLinks, maxConns: acc.r.fce?.maxConns,
+      });
       link = this.newLink(lg, [
         { gid: client.gid, qpn: client.qpn, mac: client.mac, psn: client.psn },
         { gid: server.gid, qpn: server.qpn, mac: server.mac, psn: server.psn },
@@ -508,7 +508,7 @@ export class Tracker {
   // Link groups and links
   // ---------------------------------------------------------------------------------------
 
-  private newGroup(frame: number, complete: boolean): LinkGroup {
+  private newGroup(frame: number, complete: boolean): GroupState {
     const lg = new GroupState(this.epoch, ++this.lgSerial, complete, frame);
     this.groups.push(lg);
     return lg;
@@ -940,8 +940,7 @@ export class Tracker {
           if (link.state === 'unknown') link.state = 'confirming';
           for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) if (this.awaitingConfirmLink[i]!.lg === lg) this.awaitingConfirmLink.splice(i, 1);
         }
-        lg.maxLinks ??= m.maxLinks;
-        lg.maxConns ??= m.maxConns;
+        if (lg.maxLinks === undefined || lg.maxConns === undefined) (lg as GroupState).said({ maxLinks: lg.maxLinks ?? m.maxLinks, maxConns: lg.maxConns ?? m.maxConns });
         break;
       case 'add_link': {
         if (m.rejected) {
