@@ -2,9 +2,9 @@
 // the tracker keeps every group for the whole capture, and a group whose connection has it to
 // itself (one link group per connection) spent more on its history than on anything else: an
 // event object, its BigInt time and a copy of its link's name per event (about 140 bytes
-// each, four per group), a type record of 128 bytes. Here a step of the history is four numbers
-// in one list of doubles: its frame, its time in ns since the capture's first frame, a code
-// (what, who, the link's id) and one number (a connection, a QP, a type); the link's name and
+// each, four per group), a type record of 128 bytes. Here a step of the history is three numbers
+// in one list of doubles: its frame, its time in ns since the capture's first frame, and a code
+// (what, who, the link's id) with one number (a connection, a QP, a type); the link's name and
 // the sentence are made when read. What does not fit (a sentence of its own, a time not exact
 // as a double, a name that is not the group's usual one) is kept as the model's object in a
 // side list, in order, with the GIDs the ADD LINK sentences name. Reads give the model's
@@ -25,8 +25,10 @@ export type Sentence =
 type Kind = Sentence['kind'] | 'type' | 'other';
 const KINDS: readonly Kind[] = ['first-link', 'confirmed', 'add-link', 'rejected', 'type', 'other'];
 const TYPES: readonly LgType[] = ['NONE', 'SINGLE', 'SYMMETRIC', 'ASYMMETRIC_LOCAL', 'ASYMMETRIC_PEER'];
-/** Numbers per step: frame, time, code, value. */
-const STEP = 4;
+/** Numbers per step: frame, time, code and value. */
+const STEP = 3;
+/** The code and the value share the third number: code * VALUE + value (exact: codes < 2^13). */
+const VALUE = 0x100000000;
 /** Up to this many numbers the list is copied to its exact size on each step. */
 const EXACT = 8 * STEP;
 
@@ -71,8 +73,8 @@ export class GroupState implements LinkGroup {
   links: Link[] = none();
   conns: SmcConn[] = none();
   state: LinkGroup['state'] = 'active';
-  /** frame, time since the epoch, code (kind * 2 + by-server, plus the link's id * 16 or a
-   *  provisional name's number * 32 + 16), value; per step, in capture order. */
+  /** frame, time since the epoch, code * VALUE + value (code: kind * 2 + by-server, plus the
+   *  link's id * 32 or a provisional name's number * 32 + 16); per step, in capture order. */
   private log: number[] = none();
   private extra: Extra[] = none();
 
@@ -109,7 +111,7 @@ export class GroupState implements LinkGroup {
     const s = this.log;
     let j = 0;
     for (let i = 0; i < s.length; i += STEP) {
-      const kind = KINDS[(s[i + 2]! % 16) >> 1]!;
+      const kind = KINDS[(codeOf(s[i + 2]!) % 16) >> 1]!;
       if (kind === 'other') { const x = this.extra[j++]!; if (!isType(x)) f((x as LgEvent).frame, (x as LgEvent).what); continue; }
       if (kind === 'add-link') j++;
       if (kind !== 'type') f(s[i]!, kind === 'confirmed' ? 'link-confirmed' : kind === 'rejected' ? 'link-rejected' : 'link-added');
@@ -130,9 +132,9 @@ export class GroupState implements LinkGroup {
   lastType(): LgType | undefined {
     let extra = this.extra.length;
     for (let i = this.log.length - STEP; i >= 0; i -= STEP) {
-      const kind = KINDS[this.log[i + 2]! % 16 >> 1]!;
+      const kind = KINDS[codeOf(this.log[i + 2]!) % 16 >> 1]!;
       if (kind === 'other' || kind === 'add-link') extra--;
-      if (kind === 'type') return TYPES[this.log[i + 3]!];
+      if (kind === 'type') return TYPES[this.log[i + 2]! % VALUE];
       if (kind === 'other' && isType(this.extra[extra]!)) return (this.extra[extra] as TypeStep).type;
     }
     return undefined;
@@ -152,7 +154,7 @@ export class GroupState implements LinkGroup {
     const t = this.rel(tsNs);
     const lc = this.linkCode(name);
     const n = said.kind === 'first-link' ? said.conn : said.kind === 'add-link' ? said.qpn : said.kind === 'rejected' ? said.linkId : 0;
-    if (t === undefined || lc < 0) {
+    if (t === undefined || lc < 0 || !(Number.isInteger(n) && n >= 0 && n < VALUE)) {
       const what = said.kind === 'confirmed' ? 'link-confirmed' : said.kind === 'rejected' ? 'link-rejected' : 'link-added';
       this.other({ frame, tsNs, what, link: name, by, text: sentence(said.kind, name, by, n, said.kind === 'add-link' ? said.gid : '') }, frame);
       return;
@@ -161,13 +163,14 @@ export class GroupState implements LinkGroup {
     this.step(frame, t, lc * 16 + KINDS.indexOf(said.kind) * 2 + (by === 'server' ? 1 : 0), n);
   }
 
-  /** `name` as a code (id * 2, or a provisional name's number * 2 + 1), or -1 when it is not
-   *  one of this group's usual names. */
+  /** `name` as a code (id * 2, or a provisional name's number * 2 + 1; numbers up to 9999, so
+   *  that code and value stay exact in one double), or -1 when it is not one of this group's
+   *  usual names. */
   private linkCode(name: string): number {
     const p = `LG${this.id}/`;
     if (!name.startsWith(p)) return -1;
     const rest = name.slice(p.length), num = rest.slice(1);
-    if ((rest[0] !== 'L' && rest[0] !== '#') || !/^(0|[1-9][0-9]{0,5})$/.test(num)) return -1;
+    if ((rest[0] !== 'L' && rest[0] !== '#') || !/^(0|[1-9][0-9]{0,3})$/.test(num)) return -1;
     return Number(num) * 2 + (rest[0] === '#' ? 1 : 0);
   }
 
@@ -188,11 +191,11 @@ export class GroupState implements LinkGroup {
 
   private step(frame: number, t: number, code: number, n: number): void {
     const s = this.log;
-    if (s.length >= EXACT) { s.push(frame, t, code, n); return; }
+    if (s.length >= EXACT) { s.push(frame, t, code * VALUE + n); return; }
     // exact size; numbers only make it an array of unboxed doubles
     const out = new Array<number>(s.length + STEP);
     for (let i = 0; i < s.length; i++) out[i] = s[i]!;
-    out[s.length] = frame; out[s.length + 1] = t; out[s.length + 2] = code; out[s.length + 3] = n;
+    out[s.length] = frame; out[s.length + 1] = t; out[s.length + 2] = code * VALUE + n;
     this.log = out;
   }
 
@@ -202,13 +205,15 @@ export class GroupState implements LinkGroup {
     const s = this.log;
     let j = 0;
     for (let i = 0; i < s.length; i += STEP) {
-      const code = s[i + 2]!, kind = KINDS[(code % 16) >> 1]!;
+      const code = codeOf(s[i + 2]!), kind = KINDS[(code % 16) >> 1]!;
       const x = kind === 'other' || kind === 'add-link' ? this.extra[j++] : undefined;
       if (kind === 'other') { f(kind, s[i]!, 0n, 'client', '', 0, x); continue; }
-      f(kind, s[i]!, this.epoch.base + BigInt(s[i + 1]!), (code & 1) === 1 ? 'server' : 'client', this.linkName(Math.floor(code / 16)), s[i + 3]!, x);
+      f(kind, s[i]!, this.epoch.base + BigInt(s[i + 1]!), (code & 1) === 1 ? 'server' : 'client', this.linkName(Math.floor(code / 16)), s[i + 2]! % VALUE, x);
     }
   }
 }
+
+function codeOf(v: number): number { return Math.floor(v / VALUE); }
 
 function isType(x: Extra): x is TypeStep {
   return typeof x === 'object' && 'type' in x;
