@@ -1254,7 +1254,7 @@ function cachedGid(ip: string): string {
  *  (`endOfQp`). A host (GID) has a few QPs: its one link itself, then a short list per GID
  *  (a Map per GID took 600 bytes each for 100 000 hosts; a slot object per QP 96 bytes each for
  *  130 000 QPs of hosts with one link each); a busy GID switches to a Map. */
-class QpIndex {
+export class QpIndex {
   private readonly m = new Map<string, LinkState | LinkState[] | Map<number, LinkState>>();
   get(gid: string, qpn: number): LinkState | undefined {
     const q = this.m.get(gid);
@@ -1280,11 +1280,17 @@ class QpIndex {
       this.m.set(gid, big);
     }
   }
+  /** The link of QP (`gid`, `qpn`) leaves the index with its QPs on `gid` (the tracker drops a
+   *  link's QPs together: a folded phantom or a rejected ADD LINK's link). */
   delete(gid: string, qpn: number): void {
     const q = this.m.get(gid);
-    if (q instanceof Map) q.delete(qpn);
-    else if (Array.isArray(q)) { const i = q.findIndex((x) => hasQp(x, gid, qpn)); if (i >= 0) q.splice(i, 1); }
-    else if (q && hasQp(q, gid, qpn)) this.m.delete(gid);
+    if (q instanceof Map) {
+      const l = q.get(qpn);
+      if (l !== undefined) for (const [k, v] of q) if (v === l) q.delete(k);
+    } else if (Array.isArray(q)) {
+      const l = q.find((x) => hasQp(x, gid, qpn));
+      if (l !== undefined) this.m.set(gid, q.filter((x) => x !== l));
+    } else if (q && hasQp(q, gid, qpn)) this.m.delete(gid);
   }
 }
 
