@@ -1289,7 +1289,11 @@ export class QpIndex {
       if (l !== undefined) for (const [k, v] of q) if (v === l) q.delete(k);
     } else if (Array.isArray(q)) {
       const l = q.find((x) => hasQp(x, gid, qpn));
-      if (l !== undefined) this.m.set(gid, q.filter((x) => x !== l));
+      if (l === undefined) return;
+      // back to no list when one link is left (a group whose ADD LINK was rejected)
+      const rest = q.filter((x) => x !== l);
+      if (rest.length === 0) this.m.delete(gid);
+      else this.m.set(gid, rest.length === 1 ? rest[0]! : rest);
     } else if (q && hasQp(q, gid, qpn)) this.m.delete(gid);
   }
 }
