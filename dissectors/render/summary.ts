@@ -70,36 +70,43 @@ function connSteps(c: TcpConn): Step[] {
 /** The groups' events (but the first link's, shown with the group) in frame order, equal frames
  *  in group and event order; the `i`th made when read. A group's events are made from its
  *  packed history on each read (tracker/group.ts), so the order is kept as numbers (frame, group,
- *  event: 24 bytes per event) and the lists of the few groups being printed are cached. */
+ *  event, position: 20 bytes per event) and the lists of the few groups being printed are cached. */
 function eventOrder(groups: readonly LinkGroup[]): { count: number; at(i: number): LgEvent } {
-  const frame: number[] = [], where: number[] = [];
-  for (let gi = 0; gi < groups.length; gi++) {
-    const g = groups[gi]!;
-    let ei = 0;
-    const each = (f: number, what: LgEvent['what']): void => {
-      if (what !== 'link-added' || f !== g.firstFrame) { frame.push(f); where.push(gi, ei); }
-      ei++;
-    };
-    // the tracker's groups tell frames without making their events
-    if (g instanceof GroupState) g.forEachEvent(each);
-    else for (const e of g.events) each(e.frame, e.what);
-  }
-  const order = new Uint32Array(frame.length);
-  for (let i = 0; i < order.length; i++) order[i] = i;
+  // counted first, then kept in arrays of their exact size (no growing lists left behind)
+  const scan = (f: (gi: number, ei: number, frame: number) => void): void => {
+    for (let gi = 0; gi < groups.length; gi++) {
+      const g = groups[gi]!;
+      let ei = 0;
+      const each = (fr: number, what: LgEvent['what']): void => {
+        if (what !== 'link-added' || fr !== g.firstFrame) f(gi, ei, fr);
+        ei++;
+      };
+      // the tracker's groups tell frames without making their events
+      if (g instanceof GroupState) g.forEachEvent(each);
+      else for (const e of g.events) each(e.frame, e.what);
+    }
+  };
+  let count = 0;
+  scan(() => { count++; });
+  const frame = new Float64Array(count), group = new Uint32Array(count), event = new Uint32Array(count);
+  let k = 0;
+  scan((gi, ei, fr) => { frame[k] = fr; group[k] = gi; event[k] = ei; k++; });
+  const order = new Uint32Array(count);
+  for (let i = 0; i < count; i++) order[i] = i;
   // positions are in group and event order: ties keep it
   order.sort((a, b) => frame[a]! - frame[b]! || a - b);
   const cache = new Map<number, LgEvent[]>();
   return {
-    count: order.length,
+    count,
     at(i: number): LgEvent {
-      const k = order[i]!, gi = where[k * 2]!;
+      const j = order[i]!, gi = group[j]!;
       let es = cache.get(gi);
       if (es === undefined) {
         if (cache.size >= 64) cache.clear();
         es = groups[gi]!.events;
         cache.set(gi, es);
       }
-      return es[where[k * 2 + 1]!]!;
+      return es[event[j]!]!;
     },
   };
 }
