@@ -271,7 +271,9 @@ class Dump {
     this.lineOpts = { chalk: this.chalk, time: '', link: undefined, seq: undefined, number: o.number !== false };
     this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
     this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg && !o.report;
-    if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? lazy.follow!.parseFollow(o.follow) : {}), filtered: liveFilter, compact });
+    // reuseNote: one note object refilled per frame; only where nothing keeps a note past its
+    // frame (the follow/report/ladder/state consumers are outside compact mode)
+    if ((o.track || this.report || o.report) && !this.recordOnly) this.tracker = new Tracker({ ...(o.follow !== undefined ? lazy.follow!.parseFollow(o.follow) : {}), filtered: liveFilter, compact, reuseNote: compact });
     if (o.ladder || o.ladderSvg) this.ladder = new lazy.ladder!.Ladder();
     this.select = lazy.select?.parseSelection(o);
     if (this.select && !this.tracker) throw new CliError('--conn, --lg and --link need correlation: drop --no-track');

@@ -4,9 +4,10 @@
 
 import type { ChalkInstance } from 'chalk';
 import type { Tracker } from '../tracker/tracker.js';
-import type { Link, SmcConn, Step, TcpConn } from '../tracker/model.js';
+import type { LgEvent, Link, SmcConn, Step, TcpConn } from '../tracker/model.js';
 import { diagnose, type Diagnosis } from '../tracker/diagnosis.js';
 import { typeHistory } from '../tracker/lgtype.js';
+import { GroupState } from '../tracker/group.js';
 import { streamTable, visible, wrap, type Column } from './table.js';
 import { diagnosisSelected, selectState, type Selection } from './select.js';
 import type { LinkGroup } from '../tracker/model.js';
@@ -64,6 +65,50 @@ function connSteps(c: TcpConn): Step[] {
   const s = [...c.steps];
   if (c.smc?.firstData) s.push(c.smc.firstData);
   return s.sort((a, b) => (a.tsNs < b.tsNs ? -1 : a.tsNs > b.tsNs ? 1 : a.frame - b.frame));
+}
+
+/** The groups' events (but the first link's, shown with the group) in frame order, equal frames
+ *  in group and event order; the `i`th made when read. A group's events are made from its
+ *  packed history on each read (tracker/group.ts), so the order is kept as numbers (frame, group,
+ *  event, position: 20 bytes per event) and the lists of the few groups being printed are cached. */
+function eventOrder(groups: readonly LinkGroup[]): { count: number; at(i: number): LgEvent } {
+  // counted first, then kept in arrays of their exact size (no growing lists left behind)
+  const scan = (f: (gi: number, ei: number, frame: number) => void): void => {
+    for (let gi = 0; gi < groups.length; gi++) {
+      const g = groups[gi]!;
+      let ei = 0;
+      const each = (fr: number, what: LgEvent['what']): void => {
+        if (what !== 'link-added' || fr !== g.firstFrame) f(gi, ei, fr);
+        ei++;
+      };
+      // the tracker's groups tell frames without making their events
+      if (g instanceof GroupState) g.forEachEvent(each);
+      else for (const e of g.events) each(e.frame, e.what);
+    }
+  };
+  let count = 0;
+  scan(() => { count++; });
+  const frame = new Float64Array(count), group = new Uint32Array(count), event = new Uint32Array(count);
+  let k = 0;
+  scan((gi, ei, fr) => { frame[k] = fr; group[k] = gi; event[k] = ei; k++; });
+  const order = new Uint32Array(count);
+  for (let i = 0; i < count; i++) order[i] = i;
+  // positions are in group and event order: ties keep it
+  order.sort((a, b) => frame[a]! - frame[b]! || a - b);
+  const cache = new Map<number, LgEvent[]>();
+  return {
+    count,
+    at(i: number): LgEvent {
+      const j = order[i]!, gi = group[j]!;
+      let es = cache.get(gi);
+      if (es === undefined) {
+        if (cache.size >= 64) cache.clear();
+        es = groups[gi]!.events;
+        cache.set(gi, es);
+      }
+      return es[event[j]!]!;
+    },
+  };
 }
 
 /** At full width the GID, QPN and MAC; fitted to a terminal "10.55.0.1 qp 0x11" (an
@@ -185,14 +230,12 @@ export function writeSummary(t: Tracker, c: ChalkInstance, opts: SummaryOptions,
     if (t.otherRoce.size > o.maxRows) put(c.dim(`  … ${t.otherRoce.size - o.maxRows} more (--json lists all)`));
   }
 
-  const events: { frame: number; what: string; text: string }[] = [];
-  for (const g of V.groups) for (const e of g.events) if (e.what !== 'link-added' || e.frame !== g.firstFrame) events.push(e);
-  if (events.length > 0) {
+  const ev = eventOrder(V.groups);
+  if (ev.count > 0) {
     put(''); put(c.bold('Link group events'));
-    events.sort((a, b) => a.frame - b.frame);
-    const shown = events.length > o.maxRows ? o.maxRows : events.length;
-    for (let i = 0; i < shown; i++) { const e = events[i]!; put(`  #${e.frame} ${e.what.padEnd(16)} ${e.text}`); }
-    if (events.length > shown) put(c.dim(`  … ${events.length - shown} more (--json lists all)`));
+    const shown = ev.count > o.maxRows ? o.maxRows : ev.count;
+    for (let i = 0; i < shown; i++) { const e = ev.at(i); put(`  #${e.frame} ${e.what.padEnd(16)} ${e.text}`); }
+    if (ev.count > shown) put(c.dim(`  … ${ev.count - shown} more (--json lists all)`));
   }
 
   if (!wrong && diag.length > 0) { put(''); lines(renderDiagnosis(diag, c, o)); }

@@ -10,7 +10,7 @@
 // bytes of each link when every connection has its own link group.
 
 import type { Link, LinkGroup, LinkSent, QpEnd, RetxStats, WriteCont } from './model.js';
-import type { PsnRuns } from './psnruns.js';
+import { PsnRuns, type PsnRing } from './psnruns.js';
 
 type Stamp = { frame: number; tsNs: bigint };
 type Unclaimed = { rkey: number; va: bigint };
@@ -45,16 +45,46 @@ export class LinkState implements Link {
   private by1 = 0;
   private wr0: WriteCont | undefined = undefined;
   private wr1: WriteCont | undefined = undefined;
-  private pr0: PsnRuns | undefined = undefined;
-  private pr1: PsnRuns | undefined = undefined;
+  /** PSN rings per direction (-1: none yet). */
+  private pr0: PsnRing = -1;
+  private pr1: PsnRing = -1;
   /** Last frame from each end (-1: none yet) and its time. */
   private lf0 = -1;
   private lf1 = -1;
   private lt0 = 0n;
   private lt1 = 0n;
 
-  constructor(public lg: LinkGroup, public name: string, readonly serial: number, readonly ends: [QpEnd, QpEnd],
-    public mtu: number, public state: Link['state'], public firstFrame: number, public sent: [LinkSent, LinkSent]) {}
+  // the two ends' QPs (GID, QPN, MAC, first PSN) as fields: two objects and an array were
+  // 288 bytes of each link
+  private g0: string;
+  private g1: string;
+  private q0: number | undefined;
+  private q1: number | undefined;
+  private m0: string | undefined;
+  private m1: string | undefined;
+  private p0: number | undefined;
+  private p1: number | undefined;
+
+  constructor(public lg: LinkGroup, public name: string, readonly serial: number, ends: [QpEnd, QpEnd],
+    public mtu: number, public state: Link['state'], public firstFrame: number, public sent: [LinkSent, LinkSent]) {
+    const [a, b] = ends;
+    this.g0 = a.gid; this.q0 = a.qpn; this.m0 = a.mac; this.p0 = a.psn;
+    this.g1 = b.gid; this.q1 = b.qpn; this.m1 = b.mac; this.p1 = b.psn;
+  }
+
+  /** ends[0] = client side, ends[1] = server side, as the model's objects (made on each read;
+   *  change them with setEnd / setQpn). */
+  get ends(): [QpEnd, QpEnd] { return [this.end(0), this.end(1)]; }
+  /** End `i` as the model's object (its keys in the order the tracker always gave them). */
+  end(i: 0 | 1): QpEnd {
+    return i === 0 ? { gid: this.g0, qpn: this.q0, mac: this.m0, psn: this.p0 } : { gid: this.g1, qpn: this.q1, mac: this.m1, psn: this.p1 };
+  }
+  gidOf(i: 0 | 1): string { return i === 0 ? this.g0 : this.g1; }
+  qpnOf(i: 0 | 1): number | undefined { return i === 0 ? this.q0 : this.q1; }
+  setEnd(i: 0 | 1, e: QpEnd): void {
+    if (i === 0) { this.g0 = e.gid; this.q0 = e.qpn; this.m0 = e.mac; this.p0 = e.psn; } else { this.g1 = e.gid; this.q1 = e.qpn; this.m1 = e.mac; this.p1 = e.psn; }
+  }
+  setQpn(i: 0 | 1, qpn: number): void { if (i === 0) this.q0 = qpn; else this.q1 = qpn; }
 
   /** The side object, made now if missing (only when a rare field is set). */
   private get rare(): Rare { return this.r ??= new Rare(); }
@@ -83,7 +113,9 @@ export class LinkState implements Link {
   get packets(): [number, number] { return [this.pk0, this.pk1]; }
   get bytes(): [number, number] { return [this.by0, this.by1]; }
   get write(): [WriteCont | undefined, WriteCont | undefined] { return [this.wr0, this.wr1]; }
-  get psnConn(): [PsnRuns | undefined, PsnRuns | undefined] { return [this.pr0, this.pr1]; }
+  get psnConn(): [PsnRuns | undefined, PsnRuns | undefined] {
+    return [this.pr0 < 0 ? undefined : new PsnRuns(this.pr0), this.pr1 < 0 ? undefined : new PsnRuns(this.pr1)];
+  }
   get retx(): [RetxStats | undefined, RetxStats | undefined] { return [this.r?.rx0, this.r?.rx1]; }
   get unclaimed(): [Unclaimed | undefined, Unclaimed | undefined] { return [this.r?.un0, this.r?.un1]; }
   get lastFrom(): [Stamp | undefined, Stamp | undefined] { return [this.lastFromOf(0), this.lastFromOf(1)]; }
@@ -97,8 +129,9 @@ export class LinkState implements Link {
   }
   writeOf(dir: 0 | 1): WriteCont | undefined { return dir === 0 ? this.wr0 : this.wr1; }
   setWrite(dir: 0 | 1, w: WriteCont | undefined): void { if (dir === 0) this.wr0 = w; else this.wr1 = w; }
-  psnRunsOf(dir: 0 | 1): PsnRuns | undefined { return dir === 0 ? this.pr0 : this.pr1; }
-  setPsnRuns(dir: 0 | 1, r: PsnRuns): void { if (dir === 0) this.pr0 = r; else this.pr1 = r; }
+  /** The PSN ring of direction `dir` (-1: none yet). */
+  psnRingOf(dir: 0 | 1): PsnRing { return dir === 0 ? this.pr0 : this.pr1; }
+  setPsnRing(dir: 0 | 1, r: PsnRing): void { if (dir === 0) this.pr0 = r; else this.pr1 = r; }
   retxOf(dir: 0 | 1): RetxStats | undefined { return dir === 0 ? this.r?.rx0 : this.r?.rx1; }
   setRetx(dir: 0 | 1, s: RetxStats): void { if (dir === 0) this.rare.rx0 = s; else this.rare.rx1 = s; }
   unclaimedOf(dir: 0 | 1): Unclaimed | undefined { return dir === 0 ? this.r?.un0 : this.r?.un1; }

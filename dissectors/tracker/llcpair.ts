@@ -34,9 +34,17 @@ interface EarlyResponse { lg: LinkGroup; from: 0 | 1; kind: LlcKind; tsNs: bigin
 
 export interface Unanswered { req: LlcRequest; overdue: boolean }
 
+/** What expire() returns when nothing expired (never changed). */
+const NONE_EXPIRED: Unanswered[] = Object.freeze([]) as unknown as Unanswered[];
+/** Later than any capture's time: nothing is due. */
+const NEVER = 1n << 80n;
+
 export class LlcPairing {
   private readonly pending: LlcRequest[] = [];
   private readonly early: EarlyResponse[] = [];
+  /** Nothing expires up to this time (no list and no BigInt arithmetic per frame until then);
+   *  may be earlier than the first real deadline (answered requests are not taken out of it). */
+  private due = NEVER;
   /** Requests answered before they were seen (reordered capture), for tests and the summary. */
   reordered = 0;
 
@@ -56,13 +64,17 @@ export class LlcPairing {
       if (j >= 0) { this.pending.splice(j, 1); return; }
     }
     this.pending.push(r);
+    this.dueBy(r.tsNs + LLC_TIMEOUT_NS);
   }
+
+  private dueBy(t: bigint): void { if (t < this.due) this.due = t; }
 
   /** A response (or an answering request) from `from`; returns the request it answers. */
   answer(lg: LinkGroup, from: 0 | 1, kind: LlcKind, tsNs: bigint): LlcRequest | undefined {
     const i = this.pending.findIndex((p) => p.lg === lg && p.from !== from && answers(kind, p.kind));
     if (i >= 0) return this.pending.splice(i, 1)[0];
     this.early.push({ lg, from, kind, tsNs });
+    this.dueBy(tsNs + REORDER_NS);
     if (this.early.length > 64) this.early.shift();
     return undefined;
   }
@@ -72,19 +84,28 @@ export class LlcPairing {
     const i = this.pending.findIndex((p) => p.lg === lg && p.from !== from && p.kind === 'request_add_link');
     if (i >= 0) return this.pending.splice(i, 1)[0];
     this.early.push({ lg, from, kind: 'add_link', tsNs });
+    this.dueBy(tsNs + REORDER_NS);
     return undefined;
   }
 
   /** Requests whose timeout elapsed by `now`, or (final) every request still open. */
   expire(now: bigint, final: boolean): Unanswered[] {
+    if (!final && now <= this.due) return NONE_EXPIRED;
     const out: Unanswered[] = [];
-    for (let i = this.early.length - 1; i >= 0; i--) if (now - this.early[i]!.tsNs > REORDER_NS) this.early.splice(i, 1);
+    let due = NEVER;
+    for (let i = this.early.length - 1; i >= 0; i--) {
+      const t = this.early[i]!.tsNs + REORDER_NS;
+      if (now > t) this.early.splice(i, 1);
+      else if (t < due) due = t;
+    }
     for (let i = 0; i < this.pending.length;) {
       const p = this.pending[i]!;
-      const overdue = now - p.tsNs > LLC_TIMEOUT_NS;
-      if (overdue || final) { this.pending.splice(i, 1); out.push({ req: p, overdue }); } else i++;
+      const t = p.tsNs + LLC_TIMEOUT_NS;
+      const overdue = now > t;
+      if (overdue || final) { this.pending.splice(i, 1); out.push({ req: p, overdue }); } else { i++; if (t < due) due = t; }
     }
-    return out;
+    this.due = due;
+    return out.length === 0 ? NONE_EXPIRED : out;
   }
 
   /** Drop the requests of a group that ended (nobody answers on a terminated group). */

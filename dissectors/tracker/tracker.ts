@@ -24,7 +24,7 @@ import type {
   Anomaly, FrameNote, Link, LinkGroup, LinkSent, LlcQp, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
 } from './model.js';
 import { RingStream } from './stream.js';
-import { PsnRuns } from './psnruns.js';
+import { newPsnRing, psnLookup, psnRecord } from './psnruns.js';
 import { LlcPairing, type LlcRequest } from './llcpair.js';
 import { lgEvent, lgEventSaid, noteType } from './lgtype.js';
 import { flat, intern, internMaybe } from './intern.js';
@@ -34,6 +34,7 @@ import { TcpState, type Epoch } from './tcpconn.js';
 import { SmcState } from './smcconn.js';
 import { LinkState } from './link.js';
 import { ConnIndex } from './connindex.js';
+import { GroupState } from './group.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -47,6 +48,9 @@ export interface TrackerOptions {
    *  `lastConsMove`) and what each end sent on a link (`Link.sent`, read only by the state
    *  comparison) are not kept. Output is the same either way. */
   compact?: boolean;
+  /** feed() returns one note object, reset for every frame (nothing allocated per frame): the
+   *  caller reads it before the next feed() and keeps no reference (smcdump's replay). */
+  reuseNote?: boolean;
 }
 
 /** After a first-contact Confirm the server must start CONFIRM LINK (Linux waits 5 s as client). */
@@ -61,6 +65,23 @@ const NO_ANOMALIES = Object.freeze([]) as unknown as Anomaly[];
 /** A Proposal without UEIDs (v1): one shared empty list. */
 const NO_UEIDS = Object.freeze([]) as unknown as string[];
 const EMPTY_NOTE: FrameNote = Object.freeze({ anomalies: NO_ANOMALIES }) as FrameNote;
+
+/** The note a tracker with `reuseNote` returns for every frame. Its fields are declared in the
+ *  order the tracker sets them on a fresh note (TCP: mode, connection; RoCE: link, retransmission,
+ *  connection, direction), so that its JSON (unset fields are left out) is the same text. */
+class ReusedNote implements FrameNote {
+  anomalies: Anomaly[] = NO_ANOMALIES;
+  tcpMode: FrameNote['tcpMode'] = undefined;
+  link: string | undefined = undefined;
+  retransmission: boolean | undefined = undefined;
+  conn: number | undefined = undefined;
+  dir: FrameNote['dir'] = undefined;
+  reset(): this {
+    this.anomalies = NO_ANOMALIES; this.tcpMode = undefined; this.link = undefined;
+    this.retransmission = undefined; this.conn = undefined; this.dir = undefined;
+    return this;
+  }
+}
 
 export const SIDE = ['client', 'server'] as const;
 
@@ -109,12 +130,14 @@ export class Tracker {
   /** RMBs learned from traffic (mid-stream groups), per writer direction of a connection. */
   private readonly learned = new Map<SmcDir, number>();
   /** First-contact connections whose CONFIRM LINK has not been seen yet. */
-  private readonly awaitingConfirmLink: { conn: TcpConn; lg: LinkGroup; frame: number; tsNs: bigint }[] = [];
+  private readonly awaitingConfirmLink: { conn: TcpConn; lg: LinkGroup; frame: number; tsNs: bigint; due: bigint }[] = [];
   private orphanIndex = 0;
   private linkSerial = 0;
   /** Link group ids: never reused, also after a phantom group was folded into a real one. */
   private lgSerial = 0;
   private note: FrameNote = EMPTY_NOTE;
+  /** The one note of a tracker with `reuseNote`. */
+  private readonly reused: ReusedNote | undefined;
   /** What the model's times are kept relative to: the first frame's time. */
   private readonly epoch: Epoch = { base: 0n };
   /** Where the connections' directions keep their numbers. */
@@ -122,6 +145,10 @@ export class Tracker {
   /** A cursor read out of a direction for the cursor rules (no object per CDC). */
   private readonly curA = { wrap: 0, count: 0 };
   private cur!: DecodedFrame;
+  /** Where a WRITE ONLY goes (filled per WRITE, never kept). */
+  private readonly onlyWrite: WriteCont = { conn: undefined as unknown as SmcConn, dir: 0, offset: 0 };
+  /** The end of the link linkOf() returned that the frame went to (no object per frame). */
+  private qpEnd: 0 | 1 = 0;
   /** The RC link of the last frame fed and its direction (sender end), for consumers that map
    *  the frame into other names (cli/statejoin.ts); no object per frame. */
   frameLink: Link | undefined;
@@ -132,6 +159,7 @@ export class Tracker {
 
   constructor(private readonly opts: TrackerOptions = {}) {
     this.gapSeverity = opts.filtered ? 'note' : 'warn';
+    this.reused = opts.reuseNote ? new ReusedNote() : undefined;
   }
 
   /** Feed one frame (capture order). Returns what the tracker knows about it. */
@@ -140,7 +168,7 @@ export class Tracker {
     if (this.firstTs === undefined) { this.firstTs = d.tsNs; this.epoch.base = d.tsNs; }
     this.lastTs = d.tsNs;
     this.cur = d;
-    this.note = { anomalies: NO_ANOMALIES };
+    this.note = this.reused !== undefined ? this.reused.reset() : { anomalies: NO_ANOMALIES };
     this.frameLink = undefined;
     this.checkTimeouts(d.tsNs, false);
     // Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
@@ -149,6 +177,7 @@ export class Tracker {
     if (d.tcp && d.ip) this.onTcp(d);
     else if (d.roce) this.onRoce(d);
     const n = this.note;
+    if (n === this.reused) return n;
     return n.anomalies.length === 0 && n.link === undefined && n.conn === undefined && n.tcpMode === undefined ? EMPTY_NOTE : n;
   }
 
@@ -177,7 +206,8 @@ export class Tracker {
 
   /** The link end of a QP (GID, QPN), if the capture showed it. */
   linkOfQp(gid: string, qpn: number): { link: LinkState; end: 0 | 1 } | undefined {
-    return this.qps.get(gid, qpn);
+    const link = this.qps.get(gid, qpn);
+    return link === undefined ? undefined : { link, end: endOfQp(link, gid, qpn) };
   }
 
   /** The connection whose RMB RDMA WRITEs with `rkey` on `link` in direction `dir` reach. */
@@ -319,10 +349,10 @@ export class Tracker {
     if (acc.firstContact) {
       lg = this.newGroup(d.n, true);
       lg.firstTcp = c;
-      lg.clientPeer = client.peerId; lg.serverPeer = server.peerId;
-      lg.clientHost = internMaybe(conf.r.fce?.hostname); lg.serverHost = internMaybe(acc.r.fce?.hostname);
-      lg.version = acc.version; lg.release = acc.r.fce?.release; lg.ueid = internMaybe(acc.r.eid);
-      lg.maxLinks = acc.r.fce?.maxLinks; lg.maxConns = acc.r.fce?.maxConns;
+      (lg as GroupState).said({
+        clientPeer: client.peerId, serverPeer: server.peerId, clientHost: internMaybe(conf.r.fce?.hostname), serverHost: internMaybe(acc.r.fce?.hostname),
+        version: acc.version, release: acc.r.fce?.release, ueid: internMaybe(acc.r.eid), maxLinks: acc.r.fce?.maxLinks, maxConns: acc.r.fce?.maxConns,
+      });
       link = this.newLink(lg, [
         { gid: client.gid, qpn: client.qpn, mac: client.mac, psn: client.psn },
         { gid: server.gid, qpn: server.qpn, mac: server.mac, psn: server.psn },
@@ -330,11 +360,10 @@ export class Tracker {
       link.setNextPsn(0, client.psn);
       link.setNextPsn(1, server.psn);
       lgEventSaid(lg, d.n, d.tsNs, link.name, 'server', { kind: 'first-link', conn: c.index });
-      this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs });
+      this.awaitingConfirmLink.push({ conn: c, lg, frame: d.n, tsNs: d.tsNs, due: d.tsNs + CONFIRM_LINK_TIMEOUT_NS });
     } else {
       // Subsequent contact: the link named by the server's QP (and the client's) already exists.
-      const e = this.qps.get(server.gid, server.qpn) ?? this.qps.get(client.gid, client.qpn);
-      link = e?.link;
+      link = this.qps.get(server.gid, server.qpn) ?? this.qps.get(client.gid, client.qpn);
       lg = link?.lg;
       if (!lg || !link) {
         lg = this.newGroup(d.n, false);
@@ -446,48 +475,66 @@ export class Tracker {
 
   /** `link` left its group and the QP index: no frame can reach it, nor its RMB entries. */
   private dropRmbs(link: LinkState): void {
-    for (const k of link.rmbKeys ?? []) {
+    const keys = link.rmbKeys ?? none<number>();
+    for (const k of keys) {
+      if (k < 0) continue;
       const e = this.rmbs.get(k);
       if (e) { e.ref.n--; this.rmbs.delete(k); }
     }
+    // entries made from a CLC record for this link's aliases: gone when they are the last entry
+    // of their RMB and the CLC's record says the same (no entry, object and map slot per group
+    // whose ADD LINK was rejected)
+    for (const m of keys) {
+      if (m >= 0) continue;
+      const k = -m - 1;
+      const e = this.rmbs.get(k);
+      if (e === undefined || e.ref.n !== 1 || e.learned) continue;
+      this.rmbs.delete(k);
+      const serial = Math.floor(k / 0x200000000), dir = (Math.floor(k / 0x100000000) % 2) as 0 | 1;
+      const onLink = this.linkBySerial(link.lg, serial);
+      const h = onLink !== undefined ? this.rmbAt(onLink, dir, k % 0x100000000) : undefined;
+      if (h === undefined || h.ref.conn !== e.ref.conn || h.ref.dir !== e.ref.dir || h.va !== e.va) this.rmbs.set(k, e);
+    }
     link.rmbKeys = undefined;
+  }
+
+  /** The link of `lg` with serial `serial`, if still in the group. */
+  private linkBySerial(lg: LinkGroup, serial: number): Link | undefined {
+    for (const l of lg.links) if (l.serial === serial) return l;
+    return undefined;
   }
 
   // ---------------------------------------------------------------------------------------
   // Link groups and links
   // ---------------------------------------------------------------------------------------
 
-  private newGroup(frame: number, complete: boolean): LinkGroup {
-    const lg: LinkGroup = {
-      id: ++this.lgSerial, complete, links: none(), conns: none(), state: 'active', firstFrame: frame, types: none(), events: none(),
-      clientPeer: undefined, serverPeer: undefined, clientHost: undefined, serverHost: undefined, version: undefined, release: undefined,
-      ueid: undefined, maxLinks: undefined, maxConns: undefined, firstTcp: undefined,
-    };
+  private newGroup(frame: number, complete: boolean): GroupState {
+    const lg = new GroupState(this.epoch, ++this.lgSerial, complete, frame);
     this.groups.push(lg);
     return lg;
   }
 
   private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): LinkState {
+    for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
     const link = new LinkState(lg, flat(`LG${lg.id}/#${lg.links.length + 1}`), ++this.linkSerial, ends, mtu, state, frame, this.opts.compact ? NO_SENT : [newSent(), newSent()]);
     lg.links = append(lg.links, link);
-    for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
-    for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link, e);
+    for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link);
     return link;
   }
 
   /** Register a QP for a link. A link learned from traffic before its announcement (capture
    *  began mid-flow, or frames reordered at the capture point) is a phantom: fold it in. */
-  private claimQp(gid: string, qpn: number, link: Link, end: 0 | 1): void {
+  private claimQp(gid: string, qpn: number, link: Link): void {
     const old = this.qps.get(gid, qpn);
-    if (old && old.link !== link && !old.link.lg.complete && old.link.smcMessages === 0) {
-      const p = old.link;
+    if (old && old !== link && !old.lg.complete && old.smcMessages === 0) {
+      const p = old;
       for (const i of [0, 1] as const) (link as LinkState).count(i, p.packets[i], p.bytes[i]);
       link.firstFrame = Math.min(link.firstFrame, p.firstFrame);
       p.lg.links = p.lg.links.filter((x) => x !== p);
-      for (const e of p.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn)?.link === p) this.qps.delete(e.gid, e.qpn);
+      for (const e of p.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn) === p) this.qps.delete(e.gid, e.qpn);
       if (p.lg.links.length === 0 && p.lg.conns.length === 0) this.dropGroup(p.lg);
     }
-    this.qps.set(gid, qpn, { link: link as LinkState, end });
+    this.qps.set(gid, qpn, link as LinkState);
   }
 
   private dropGroup(lg: LinkGroup): void {
@@ -512,19 +559,21 @@ export class Tracker {
   }
 
   /** Link of a RoCE frame from its destination; learns links mid-stream when unknown. */
-  private linkOf(srcGid: string, dstGid: string, dqpn: number, d: DecodedFrame): { link: LinkState; end: 0 | 1 } {
+  private linkOf(srcGid: string, dstGid: string, dqpn: number, d: DecodedFrame): LinkState {
     const hit = this.qps.get(dstGid, dqpn);
-    if (hit) return hit;
+    if (hit) { this.qpEnd = endOfQp(hit, dstGid, dqpn); return hit; }
     // Mid-stream: pair with a half-known link whose other end is this packet's destination.
     for (const lg of this.groups) {
       if (lg.complete) continue;
       for (const l of lg.links) {
         for (const e of [0, 1] as const) {
           const o = (1 - e) as 0 | 1;
-          if (l.ends[e].qpn === undefined && l.ends[e].gid === dstGid && l.ends[o].gid === srcGid) {
-            l.ends[e].qpn = dqpn;
-            this.qps.set(dstGid, dqpn, { link: l as LinkState, end: e });
-            return { link: l as LinkState, end: e };
+          const ls = l as LinkState;
+          if (ls.qpnOf(e) === undefined && ls.gidOf(e) === dstGid && ls.gidOf(o) === srcGid) {
+            ls.setQpn(e, dqpn);
+            this.qps.set(dstGid, dqpn, l as LinkState);
+            this.qpEnd = e;
+            return l as LinkState;
           }
         }
       }
@@ -533,7 +582,8 @@ export class Tracker {
     if (lg.links.length === 0) this.anomaly('note', 'track.midstream', `RoCE traffic ${srcGid} → ${dstGid} QP ${hexQp(dqpn)} without a captured handshake: link group learned from traffic, its sizes stay unknown`);
     // Which end is the "client"? Unknown mid-stream: keep the first destination as end 1.
     const link = this.newLink(lg, [{ gid: srcGid }, { gid: dstGid, qpn: dqpn }], 0, 'unknown', d.n);
-    return { link, end: 1 };
+    this.qpEnd = 1;
+    return link;
   }
 
   // ---------------------------------------------------------------------------------------
@@ -547,7 +597,7 @@ export class Tracker {
     const dstGid = r.grh ? r.grh.dgid : cachedGid(d.ip!.dst);
     const info = opcodeInfo(bth.opcode);
     if (info.transport !== 'RC') { this.onOtherRoce(srcGid, dstGid, bth.destQp, info.transport, r.ib.payload.length, d.n); return; }
-    const { link, end } = this.linkOf(srcGid, dstGid, bth.destQp, d);
+    const link = this.linkOf(srcGid, dstGid, bth.destQp, d), end = this.qpEnd;
     // `end` receives; the packet travels from the other end. Direction index = sender end:
     // 0 = client → server (received by end 1), 1 = server → client.
     const dir: 0 | 1 = end === 1 ? 0 : 1;
@@ -602,9 +652,9 @@ export class Tracker {
     }
     this.note.link = link.name; // CONFIRM LINK / ADD LINK may just have named the link
     // Remember which connection each recent PSN carried, for NAKs and retransmissions.
-    let runs = link.psnRunsOf(dir);
-    if (!runs) link.setPsnRuns(dir, runs = new PsnRuns());
-    runs.record(bth.psn, this.note.conn ?? 0);
+    const ring = link.psnRingOf(dir);
+    const now = psnRecord(ring < 0 ? newPsnRing() : ring, bth.psn, this.note.conn ?? 0);
+    if (now !== ring) link.setPsnRing(dir, now);
   }
 
   private onOtherRoce(src: string, dst: string, qpn: number, transport: string, bytes: number, frame: number): void {
@@ -649,7 +699,8 @@ export class Tracker {
       if (size > 0 && !hit.learned && (off < 0 || off + ib.reth.dmaLen > size)) {
         this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
       }
-      cont = { conn, dir: hit.ref.dir, offset: off };
+      // a WRITE ONLY's place is used at once (one scratch object); a FIRST's is kept until its LAST
+      if (info.isOnly) { cont = this.onlyWrite; cont.conn = conn; cont.dir = hit.ref.dir; cont.offset = off; } else cont = { conn, dir: hit.ref.dir, offset: off };
       link.setWrite(dir, info.isOnly ? undefined : cont);
     } else {
       cont = link.writeOf(dir);
@@ -825,7 +876,8 @@ export class Tracker {
 
   /** Connection of a recent request PSN on a link direction (undefined when not remembered). */
   private connOfPsn(link: LinkState, dir: 0 | 1, psn: number): number | undefined {
-    return link.psnRunsOf(dir)?.lookup(psn);
+    const ring = link.psnRingOf(dir);
+    return ring < 0 ? undefined : psnLookup(ring, psn);
   }
 
   private consAheadAnomaly(w: SmcDir, conn: SmcConn): void {
@@ -844,7 +896,7 @@ export class Tracker {
       conn = cands[0]!;
       (conn as SmcState).setToken(recv, token);
     } else {
-      const other = link.ends[dir].gid, dstGid = link.ends[recv].gid;
+      const other = link.gidOf(dir), dstGid = link.gidOf(recv);
       const [s0, s1] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
       conn = new SmcState(this.epoch, -(++this.orphanIndex), undefined, link.lg, link, s0, s1, this.dirSlab.make(0, false), this.dirSlab.make(0, false));
       link.lg.conns = append(link.lg.conns, conn);
@@ -888,8 +940,7 @@ export class Tracker {
           if (link.state === 'unknown') link.state = 'confirming';
           for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) if (this.awaitingConfirmLink[i]!.lg === lg) this.awaitingConfirmLink.splice(i, 1);
         }
-        lg.maxLinks ??= m.maxLinks;
-        lg.maxConns ??= m.maxConns;
+        if (lg.maxLinks === undefined || lg.maxConns === undefined) (lg as GroupState).said({ maxLinks: lg.maxLinks ?? m.maxLinks, maxConns: lg.maxConns ?? m.maxConns });
         break;
       case 'add_link': {
         if (m.rejected) {
@@ -897,10 +948,10 @@ export class Tracker {
           const i = lg.links.findIndex((l) => l.id === m.linkId && l.state === 'confirming' && l !== link);
           if (i >= 0) {
             const [dead] = lg.links.splice(i, 1);
-            for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn)?.link === dead) this.qps.delete(e.gid, e.qpn);
+            for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn) === dead) this.qps.delete(e.gid, e.qpn);
             this.dropRmbs(dead as LinkState);
           }
-          lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what: 'link-rejected', link: `LG${lg.id}/L${m.linkId}`, by, text: `ADD LINK of link ${m.linkId} rejected by the ${by}` });
+          lgEventSaid(lg, d.n, d.tsNs, `LG${lg.id}/L${m.linkId}`, by, { kind: 'rejected', linkId: m.linkId });
           break;
         }
         if (!m.response) {
@@ -913,13 +964,13 @@ export class Tracker {
           lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
           for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
         } else {
-          const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && l.ends[dir].gid === '');
+          const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && (l as LinkState).gidOf(dir) === '') as LinkState | undefined;
           if (nl) {
-            nl.ends[dir] = { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn };
+            nl.setEnd(dir, { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn });
             (nl as LinkState).setNextPsn(dir, m.psn);
             const sent = this.sentOf(nl, dir);
             if (sent) sent.add = llcQp(m, d);
-            this.claimQp(m.gid, m.qpn, nl, dir);
+            this.claimQp(m.gid, m.qpn, nl);
             for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
           }
         }
@@ -988,7 +1039,13 @@ export class Tracker {
   /** ADD LINK rkey list: the sender's RMB known by `rkey` on `onLink` is `rkeyNew` on `nl`. */
   private rkeyAlias(onLink: Link, nl: Link, rkey: number, rkeyNew: number, vaNew: bigint, ownerEnd: 0 | 1): void {
     const wdir = (1 - ownerEnd) as 0 | 1; // WRITEs into the owner's RMB travel towards it
+    const k = this.rmbKey(onLink, wdir, rkey);
+    const made = !this.rmbs.has(k);
     const ref = this.rmbRefAt(onLink, wdir, rkey) ?? { conn: undefined, dir: wdir, n: 0 };
+    // an entry made here from the CLC's record only for this alias goes with the new link if it
+    // is rejected (kept as -(key + 1) beside the link's own keys)
+    const l = nl as LinkState;
+    if (made && this.rmbs.has(k) && l.state === 'confirming') l.rmbKeys = append(l.rmbKeys ?? none(), -(k + 1));
     this.aliasRmb(nl, wdir, rkeyNew, vaNew, ref);
   }
 
@@ -997,7 +1054,9 @@ export class Tracker {
   // ---------------------------------------------------------------------------------------
 
   private checkTimeouts(now: bigint, final: boolean): void {
-    for (const u of this.llc.expire(now, final)) {
+    const expired = this.llc.expire(now, final);
+    if (expired.length === 0 && this.awaitingConfirmLink.length === 0) return;
+    for (const u of expired) {
       const p = u.req;
       const kind = p.kind.replace(/_/g, ' ').toUpperCase();
       // At the end of the capture a request still counts as unanswered when the peer could not
@@ -1014,9 +1073,8 @@ export class Tracker {
     }
     for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) {
       const w = this.awaitingConfirmLink[i]!;
-      const overdue = now - w.tsNs > CONFIRM_LINK_TIMEOUT_NS;
-      const cdcSeen = w.lg.conns.some((c) => dirOf(c, 0).cdcs + dirOf(c, 1).cdcs > 0);
-      if (overdue || (final && cdcSeen)) {
+      const overdue = now > w.due;
+      if (overdue || (final && w.lg.conns.some((c) => dirOf(c, 0).cdcs + dirOf(c, 1).cdcs > 0))) {
         this.awaitingConfirmLink.splice(i, 1);
         this.anomalyAt(w.frame, w.tsNs, 'warn', 'link.no-confirm-link', `first contact (connection ${w.conn.index}) without a completed LLC CONFIRM LINK exchange on LG${w.lg.id}`, `LG${w.lg.id}`, w.conn.index);
       }
@@ -1192,41 +1250,66 @@ function cachedGid(ip: string): string {
   return g;
 }
 
-interface QpSlot { qpn: number; link: LinkState; end: 0 | 1 }
-
-/** QP (GID, QPN) → link end. A host (GID) has a few QPs: its one slot itself, then a short list
- *  per GID (a Map per GID took 600 bytes each for 100 000 hosts; a one-element list 56 bytes
- *  each for 130 000 QPs of hosts with one link each); a busy GID switches to a Map. */
-class QpIndex {
-  private readonly m = new Map<string, QpSlot | QpSlot[] | Map<number, QpSlot>>();
-  get(gid: string, qpn: number): QpSlot | undefined {
+/** QP (GID, QPN) → its link. The end is not kept: it is the link's end with that GID and QPN
+ *  (`endOfQp`). A host (GID) has a few QPs: its one link itself, then a short list per GID
+ *  (a Map per GID took 600 bytes each for 100 000 hosts; a slot object per QP 96 bytes each for
+ *  130 000 QPs of hosts with one link each); a busy GID switches to a Map. */
+export class QpIndex {
+  private readonly m = new Map<string, LinkState | LinkState[] | Map<number, LinkState>>();
+  get(gid: string, qpn: number): LinkState | undefined {
     const q = this.m.get(gid);
     if (q === undefined) return undefined;
+    if (q instanceof LinkState) return hasQp(q, gid, qpn) ? q : undefined;
     if (q instanceof Map) return q.get(qpn);
-    if (!Array.isArray(q)) return q.qpn === qpn ? q : undefined;
-    for (let i = 0; i < q.length; i++) if (q[i]!.qpn === qpn) return q[i];
+    for (let i = 0; i < q.length; i++) if (hasQp(q[i]!, gid, qpn)) return q[i];
     return undefined;
   }
-  set(gid: string, qpn: number, v: { link: LinkState; end: 0 | 1 }): void {
-    const slot: QpSlot = { qpn, link: v.link, end: v.end };
+  /** `link` has an end with (`gid`, `qpn`) (set it there first). */
+  set(gid: string, qpn: number, link: LinkState): void {
     const q = this.m.get(gid);
-    if (q === undefined) { this.m.set(gid, slot); return; }
-    if (q instanceof Map) { q.set(qpn, slot); return; }
-    if (!Array.isArray(q)) { this.m.set(gid, q.qpn === qpn ? slot : [q, slot]); return; }
-    const i = q.findIndex((x) => x.qpn === qpn);
-    if (i >= 0) { q[i] = slot; return; }
-    q.push(slot);
-    if (q.length > 16) this.m.set(gid, new Map(q.map((x) => [x.qpn, x])));
+    if (q === undefined) { this.m.set(gid, link); return; }
+    if (q instanceof Map) { q.set(qpn, link); return; }
+    if (q instanceof LinkState) { this.m.set(gid, q === link || hasQp(q, gid, qpn) ? link : [q, link]); return; }
+    const i = q.findIndex((x) => hasQp(x, gid, qpn));
+    if (i >= 0) { q[i] = link; return; }
+    q.push(link);
+    if (q.length > 16) {
+      const big = new Map<number, LinkState>();
+      for (const l of q) for (const e of l.ends) if (e.gid === gid && e.qpn !== undefined) big.set(e.qpn, l);
+      big.set(qpn, link);
+      this.m.set(gid, big);
+    }
   }
+  /** The link of QP (`gid`, `qpn`) leaves the index with its QPs on `gid` (the tracker drops a
+   *  link's QPs together: a folded phantom or a rejected ADD LINK's link). */
   delete(gid: string, qpn: number): void {
     const q = this.m.get(gid);
-    if (q instanceof Map) q.delete(qpn);
-    else if (Array.isArray(q)) { const i = q.findIndex((x) => x.qpn === qpn); if (i >= 0) q.splice(i, 1); }
-    else if (q && q.qpn === qpn) this.m.delete(gid);
+    if (q instanceof Map) {
+      const l = q.get(qpn);
+      if (l !== undefined) for (const [k, v] of q) if (v === l) q.delete(k);
+    } else if (Array.isArray(q)) {
+      const l = q.find((x) => hasQp(x, gid, qpn));
+      if (l === undefined) return;
+      // back to no list when one link is left (a group whose ADD LINK was rejected)
+      const rest = q.filter((x) => x !== l);
+      if (rest.length === 0) this.m.delete(gid);
+      else this.m.set(gid, rest.length === 1 ? rest[0]! : rest);
+    } else if (q && hasQp(q, gid, qpn)) this.m.delete(gid);
   }
 }
 
+/** Whether an end of `l` is the QP (`gid`, `qpn`). */
+function hasQp(l: LinkState, gid: string, qpn: number): boolean {
+  return (l.qpnOf(0) === qpn && l.gidOf(0) === gid) || (l.qpnOf(1) === qpn && l.gidOf(1) === gid);
+}
+
+/** Which end of `l` is the QP (`gid`, `qpn`) (the server's when both are). */
+function endOfQp(l: LinkState, gid: string, qpn: number): 0 | 1 {
+  return l.qpnOf(1) === qpn && l.gidOf(1) === gid ? 1 : 0;
+}
+
 function sameHosts(l: Link, a: string, b: string): boolean {
-  return (l.ends[0].gid === a && l.ends[1].gid === b) || (l.ends[0].gid === b && l.ends[1].gid === a);
+  const s = l as LinkState;
+  return (s.gidOf(0) === a && s.gidOf(1) === b) || (s.gidOf(0) === b && s.gidOf(1) === a);
 }
 
