@@ -20,7 +20,9 @@
 // after a packet of 46+ bytes gets a note (`ipv4.trailer`).
 
 import type { Decoded, Issue, Tree } from '../wire/common.js';
-import { hex, hexN, issue, parseIpv4, put16, u16, u8 } from '../wire/common.js';
+import { hex, hexN, issue, parseIpv4, u16 } from '../wire/common.js';
+import { addField } from '../wire/views/field.js';
+import { IPV4_FIELDS as F, IPV4_MIN_LEN, Ipv4View } from '../wire/views/net.js';
 import { ipv4At } from './addr.js';
 import { finish, sumWords, fold } from './checksum.js';
 
@@ -210,6 +212,9 @@ export function blankIpv4Header(): Ipv4Header {
   };
 }
 
+/** Offsets: ../wire/views/net.ts (IPV4_FIELDS); decode and encode go through this view. */
+const view = new Ipv4View();
+
 /**
  * decodeIpv4() of the header at b[off…] into `value` (every field overwritten), its issues
  * pushed onto `issues` with offsets relative to `off`: the replay path decodes each frame
@@ -217,32 +222,30 @@ export function blankIpv4Header(): Ipv4Header {
  */
 export function decodeIpv4At(value: Ipv4Header, issues: Issue[], b: Uint8Array, off: number, t?: Tree, wireLength = b.length - off): void {
   const n = b.length > off ? b.length - off : 0;
-  const vb = u8(b, off);
-  const ihl = vb & 0x0f;
-  const tos = u8(b, off + 1);
-  const fo = u16(b, off + 6);
+  const v = view.reset(b, off);
+  const ihl = v.ihl;
   // every field, in one order (one object shape whether fresh or reused)
-  value.version = vb >>> 4; value.ihl = ihl; value.dscp = tos >>> 2; value.ecn = tos & 3; value.totalLength = u16(b, off + 2); value.id = u16(b, off + 4);
-  value.reservedFlag = (fo & 0x8000) !== 0; value.dontFragment = (fo & 0x4000) !== 0; value.moreFragments = (fo & 0x2000) !== 0; value.fragmentOffset = fo & 0x1fff;
-  value.ttl = u8(b, off + 8); value.protocol = u8(b, off + 9); value.checksum = u16(b, off + 10); value.src = ipv4At(b, off + 12); value.dst = ipv4At(b, off + 16);
+  value.version = v.version; value.ihl = ihl; value.dscp = v.dscp; value.ecn = v.ecn; value.totalLength = v.totalLength; value.id = v.id;
+  value.reservedFlag = v.reservedFlag; value.dontFragment = v.dontFragment; value.moreFragments = v.moreFragments; value.fragmentOffset = v.fragmentOffset;
+  value.ttl = v.ttl; value.protocol = v.protocol; value.checksum = v.checksum; value.src = ipv4At(b, off + F.src.at); value.dst = ipv4At(b, off + F.dst.at);
   value.options = NO_OPTIONS; value.headerLength = ihl * 4; value.checksumStatus = 'unverified';
-  if (n < 20) {
-    if (wireLength > n && wireLength >= 20) {
-      issue(issues, 'note', 'ipv4.snaplen', `IPv4 header cut by the capture: ${n} of 20+ bytes captured`, 0, n);
+  if (n < IPV4_MIN_LEN) {
+    if (wireLength > n && wireLength >= IPV4_MIN_LEN) {
+      issue(issues, 'note', 'ipv4.snaplen', `IPv4 header cut by the capture: ${n} of ${IPV4_MIN_LEN}+ bytes captured`, 0, n);
     } else {
-      issue(issues, 'error', 'ipv4.truncated', `truncated IPv4 header: need 20 bytes, have ${n}`, 0, n);
+      issue(issues, 'error', 'ipv4.truncated', `truncated IPv4 header: need ${IPV4_MIN_LEN} bytes, have ${n}`, 0, n);
     }
   }
-  if (value.version !== 4 && n > 0) issue(issues, 'error', 'ipv4.version', `IP version ${value.version} in an IPv4 header`, 0, 1);
+  if (value.version !== 4 && n > 0) issue(issues, 'error', 'ipv4.version', `IP version ${value.version} in an IPv4 header`, F.version.at, F.version.size);
   const hl = ihl * 4;
-  if (ihl < 5 && n > 0) issue(issues, 'error', 'ipv4.ihl', `header length ${hl} < 20 (IHL ${ihl})`, 0, 1);
-  else if (hl > n && n >= 20) {
-    if (wireLength >= hl) issue(issues, 'note', 'ipv4.snaplen', `IPv4 options cut by the capture: ${n} of ${hl} header bytes captured`, 20, n - 20);
-    else issue(issues, 'error', 'ipv4.truncated', `truncated IPv4 options: header length ${hl}, have ${n}`, 20, n - 20);
+  if (hl < IPV4_MIN_LEN && n > 0) issue(issues, 'error', 'ipv4.ihl', `header length ${hl} < ${IPV4_MIN_LEN} (IHL ${ihl})`, F.ihl.at, F.ihl.size);
+  else if (hl > n && n >= IPV4_MIN_LEN) {
+    if (wireLength >= hl) issue(issues, 'note', 'ipv4.snaplen', `IPv4 options cut by the capture: ${n} of ${hl} header bytes captured`, IPV4_MIN_LEN, n - IPV4_MIN_LEN);
+    else issue(issues, 'error', 'ipv4.truncated', `truncated IPv4 options: header length ${hl}, have ${n}`, IPV4_MIN_LEN, n - IPV4_MIN_LEN);
   }
 
   // checksum over the full header when it is all here
-  if (ihl >= 5 && hl <= n) {
+  if (hl >= IPV4_MIN_LEN && hl <= n) {
     let acc = 0;
     for (let i = off; i < off + hl; i += 2) acc += (b[i]! << 8) | b[i + 1]!;
     if (fold(acc) === 0xffff) value.checksumStatus = 'ok';
@@ -250,52 +253,52 @@ export function decodeIpv4At(value: Ipv4Header, issues: Issue[], b: Uint8Array, 
       const expected = finish(acc - value.checksum);
       if (value.checksum === 0) {
         value.checksumStatus = 'zero';
-        issue(issues, 'note', 'ipv4.checksum-zero', `header checksum 0 (expected ${hexN(expected, 4)}): checksum offload on the capturing sender?`, 10, 2);
+        issue(issues, 'note', 'ipv4.checksum-zero', `header checksum 0 (expected ${hexN(expected, 4)}): checksum offload on the capturing sender?`, F.checksum.at, F.checksum.size);
       } else {
         value.checksumStatus = 'bad';
-        issue(issues, 'error', 'ipv4.checksum', `bad header checksum ${hexN(value.checksum, 4)}, expected ${hexN(expected, 4)}`, 10, 2);
+        issue(issues, 'error', 'ipv4.checksum', `bad header checksum ${hexN(value.checksum, 4)}, expected ${hexN(expected, 4)}`, F.checksum.at, F.checksum.size);
       }
     }
   }
 
-  if (n >= 4) {
+  if (n >= F.totalLength.at + F.totalLength.size) {
     const tl = value.totalLength;
-    if (ihl >= 5 && tl < hl) {
-      issue(issues, 'error', 'ipv4.length', `total length ${tl} < header length ${hl}`, 2, 2);
+    if (hl >= IPV4_MIN_LEN && tl < hl) {
+      issue(issues, 'error', 'ipv4.length', `total length ${tl} < header length ${hl}`, F.totalLength.at, F.totalLength.size);
     } else if (tl > wireLength) {
-      issue(issues, 'error', 'ipv4.length', `total length ${tl} exceeds the ${wireLength} bytes on the wire`, 2, 2);
+      issue(issues, 'error', 'ipv4.length', `total length ${tl} exceeds the ${wireLength} bytes on the wire`, F.totalLength.at, F.totalLength.size);
     } else if (tl > n) {
       issue(issues, 'note', 'ipv4.snaplen', `packet cut by the capture: ${n} of ${tl} bytes captured`, 0, n);
     } else if (tl < n && tl >= 46) {
       issue(issues, 'note', 'ipv4.trailer', `${n - tl} bytes after the IPv4 packet (total length ${tl})`, tl, n - tl);
     }
   }
-  if (n >= 8) {
-    if (value.reservedFlag) issue(issues, 'warn', 'ipv4.reserved-flag', 'reserved flag bit set', 6, 1);
-    if (value.dontFragment && (value.moreFragments || value.fragmentOffset !== 0)) issue(issues, 'warn', 'ipv4.frag-df', 'fragment with DF set', 6, 2);
+  if (n >= F.flagsFragment.at + F.flagsFragment.size) {
+    if (value.reservedFlag) issue(issues, 'warn', 'ipv4.reserved-flag', 'reserved flag bit set', F.flags.at, F.flags.size);
+    if (value.dontFragment && (value.moreFragments || value.fragmentOffset !== 0)) issue(issues, 'warn', 'ipv4.frag-df', 'fragment with DF set', F.flagsFragment.at, F.flagsFragment.size);
     else if (value.moreFragments || value.fragmentOffset !== 0) {
-      issue(issues, 'note', 'ipv4.fragment', `fragment offset ${value.fragmentOffset * 8}${value.moreFragments ? ' MF' : ''}`, 6, 2);
+      issue(issues, 'note', 'ipv4.fragment', `fragment offset ${value.fragmentOffset * 8}${value.moreFragments ? ' MF' : ''}`, F.flagsFragment.at, F.flagsFragment.size);
     }
   }
-  if (n >= 9 && value.ttl === 0) issue(issues, 'warn', 'ipv4.ttl', 'TTL 0', 8, 1);
+  if (n > F.ttl.at && value.ttl === 0) issue(issues, 'warn', 'ipv4.ttl', 'TTL 0', F.ttl.at, F.ttl.size);
 
   if (t) {
-    t.add('Version', 0, 1, value.version);
-    t.add('Header length', 0, 1, `${hl} bytes (${ihl})`);
-    t.add('Differentiated services', 1, 1, `DSCP ${value.dscp}, ECN ${ECN_NAMES[value.ecn]}`);
-    t.add('Total length', 2, 2, value.totalLength);
-    t.add('Identification', 4, 2, `${hexN(value.id, 4)} (${value.id})`);
-    t.add('Flags', 6, 1, flagText(value) || 'none');
-    t.add('Fragment offset', 6, 2, `${value.fragmentOffset * 8}`);
-    t.add('Time to live', 8, 1, value.ttl);
-    t.add('Protocol', 9, 1, `${ipProtoName(value.protocol)} (${value.protocol})`);
-    t.add('Header checksum', 10, 2, `${hexN(value.checksum, 4)} [${value.checksumStatus}]`);
-    t.add('Source', 12, 4, value.src);
-    t.add('Destination', 16, 4, value.dst);
+    addField(t, F.version, value.version);
+    addField(t, F.ihl, `${hl} bytes (${ihl})`);
+    addField(t, F.tos, `DSCP ${value.dscp}, ECN ${ECN_NAMES[value.ecn]}`);
+    addField(t, F.totalLength, value.totalLength);
+    addField(t, F.id, `${hexN(value.id, 4)} (${value.id})`);
+    addField(t, F.flags, flagText(value) || 'none');
+    addField(t, F.fragmentOffset, `${value.fragmentOffset * 8}`);
+    addField(t, F.ttl, value.ttl);
+    addField(t, F.protocol, `${ipProtoName(value.protocol)} (${value.protocol})`);
+    addField(t, F.checksum, `${hexN(value.checksum, 4)} [${value.checksumStatus}]`);
+    addField(t, F.src, value.src);
+    addField(t, F.dst, value.dst);
   }
-  if (ihl > 5 && n > 20) {
-    const ob = b.subarray(off + 20, off + Math.min(hl, n));
-    value.options = decodeIpv4Options(ob, issues, 20, t ? t.sub('Options', 20, ob.length, `${hl - 20} bytes`) : undefined, hl > n && wireLength >= hl);
+  if (hl > IPV4_MIN_LEN && n > IPV4_MIN_LEN) {
+    const ob = b.subarray(off + IPV4_MIN_LEN, off + Math.min(hl, n));
+    value.options = decodeIpv4Options(ob, issues, IPV4_MIN_LEN, t ? t.sub('Options', IPV4_MIN_LEN, ob.length, `${hl - IPV4_MIN_LEN} bytes`) : undefined, hl > n && wireLength >= hl);
   }
 }
 
@@ -343,19 +346,25 @@ export interface Ipv4EncodeOptions {
  */
 export function encodeIpv4(v: Ipv4Header, payload?: Uint8Array, o?: Ipv4EncodeOptions): Uint8Array {
   const ob = v.options.length ? encodeIpv4Options(v.options) : EMPTY;
-  const hl = Math.max(20 + ob.length, Math.min(60, (v.ihl & 0xf) * 4));
+  const hl = Math.max(IPV4_MIN_LEN + ob.length, Math.min(60, (v.ihl & 0xf) * 4));
   const out = new Uint8Array(hl + (payload ? payload.length : 0));
-  out[0] = ((v.version & 0xf) << 4) | (hl >>> 2);
-  out[1] = ((v.dscp & 0x3f) << 2) | (v.ecn & 3);
-  put16(out, 2, v.totalLength);
-  put16(out, 4, v.id);
-  put16(out, 6, (v.reservedFlag ? 0x8000 : 0) | (v.dontFragment ? 0x4000 : 0) | (v.moreFragments ? 0x2000 : 0) | (v.fragmentOffset & 0x1fff));
-  out[8] = v.ttl & 0xff;
-  out[9] = v.protocol & 0xff;
-  out.set(parseIpv4(v.src), 12);
-  out.set(parseIpv4(v.dst), 16);
-  out.set(ob, 20);
-  put16(out, 10, o?.checksum ? finish(sumWords(out, 0, hl)) : v.checksum);
+  const w = view.reset(out);
+  w.version = v.version;
+  w.ihl = hl >>> 2;
+  w.dscp = v.dscp;
+  w.ecn = v.ecn;
+  w.totalLength = v.totalLength;
+  w.id = v.id;
+  w.reservedFlag = v.reservedFlag;
+  w.dontFragment = v.dontFragment;
+  w.moreFragments = v.moreFragments;
+  w.fragmentOffset = v.fragmentOffset;
+  w.ttl = v.ttl;
+  w.protocol = v.protocol;
+  out.set(parseIpv4(v.src), F.src.at);
+  out.set(parseIpv4(v.dst), F.dst.at);
+  out.set(ob, IPV4_MIN_LEN);
+  w.checksum = o?.checksum ? finish(sumWords(out, 0, hl)) : v.checksum;
   if (payload) out.set(payload, hl);
   return out;
 }
@@ -381,11 +390,11 @@ export function ipv4Header(init: Ipv4Init): Ipv4Header {
   const olen = opts.length ? encodeIpv4Options(opts).length : 0;
   const v: Ipv4Header = {
     version: 4, ihl: 5 + (olen >>> 2), dscp: init.dscp ?? 0, ecn: init.ecn ?? 0,
-    totalLength: 20 + olen + init.payloadLength, id: init.id ?? 0, reservedFlag: false, dontFragment: init.df ?? true, moreFragments: false,
+    totalLength: IPV4_MIN_LEN + olen + init.payloadLength, id: init.id ?? 0, reservedFlag: false, dontFragment: init.df ?? true, moreFragments: false,
     fragmentOffset: 0, ttl: init.ttl ?? 64, protocol: init.protocol, checksum: 0, src: init.src, dst: init.dst,
-    options: opts, headerLength: 20 + olen, checksumStatus: 'ok',
+    options: opts, headerLength: IPV4_MIN_LEN + olen, checksumStatus: 'ok',
   };
-  v.checksum = u16(encodeIpv4(v, undefined, { checksum: true }), 10);
+  v.checksum = view.reset(encodeIpv4(v, undefined, { checksum: true })).checksum;
   return v;
 }
 

@@ -13,6 +13,8 @@
 
 import type { Decoded, Issue } from '../wire/common.js';
 import { Tree, hex, issue, put16, put32, u16, u32, u8 } from '../wire/common.js';
+import { addField } from '../wire/views/field.js';
+import { TCP_FIELDS as F, TCP_MIN_LEN, TcpView } from '../wire/views/net.js';
 import { decodeTcpOpt, encodeTcpOpt, type TcpOpt } from '../wire/tcpopt.js';
 import { transportChecksum } from './checksum.js';
 
@@ -236,48 +238,52 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, i
   return list;
 }
 
+/** Offsets: ../wire/views/net.ts (TCP_FIELDS); decode and encode go through this view. */
+const view = new TcpView();
+
 export function decodeTcp(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<TcpHeader> {
   const issues: Issue[] = [];
-  const b12 = u8(b, 12), b13 = u8(b, 13);
-  const doff = b12 >>> 4;
-  const flags = FLAGS[((b12 & 1) << 8) | b13]!;
+  const v = view.reset(b);
+  const doff = v.dataOffset;
+  const flags = FLAGS[v.flags]!;
   const value: TcpHeader = {
-    srcPort: u16(b, 0), dstPort: u16(b, 2), seq: u32(b, 4), ack: u32(b, 8), dataOffset: doff,
-    headerLength: doff < 5 ? 20 : doff * 4, reserved: (b12 >>> 1) & 7, flags, window: u16(b, 14),
-    checksum: u16(b, 16), urgentPointer: u16(b, 18), options: NO_OPTIONS,
+    srcPort: v.srcPort, dstPort: v.dstPort, seq: v.seq, ack: v.ack, dataOffset: doff,
+    headerLength: doff * 4 < TCP_MIN_LEN ? TCP_MIN_LEN : doff * 4, reserved: v.reserved, flags, window: v.window,
+    checksum: v.checksum, urgentPointer: v.urgentPointer, options: NO_OPTIONS,
   };
   const hl = value.headerLength;
-  if (b.length < 20) {
-    if (wireLength > b.length && wireLength >= 20) issue(issues, 'note', 'tcp.snaplen', `TCP header cut by the capture: ${b.length} of 20+ bytes captured`, 0, b.length);
-    else issue(issues, 'error', 'tcp.truncated', `truncated TCP header: need 20 bytes, have ${b.length}`, 0, b.length);
+  const D = F.dataOffset, FL = F.flagByte;
+  if (b.length < TCP_MIN_LEN) {
+    if (wireLength > b.length && wireLength >= TCP_MIN_LEN) issue(issues, 'note', 'tcp.snaplen', `TCP header cut by the capture: ${b.length} of ${TCP_MIN_LEN}+ bytes captured`, 0, b.length);
+    else issue(issues, 'error', 'tcp.truncated', `truncated TCP header: need ${TCP_MIN_LEN} bytes, have ${b.length}`, 0, b.length);
   } else if (hl > b.length) {
-    if (wireLength >= hl) issue(issues, 'note', 'tcp.snaplen', `TCP options cut by the capture: ${b.length} of ${hl} header bytes captured`, 20, b.length - 20);
-    else issue(issues, 'error', 'tcp.truncated', `data offset ${doff} (${hl} bytes) exceeds the ${b.length}-byte segment`, 12, 1);
+    if (wireLength >= hl) issue(issues, 'note', 'tcp.snaplen', `TCP options cut by the capture: ${b.length} of ${hl} header bytes captured`, TCP_MIN_LEN, b.length - TCP_MIN_LEN);
+    else issue(issues, 'error', 'tcp.truncated', `data offset ${doff} (${hl} bytes) exceeds the ${b.length}-byte segment`, D.at, D.size);
   }
-  if (b.length > 12 && doff < 5) issue(issues, 'error', 'tcp.doff', `data offset ${doff} < 5 (header length ${doff * 4} bytes)`, 12, 1);
-  if (b.length > 12 && value.reserved !== 0) issue(issues, 'warn', 'tcp.reserved', `reserved header bits set (${value.reserved})`, 12, 1);
-  if (b.length > 13) {
-    if (flags.syn && (flags.fin || flags.rst)) issue(issues, 'warn', 'tcp.flags', `invalid flag combination: SYN with ${flags.fin ? 'FIN' : 'RST'}`, 13, 1);
-    else if (b13 === 0 && !flags.ae) issue(issues, 'warn', 'tcp.flags', 'no flags set', 13, 1);
+  if (b.length > D.at && doff * 4 < TCP_MIN_LEN) issue(issues, 'error', 'tcp.doff', `data offset ${doff} < ${TCP_MIN_LEN / 4} (header length ${doff * 4} bytes)`, D.at, D.size);
+  if (b.length > D.at && value.reserved !== 0) issue(issues, 'warn', 'tcp.reserved', `reserved header bits set (${value.reserved})`, D.at, D.size);
+  if (b.length > FL.at) {
+    if (flags.syn && (flags.fin || flags.rst)) issue(issues, 'warn', 'tcp.flags', `invalid flag combination: SYN with ${flags.fin ? 'FIN' : 'RST'}`, FL.at, FL.size);
+    else if (v.flagByte === 0 && !flags.ae) issue(issues, 'warn', 'tcp.flags', 'no flags set', FL.at, FL.size);
   }
-  if (b.length >= 12 && !flags.ack && value.ack !== 0 && !flags.rst) issue(issues, 'note', 'tcp.ack-nonzero', `ACK flag clear but acknowledgment number is ${value.ack}`, 8, 4);
-  if (b.length >= 20 && !flags.urg && value.urgentPointer !== 0) issue(issues, 'note', 'tcp.urg', `urgent pointer ${value.urgentPointer} without URG`, 18, 2);
-  if (b.length >= 4 && (value.srcPort === 0 || value.dstPort === 0)) issue(issues, 'warn', 'tcp.port0', 'port 0', value.srcPort === 0 ? 0 : 2, 2);
+  if (b.length >= F.ack.at + F.ack.size && !flags.ack && value.ack !== 0 && !flags.rst) issue(issues, 'note', 'tcp.ack-nonzero', `ACK flag clear but acknowledgment number is ${value.ack}`, F.ack.at, F.ack.size);
+  if (b.length >= TCP_MIN_LEN && !flags.urg && value.urgentPointer !== 0) issue(issues, 'note', 'tcp.urg', `urgent pointer ${value.urgentPointer} without URG`, F.urgentPointer.at, F.urgentPointer.size);
+  if (b.length >= F.dstPort.at + F.dstPort.size && (value.srcPort === 0 || value.dstPort === 0)) issue(issues, 'warn', 'tcp.port0', 'port 0', value.srcPort === 0 ? F.srcPort.at : F.dstPort.at, F.dstPort.size);
 
   if (t) {
-    t.add('Source port', 0, 2, value.srcPort);
-    t.add('Destination port', 2, 2, value.dstPort);
-    t.add('Sequence number', 4, 4, value.seq);
-    t.add('Acknowledgment number', 8, 4, value.ack);
-    t.add('Header length', 12, 1, `${doff * 4} bytes (${doff})`);
-    t.add('Flags', 12, 2, `0x${(((b12 & 0x0f) << 8) | b13).toString(16).padStart(3, '0')} (${tcpFlagNames(flags) || 'none'})${value.reserved ? ` reserved ${value.reserved}` : ''}`);
-    t.add('Window', 14, 2, value.window);
-    t.add('Checksum', 16, 2, `0x${value.checksum.toString(16).padStart(4, '0')} [unverified]`);
-    t.add('Urgent pointer', 18, 2, value.urgentPointer);
+    addField(t, F.srcPort, value.srcPort);
+    addField(t, F.dstPort, value.dstPort);
+    addField(t, F.seq, value.seq);
+    addField(t, F.ack, value.ack);
+    addField(t, D, `${doff * 4} bytes (${doff})`);
+    addField(t, F.flags, `0x${v.flagBits12.toString(16).padStart(3, '0')} (${tcpFlagNames(flags) || 'none'})${value.reserved ? ` reserved ${value.reserved}` : ''}`);
+    addField(t, F.window, value.window);
+    addField(t, F.checksum, `0x${value.checksum.toString(16).padStart(4, '0')} [unverified]`);
+    addField(t, F.urgentPointer, value.urgentPointer);
   }
   const oend = Math.min(hl, b.length);
-  if (oend > 20) {
-    value.options = decodeOptions(b, oend, flags.syn, hl > b.length && wireLength >= hl, issues, t ? t.sub('Options', 20, oend - 20, `${hl - 20} bytes`) : undefined);
+  if (oend > TCP_MIN_LEN) {
+    value.options = decodeOptions(b, oend, flags.syn, hl > b.length && wireLength >= hl, issues, t ? t.sub('Options', TCP_MIN_LEN, oend - TCP_MIN_LEN, `${hl - TCP_MIN_LEN} bytes`) : undefined);
   }
   return { value, issues };
 }
@@ -321,9 +327,10 @@ export function encodeTcpOptions(opts: readonly TcpOption[]): Uint8Array {
   return out;
 }
 
-function flagByte(f: TcpFlags): number {
+/** The 9 flag bits of TCP_FIELDS.flags (AE is bit 8). */
+function flagBits(f: TcpFlags): number {
   return (f.fin ? 1 : 0) | (f.syn ? 2 : 0) | (f.rst ? 4 : 0) | (f.psh ? 8 : 0) | (f.ack ? 0x10 : 0) |
-    (f.urg ? 0x20 : 0) | (f.ece ? 0x40 : 0) | (f.cwr ? 0x80 : 0);
+    (f.urg ? 0x20 : 0) | (f.ece ? 0x40 : 0) | (f.cwr ? 0x80 : 0) | (f.ae ? 0x100 : 0);
 }
 
 export interface TcpChecksumInput {
@@ -339,19 +346,21 @@ export interface TcpChecksumInput {
  */
 export function encodeTcp(v: TcpHeader, payload?: Uint8Array, ck?: TcpChecksumInput): Uint8Array {
   const ob = v.options.length ? encodeTcpOptions(v.options) : EMPTY;
-  const hl = Math.max((20 + ob.length + 3) & ~3, Math.min(60, (v.dataOffset & 0xf) * 4));
+  const hl = Math.max((TCP_MIN_LEN + ob.length + 3) & ~3, Math.min(60, (v.dataOffset & 0xf) * 4));
   const out = new Uint8Array(hl + (payload ? payload.length : 0));
-  put16(out, 0, v.srcPort);
-  put16(out, 2, v.dstPort);
-  put32(out, 4, v.seq >>> 0);
-  put32(out, 8, v.ack >>> 0);
-  out[12] = ((hl >>> 2) << 4) | ((v.reserved & 7) << 1) | (v.flags.ae ? 1 : 0);
-  out[13] = flagByte(v.flags);
-  put16(out, 14, v.window);
-  put16(out, 18, v.urgentPointer);
-  out.set(ob, 20);
+  const w = view.reset(out);
+  w.srcPort = v.srcPort;
+  w.dstPort = v.dstPort;
+  w.seq = v.seq >>> 0;
+  w.ack = v.ack >>> 0;
+  w.dataOffset = hl >>> 2;
+  w.reserved = v.reserved;
+  w.flags = flagBits(v.flags);
+  w.window = v.window;
+  w.urgentPointer = v.urgentPointer;
+  out.set(ob, TCP_MIN_LEN);
   if (payload) out.set(payload, hl);
-  put16(out, 16, ck ? transportChecksum(ck.src, ck.dst, 6, out) : v.checksum);
+  w.checksum = ck ? transportChecksum(ck.src, ck.dst, 6, out) : v.checksum;
   return out;
 }
 
