@@ -1,7 +1,6 @@
 // Ethernet II header with any number of 802.1Q / 802.1ad (QinQ) tags.
 //
-//   0  dst MAC (6) · 6 src MAC (6) · [TPID (2) · TCI (2)]* · EtherType (2) · payload
-//   TCI = PCP (3 bits) · DEI (1) · VID (12)
+// Layout: ETHERNET_FIELDS and VLAN_TAG_FIELDS (../wire/views/net.ts), the one declaration.
 //
 // Tag TPIDs recognised: 0x8100 (C-tag, 802.1Q), 0x88A8 (S-tag, 802.1ad), 0x9100/0x9200
 // (pre-standard QinQ). A type/length value < 0x0600 is an IEEE 802.3 length (LLC follows): it is
@@ -9,9 +8,9 @@
 // Decoding never throws; the FCS is not expected (Linux captures strip it).
 
 import type { Decoded, Issue, Tree } from '../wire/common.js';
-import { hexN, issue, parseMac } from '../wire/common.js';
-import { addField, fieldLen } from '../wire/views/field.js';
-import { ETHERNET_FIELDS as E, ETHERNET_LEN, ETHERTYPE, ETHERTYPE_MIN, ETHERTYPE_NAMES, EthernetView, VLAN_TAG_FIELDS as V, VLAN_TAG_LEN, VlanTagView } from '../wire/views/net.js';
+import { hexN, issue, parseMac, u16 } from '../wire/common.js';
+import { addField, bitsOf, fieldLen } from '../wire/views/field.js';
+import { ETHERNET_FIELDS as E, ETHERNET_LEN, ETHERTYPE, ETHERTYPE_MIN, ETHERTYPE_NAMES, VLAN_TAG_FIELDS as V, VLAN_TAG_LEN, VlanTagView } from '../wire/views/net.js';
 import { macAt } from './addr.js';
 
 // The numbers live with the field table (../wire/views/net.ts); these names are what the
@@ -65,8 +64,7 @@ export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader>
   return { value: decodeEthernetAt(issues, b, t), issues };
 }
 
-/** Offsets: ../wire/views/net.ts (ETHERNET_FIELDS, VLAN_TAG_FIELDS); one view each, re-pointed per frame. */
-const eth = new EthernetView();
+/** Offsets: ../wire/views/net.ts (ETHERNET_FIELDS, VLAN_TAG_FIELDS); tags go through this view. */
 const tagView = new VlanTagView();
 
 /** The EtherType (or next TPID) at b[o]: a tag's TPID sits where the type it pushes back was. */
@@ -87,15 +85,15 @@ export function decodeEthernetAt(issues: Issue[], b: Uint8Array, t?: Tree): Ethe
     }
     return value;
   }
-  const v = eth.reset(b);
   if (t) {
     addField(t, E.dst, value.dst + ((b[E.dst.at]! & 1) !== 0 ? (value.dst === 'ff:ff:ff:ff:ff:ff' ? ' (broadcast)' : ' (multicast)') : ''));
     addField(t, E.src, value.src);
   }
-  if (v.srcGroup) issue(issues, 'warn', 'eth.src-multicast', `source MAC ${value.src} has the group bit set`, E.src.at, E.src.len);
+  // the replay path's fast form: bytes read at the table's offsets (no view per frame)
+  if (bitsOf(b[E.srcGroup.at]!, E.srcGroup) !== 0) issue(issues, 'warn', 'eth.src-multicast', `source MAC ${value.src} has the group bit set`, E.src.at, E.src.len);
 
   let o: number = E.ethertype.at;
-  let type = v.ethertype;
+  let type = u16(b, o);
   let vlans: VlanTag[] | undefined;
   const tagNeed = VLAN_TAG_LEN + fieldLen(E.ethertype);
   while (isVlanTpid(type)) {

@@ -1,8 +1,7 @@
 // IPv4 header (RFC 791) with options, DSCP/ECN (RFC 2474/3168), fragmentation fields and a
 // verified header checksum.
 //
-//   0 ver(4)|IHL(4) · 1 DSCP(6)|ECN(2) · 2 total length · 4 id · 6 flags(3: RF DF MF)|frag off(13)
-//   8 TTL · 9 protocol · 10 header checksum · 12 src · 16 dst · 20 options (IHL*4 - 20 bytes)
+// Layout: IPV4_FIELDS (../wire/views/net.ts), the one declaration; options follow up to IHL × 4.
 //
 // Checksum policy (decode only reports, it never rejects):
 //   * sum correct                → checksumStatus 'ok'
@@ -20,8 +19,8 @@
 // after a packet of 46+ bytes gets a note (`ipv4.trailer`).
 
 import type { Decoded, Issue, Tree } from '../wire/common.js';
-import { hex, hexN, issue, parseIpv4, u16 } from '../wire/common.js';
-import { addField } from '../wire/views/field.js';
+import { hex, hexN, issue, parseIpv4, u16, u8 } from '../wire/common.js';
+import { addField, bitsOf } from '../wire/views/field.js';
 import { IPV4_FIELDS as F, IPV4_MIN_LEN, Ipv4View } from '../wire/views/net.js';
 import { ipv4At } from './addr.js';
 import { finish, sumWords, fold } from './checksum.js';
@@ -222,12 +221,14 @@ const view = new Ipv4View();
  */
 export function decodeIpv4At(value: Ipv4Header, issues: Issue[], b: Uint8Array, off: number, t?: Tree, wireLength = b.length - off): void {
   const n = b.length > off ? b.length - off : 0;
-  const v = view.reset(b, off);
-  const ihl = v.ihl;
+  // The replay path's fast form: bytes read directly at the table's offsets (a view's getters
+  // measured ~40 ns slower per header here), bit fields picked out by the table's shift/mask.
+  const vb = u8(b, off + F.verIhl.at), tos = u8(b, off + F.tos.at), fo = u16(b, off + F.flagsFragment.at);
+  const ihl = bitsOf(vb, F.ihl);
   // every field, in one order (one object shape whether fresh or reused)
-  value.version = v.version; value.ihl = ihl; value.dscp = v.dscp; value.ecn = v.ecn; value.totalLength = v.totalLength; value.id = v.id;
-  value.reservedFlag = v.reservedFlag; value.dontFragment = v.dontFragment; value.moreFragments = v.moreFragments; value.fragmentOffset = v.fragmentOffset;
-  value.ttl = v.ttl; value.protocol = v.protocol; value.checksum = v.checksum; value.src = ipv4At(b, off + F.src.at); value.dst = ipv4At(b, off + F.dst.at);
+  value.version = bitsOf(vb, F.version); value.ihl = ihl; value.dscp = bitsOf(tos, F.dscp); value.ecn = bitsOf(tos, F.ecn); value.totalLength = u16(b, off + F.totalLength.at); value.id = u16(b, off + F.id.at);
+  value.reservedFlag = bitsOf(fo, F.reservedFlag) !== 0; value.dontFragment = bitsOf(fo, F.dontFragment) !== 0; value.moreFragments = bitsOf(fo, F.moreFragments) !== 0; value.fragmentOffset = bitsOf(fo, F.fragmentOffset);
+  value.ttl = u8(b, off + F.ttl.at); value.protocol = u8(b, off + F.protocol.at); value.checksum = u16(b, off + F.checksum.at); value.src = ipv4At(b, off + F.src.at); value.dst = ipv4At(b, off + F.dst.at);
   value.options = NO_OPTIONS; value.headerLength = ihl * 4; value.checksumStatus = 'unverified';
   if (n < IPV4_MIN_LEN) {
     if (wireLength > n && wireLength >= IPV4_MIN_LEN) {

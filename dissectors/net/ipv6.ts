@@ -1,7 +1,6 @@
 // IPv6 fixed header (RFC 8200) and the extension header chain.
 //
-//   0 ver(4)|traffic class(8)|flow label(20) · 4 payload length · 6 next header · 7 hop limit
-//   8 src (16) · 24 dst (16) · 40 extension headers … upper-layer header
+// Layout: IPV6_FIELDS and IPV6_EXT_FIELDS (../wire/views/net.ts), the one declaration.
 //
 // Extension headers walked: Hop-by-Hop (0), Routing (43), Fragment (44), Destination Options
 // (60), AH (51, length in 4-byte units), Mobility (135), HIP (139), Shim6 (140). The walk stops

@@ -1,12 +1,7 @@
 // Linux "cooked" capture headers (what `tcpdump -i any` produces).
 //
-// LINKTYPE_LINUX_SLL (113), 16 bytes:
-//   0 packet type (2) · 2 ARPHRD type (2) · 4 link-layer address length (2) ·
-//   6 link-layer address (8, zero padded) · 14 protocol (2)
-// LINKTYPE_LINUX_SLL2 (276), 20 bytes:
-//   0 protocol (2) · 2 reserved (2, MBZ) · 4 interface index (4) · 8 ARPHRD type (2) ·
-//   10 packet type (1) · 11 address length (1) · 12 link-layer address (8, zero padded)
-// All big-endian. `protocol` is an EtherType, except for a few small values (0x0001 Novell
+// LINKTYPE_LINUX_SLL (113) and LINKTYPE_LINUX_SLL2 (276): layouts in SLL_FIELDS and SLL2_FIELDS
+// (../wire/views/net.ts), the one declaration. `protocol` is an EtherType, except for a few small values (0x0001 Novell
 // 802.3, 0x0004 802.2 LLC, 0x000C CAN, 0x000D CAN FD) and when ARPHRD is NETLINK (824: netlink
 // family) or IPGRE (778: GRE protocol type). The pipeline continues with `protocol` after
 // `headerLength` bytes. Decoding never throws.
@@ -49,6 +44,11 @@ export interface SllHeader {
 
 const PACKET_TYPE_NAMES = ['host', 'broadcast', 'multicast', 'otherhost', 'outgoing', 'loopback', 'user', 'kernel'];
 const PACKET_TYPE_SHORT = ['In', 'B', 'M', 'P', 'Out', 'Loop', 'User', 'Kernel'];
+
+/** tcpdump's short direction: 'In', 'B', 'M', 'P', 'Out', 'Loop', 'User', 'Kernel'; `pkttype N` beyond. */
+export function sllPacketTypeShort(n: number): string {
+  return PACKET_TYPE_SHORT[n] ?? `pkttype ${n}`;
+}
 
 /** 'host' | 'broadcast' | 'multicast' | 'otherhost' | 'outgoing' | … | 'unknown(N)'. */
 export function sllPacketTypeName(n: number): string {
@@ -211,6 +211,6 @@ export function sllHeader(init: { version: 1 | 2; packetType: number; addr: stri
 
 /** tcpdump style: `ifindex 2 In 52:54:00:55:00:0a ethertype IPv4 (0x0800)` (`ifindex` only for SLL2). */
 export function summarizeSll(v: SllHeader): string {
-  const dir = PACKET_TYPE_SHORT[v.packetType] ?? `pkttype ${v.packetType}`;
+  const dir = sllPacketTypeShort(v.packetType);
   return `${v.version === 2 ? `ifindex ${v.ifindex} ` : ''}${dir} ${v.addr || '-'} ethertype ${sllProtocolName(v.protocol, v.arphrd)} (${hexN(v.protocol, 4)})`;
 }

@@ -214,6 +214,13 @@ function swap32(x: number): number {
   return (((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24)) >>> 0;
 }
 
+/** A bit field: `shift` and `mask` given. */
+export type BitSpec = FieldSpec & { readonly shift: number; readonly mask: number };
+
+/** Bit field `s` out of `word`, the whole field holding it as read once (e.g. by a view's
+ *  getter for the enclosing byte): several flags of one byte cost one read. */
+export function bitsOf(word: number, s: BitSpec): number { return (word >>> s.shift) & s.mask; }
+
 /** Bytes a field covers: its width (a bit field: the width of the bytes holding it). */
 export function fieldLen(s: FieldSpec | BytesSpec): number { return 'size' in s ? s.size : s.len; }
 

@@ -93,6 +93,8 @@ export const SLL2_LEN = SLL2_FIELDS.addr.at + SLL2_FIELDS.addr.len;
 
 /** IPv4 header, fixed 20 bytes (options follow up to ihl × 4). */
 export const IPV4_FIELDS = {
+  /** The first byte whole: version and IHL. */
+  verIhl: { at: 0, size: 1 },
   version: { at: 0, size: 1, shift: 4, mask: 15, label: 'Version' },
   ihl: { at: 0, size: 1, shift: 0, mask: 15, label: 'Header length' },
   tos: { at: 1, size: 1, label: 'Differentiated services' },
@@ -173,6 +175,35 @@ export const TCP_FIELDS = {
 } as const satisfies FieldTable;
 export const TCP_MIN_LEN = TCP_FIELDS.urgentPointer.at + TCP_FIELDS.urgentPointer.size;
 
+/** A TCP option (RFC 9293 3.2): kind · length · data, except EOL (0) and NOP (1), which are one
+ *  byte. The data fields of the kinds the codec reads, from the option's first byte. RFC 6994
+ *  experimental options (253/254, SMC's) add their ExID: ./tcpopt.ts. */
+export const TCP_OPTION_FIELDS = {
+  kind: { at: 0, size: 1 },
+  length: { at: 1, size: 1 },
+  data: { at: 2, len: 0 },
+  /** 2: maximum segment size. */
+  mss: { at: 2, size: 2 },
+  /** 3: window scale shift count. */
+  wscale: { at: 2, size: 1 },
+  /** 5: SACK blocks of SACK_BLOCK_FIELDS, from here to the option's end. */
+  sackBlocks: { at: 2, len: 8 },
+  /** 8: timestamps. */
+  tsVal: { at: 2, size: 4 },
+  tsEcr: { at: 6, size: 4 },
+  /** 29: TCP-AO key ids. */
+  aoKeyId: { at: 2, size: 1 },
+  aoRnextKeyId: { at: 3, size: 1 },
+  /** 30: MPTCP subtype (high nibble). */
+  mptcpSubtype: { at: 2, size: 1, shift: 4, mask: 15 },
+} as const satisfies FieldTable;
+
+/** One SACK block: left and right edge. */
+export const SACK_BLOCK_FIELDS = {
+  left: { at: 0, size: 4 },
+  right: { at: 4, size: 4 },
+} as const satisfies FieldTable;
+
 /** UDP (RFC 768), 8 bytes. */
 export const UDP_FIELDS = {
   srcPort: { at: 0, size: 2, label: 'Source port' },
@@ -185,6 +216,12 @@ export const UDP_FIELDS = {
 export const IPV4_MIN_LEN = IPV4_FIELDS.dst.at + IPV4_FIELDS.dst.size;
 export const IPV6_LEN = IPV6_FIELDS.dst.at + IPV6_FIELDS.dst.len;
 export const UDP_LEN = UDP_FIELDS.checksum.at + UDP_FIELDS.checksum.size;
+
+/** The IP version nibble of the header at b[o] (4 or 6; 0 past the end): where IPv4 and IPv6
+ *  agree, so a raw-IP capture or a RoCEv2 frame can be dispatched before either is decoded. */
+export function ipVersionAt(b: Uint8Array, o: number): number {
+  return o < b.length ? (b[o]! >>> IPV4_FIELDS.version.shift) & IPV4_FIELDS.version.mask : 0;
+}
 
 export const EthernetView = defineView('EthernetView', ETHERNET_FIELDS);
 export const VlanTagView = defineView('VlanTagView', VLAN_TAG_FIELDS);
