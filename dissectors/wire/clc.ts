@@ -17,7 +17,7 @@
 import type { Decoded, Issue, Tree } from './common.js';
 import {
   bufSizeFromCode, fmtSize, hex, hex32, ipv4Str, ipv6Str, isZero, issue, macStr, mtuFromCode,
-  parseIpv4, parseIpv6, parseMac, put16, put32, putAscii, u16, u32, u8,
+  parseIpv4, parseIpv6, parseMac, put16, put32, putAscii, u16, u32, u8, EBCDIC_SMCD, EBCDIC_SMCR,
 } from './common.js';
 import { declineReason, formatReason } from './reasons.js';
 import { addField, addSpan, entryAt, type BytesSpec } from './views/field.js';
@@ -40,8 +40,8 @@ export const CLC_CONFIRM = 3;
 export const CLC_DECLINE = 4;
 
 /** "SMCR" / "SMCD" in EBCDIC. */
-export const CLC_EYECATCHER_SMCR = 0xe2d4c3d9;
-export const CLC_EYECATCHER_SMCD = 0xe2d4c3c4;
+export const CLC_EYECATCHER_SMCR = EBCDIC_SMCR;
+export const CLC_EYECATCHER_SMCD = EBCDIC_SMCD;
 
 /** Path / type codes of byte 7 (typev1, typev2): R, D, N (none), B (both). */
 export const PATH_R = 0;
@@ -379,12 +379,33 @@ export function clcMessageLength(b: Uint8Array): number | undefined {
   return len >= CLC_MIN_LEN ? len : undefined;
 }
 
+/** The eyecatchers' bytes, for streams that have fewer than four of them yet. */
+const EC_BYTES = [CLC_EYECATCHER_SMCR, CLC_EYECATCHER_SMCD].map((v) => [v >>> 24, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff]);
+
+/**
+ * Could `b`, the first bytes of a stream (maybe fewer than a header), be the start of a CLC
+ * message: the eyecatcher bytes present are SMCR's or SMCD's, and the type, once present, is a
+ * CLC type (1–4). Used to hold a short segment back until the rest of the header arrives.
+ */
+export function couldStartClc(b: Uint8Array): boolean {
+  const n = Math.min(b.length, H.eyecatcher.size);
+  let ok = false;
+  for (const ec of EC_BYTES) {
+    let i = 0;
+    while (i < n && b[H.eyecatcher.at + i] === ec[i]) i++;
+    if (i === n) { ok = true; break; }
+  }
+  if (!ok || b.length <= H.typeCode.at) return ok;
+  const type = b[H.typeCode.at]!;
+  return type >= CLC_PROPOSAL && type <= CLC_DECLINE;
+}
+
 // ---- decode ----
 
 export function decodeClc(b: Uint8Array, t?: Tree): Decoded<ClcMessage> {
   const issues: Issue[] = [];
   const n = b.length;
-  if (n < CLC_HEADER_LEN) issue(issues, 'error', 'clc.truncated', `truncated CLC header: ${n} of 8 bytes`, 0, n);
+  if (n < CLC_HEADER_LEN) issue(issues, 'error', 'clc.truncated', `truncated CLC header: ${n} of ${CLC_HEADER_LEN} bytes`, 0, n);
   const hv = headerV.reset(b, 0);
   const ecv = hv.eyecatcher;
   const eyecatcher = eyecatcherName(ecv);

@@ -86,6 +86,11 @@ export function put64(b: Uint8Array, o: number, v: bigint): void {
   put32(b, o + 4, Number(v & 0xffffffffn));
 }
 
+/** "SMCR" / "SMCD" in EBCDIC: the CLC eyecatcher (clc.ts) and the TCP option's ExID
+ *  (tcpopt.ts) are the same four bytes. */
+export const EBCDIC_SMCR = 0xe2d4c3d9;
+export const EBCDIC_SMCD = 0xe2d4c3c4;
+
 const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 export function hex(b: Uint8Array, o = 0, n = b.length - o): string {
