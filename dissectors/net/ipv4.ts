@@ -102,7 +102,7 @@ const OPT_NAMES: ReadonlyMap<number, string> = new Map([
   [30, 'EXP'], [94, 'EXP'], [158, 'EXP'], [222, 'EXP'],
 ]);
 
-export function ipv4OptionName(type: number): string {
+function ipv4OptionName(type: number): string {
   return OPT_NAMES.get(type) ?? `opt-${type}`;
 }
 
@@ -110,7 +110,7 @@ const ECN_NAMES = ['Not-ECT', 'ECT(1)', 'ECT(0)', 'CE'];
 
 /** Decodes an IPv4 option area (`b` = the option bytes only; `cut`: the capture cut it, so an option
  *  running past the end is not an error of its own). Never throws. */
-export function decodeIpv4Options(b: Uint8Array, issues: Issue[], base = 0, t?: Tree, cut = false): Ipv4Option[] {
+function decodeIpv4Options(b: Uint8Array, issues: Issue[], base = 0, t?: Tree, cut = false): Ipv4Option[] {
   const list: Ipv4Option[] = [];
   let o = 0;
   const end = b.length;
@@ -313,7 +313,7 @@ function flagText(v: Ipv4Header, sep = '+'): string {
 }
 
 /** Serialised option area, padded with zeros to a multiple of 4. */
-export function encodeIpv4Options(opts: readonly Ipv4Option[]): Uint8Array {
+function encodeIpv4Options(opts: readonly Ipv4Option[]): Uint8Array {
   let n = 0;
   for (const o of opts) n += o.type === 0 || o.type === 1 ? 1 + (o.pad ? o.pad.length : 0) : 2 + o.data.length;
   const out = new Uint8Array((n + 3) & ~3);

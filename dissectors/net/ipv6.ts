@@ -92,7 +92,7 @@ const EXT_NAMES: ReadonlyMap<number, string> = new Map([
 ]);
 
 /** True for the extension headers this walker steps over. */
-export function isIpv6Extension(nh: number): boolean {
+function isIpv6Extension(nh: number): boolean {
   return nh === 0 || nh === 43 || nh === 44 || nh === 60 || nh === 51 || nh === 135 || nh === 139 || nh === 140;
 }
 
@@ -105,7 +105,7 @@ const OPT_NAMES: ReadonlyMap<number, string> = new Map([
   [0xde, 'Experimental'], [0xfe, 'Experimental'],
 ]);
 
-export function ipv6OptionName(type: number): string {
+function ipv6OptionName(type: number): string {
   return OPT_NAMES.get(type) ?? `opt-0x${type.toString(16).padStart(2, '0')}`;
 }
 

@@ -16,8 +16,8 @@ import { ethertypeName } from './ethernet.js';
 export const SLL_HOST = 0;
 export const SLL_OUTGOING = 4;
 
-export const ARPHRD_ETHER = 1;
-export const ARPHRD_NETLINK = 824;
+const ARPHRD_ETHER = 1;
+const ARPHRD_NETLINK = 824;
 
 export interface SllHeader {
   /** 1 = LINKTYPE_LINUX_SLL (16 B), 2 = LINKTYPE_LINUX_SLL2 (20 B). */
@@ -62,12 +62,12 @@ const ARPHRD_NAMES: ReadonlyMap<number, string> = new Map([
   [65535, 'Void'],
 ]);
 
-export function arphrdName(n: number): string {
+function arphrdName(n: number): string {
   return ARPHRD_NAMES.get(n) ?? String(n);
 }
 
 /** Name of an SLL protocol field, honouring the special small values. */
-export function sllProtocolName(protocol: number, arphrd = ARPHRD_ETHER): string {
+function sllProtocolName(protocol: number, arphrd = ARPHRD_ETHER): string {
   if (arphrd === ARPHRD_NETLINK) return `netlink family ${protocol}`;
   switch (protocol) {
     case 0x0001: return '802.3 (Novell)';

@@ -17,7 +17,7 @@ import { SACK_BLOCK_FIELDS as S, TCP_FIELDS as F, TCP_MIN_LEN, TCP_OPTION_FIELDS
 import { decodeTcpOpt, encodeTcpOpt, type TcpOpt } from '../wire/tcpopt.js';
 import { transportChecksum } from './checksum.js';
 
-export { tcpUdpChecksum, pseudoHeaderSum, transportChecksum, type TransportChecksum, type TransportChecksumStatus } from './checksum.js';
+export { tcpUdpChecksum } from './checksum.js';
 
 export interface TcpFlags {
   fin: boolean;
@@ -107,7 +107,7 @@ const OPT_NAMES: ReadonlyMap<number, string> = new Map([
 ]);
 
 /** tcpdump-like option name ('mss', 'sackOK', 'TS', 'tcp-ao', …; 'opt-N' when unknown). */
-export function tcpOptionName(kind: number): string {
+function tcpOptionName(kind: number): string {
   return OPT_NAMES.get(kind) ?? `opt-${kind}`;
 }
 
@@ -318,7 +318,7 @@ function writeOption(out: Uint8Array, p: number, o: TcpOption): number {
 }
 
 /** Option area bytes (not padded). */
-export function encodeTcpOptions(opts: readonly TcpOption[]): Uint8Array {
+function encodeTcpOptions(opts: readonly TcpOption[]): Uint8Array {
   let n = 0;
   for (const o of opts) n += optionSize(o);
   const out = new Uint8Array(n);
@@ -433,7 +433,7 @@ export function summarizeTcpFlags(f: TcpFlags): string {
 }
 
 /** Names: `SYN, ACK` ('' when none). */
-export function tcpFlagNames(f: TcpFlags): string {
+function tcpFlagNames(f: TcpFlags): string {
   let s = '';
   for (const [k, n] of FLAG_NAMES) if (f[k]) s += (s ? ', ' : '') + n;
   return s;

@@ -12,8 +12,6 @@ import { addField } from '../wire/views/field.js';
 import { UdpView, UDP_FIELDS as F, UDP_LEN } from '../wire/views/net.js';
 import { transportChecksum } from './checksum.js';
 
-export { tcpUdpChecksum, pseudoHeaderSum, transportChecksum, type TransportChecksum, type TransportChecksumStatus } from './checksum.js';
-
 /** Offsets: ../wire/views/net.ts (UDP_FIELDS); decode and encode go through this view. */
 const view = new UdpView();
 

@@ -11,8 +11,8 @@ import { TCPOPT_FIELDS, TCPOPT_EXID_AT, TcpOptView } from './views/tcpopt.js';
 export const SMCR_EXID = EBCDIC_SMCR;
 /** 32-bit ExID "SMCD" in EBCDIC. */
 export const SMCD_EXID = EBCDIC_SMCD;
-export const TCPOPT_EXP = 254;
-export const TCPOPT_EXP2 = 253;
+const TCPOPT_EXP = 254;
+const TCPOPT_EXP2 = 253;
 
 /** Known 16-bit ExIDs (IANA "TCP Experimental Option Experiment Identifiers"). */
 const EXID16: ReadonlyMap<number, string> = new Map([

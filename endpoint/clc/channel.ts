@@ -12,7 +12,7 @@ import { DECLINE_REASONS, formatReason } from '../../dissectors/wire/reasons.js'
 import { endpointStr, type Trace, type TraceEvent } from '../trace.js';
 
 /** Largest CLC message we accept (a v2 Proposal with 8 UEIDs and SMC-Dv2 GIDs is < 1 KiB). */
-export const CLC_MAX_LEN = 1024;
+const CLC_MAX_LEN = 1024;
 
 /** Why a CLC exchange failed; `code` is the decline reason to send (or that the peer sent). */
 export class ClcError extends Error {

@@ -61,7 +61,7 @@ export class ViewBase {
 const EMPTY = new Uint8Array(0);
 
 /** Unsigned big/little-endian read of `size` bytes at b[o]; 0 for bytes at or past `end`. */
-export function readUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 | 4, le: boolean): number {
+function readUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 | 4, le: boolean): number {
   if (o + size <= end) {
     // whole field present: the common case, no per-byte bounds checks
     switch (size) {
@@ -82,7 +82,7 @@ export function readUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 
 }
 
 /** Write the low `size` bytes of v at b[o] (bytes at or past `end` are dropped). */
-export function writeUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 | 4, le: boolean, v: number): void {
+function writeUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 | 4, le: boolean, v: number): void {
   if (o + size <= end && !le) {
     // whole big-endian field present: the common case (every header the endpoint writes per
     // packet), shifts instead of the per-byte division below (typed arrays keep the low 8 bits)

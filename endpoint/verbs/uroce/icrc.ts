@@ -32,7 +32,7 @@ import { icrcPrefix, icrcFromPrefix, readIcrc, ICRC_LEN, LRH_STANDIN, ROCE_V2_PO
 import { IPV4_FIELDS, IPV4_MIN_LEN, Ipv4View, UDP_LEN, UdpView } from '../../../dissectors/wire/views/net.js';
 
 /** IPv4 without options + UDP: what the kernel puts before each RoCEv2 packet it sends for us. */
-export const NET_LEN = IPV4_MIN_LEN + UDP_LEN;
+const NET_LEN = IPV4_MIN_LEN + UDP_LEN;
 
 /**
  * A 28-byte IPv4 + UDP header model (built with the project's codecs); `setLength()` patches the
