@@ -15,7 +15,7 @@ import { BTH_FIELDS, AETH_FIELDS, GRH_FIELDS, GRH_LEN, BthView, RethView, AethVi
 import { RETH_FIELDS, DETH_FIELDS, IMMDT_FIELDS, IETH_FIELDS, RDETH_FIELDS, XRCETH_FIELDS, FETH_FIELDS, ATOMIC_ETH_FIELDS, ATOMIC_ACK_ETH_FIELDS } from './views/ib.js';
 import { ImmDtView, IethView, RdethView, XrcethView, FethView, AtomicEthView, AtomicAckEthView } from './views/ib.js';
 import { addField, fieldBits, fieldMaskBytes, tableSize } from './views/field.js';
-import { IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN } from './views/net.js';
+import { ETHERTYPE, IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN } from './views/net.js';
 
 // ---------------------------------------------------------------------------------------
 // Opcode table
@@ -40,7 +40,7 @@ export const ICRC_LEN = 4;
 /** UDP destination port of RoCE v2. */
 export const ROCE_V2_PORT = 4791;
 /** EtherType of RoCE v1. */
-export const ROCE_V1_ETHERTYPE = 0x8915;
+export const ROCE_V1_ETHERTYPE = ETHERTYPE.ROCE_V1;
 
 export interface IbOpcodeInfo {
   opcode: number;
