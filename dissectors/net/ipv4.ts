@@ -21,7 +21,7 @@
 import type { Decoded, Issue, Tree } from '../wire/common.js';
 import { hex, hexN, issue, parseIpv4, u16, u8 } from '../wire/common.js';
 import { addField, bitsOf } from '../wire/views/field.js';
-import { IPV4_FIELDS as F, IPV4_MIN_LEN, Ipv4View } from '../wire/views/net.js';
+import { IP_OPTION_FIELDS as O, IPV4_FIELDS as F, IPV4_MIN_LEN, IpOptionView, Ipv4View } from '../wire/views/net.js';
 import { ipv4At } from './addr.js';
 import { finish, sumWords, fold } from './checksum.js';
 
@@ -108,6 +108,9 @@ function ipv4OptionName(type: number): string {
 
 const ECN_NAMES = ['Not-ECT', 'ECT(1)', 'ECT(0)', 'CE'];
 
+/** An option's fields (IP_OPTION_FIELDS), read no further than the option's end. */
+const optView = new IpOptionView();
+
 /** Decodes an IPv4 option area (`b` = the option bytes only; `cut`: the capture cut it, so an option
  *  running past the end is not an error of its own). Never throws. */
 function decodeIpv4Options(b: Uint8Array, issues: Issue[], base = 0, t?: Tree, cut = false): Ipv4Option[] {
@@ -135,15 +138,15 @@ function decodeIpv4Options(b: Uint8Array, issues: Issue[], base = 0, t?: Tree, c
       continue;
     }
     const name = ipv4OptionName(type);
-    if (o + 1 >= end) {
+    if (o + O.length.at >= end) {
       if (!cut) issue(issues, 'error', 'ipv4.opt-truncated', `option ${name} (${type}) has no length octet`, base + o, 1);
       list.push({ type, name, length: 0, data: EMPTY });
       break;
     }
-    const len = b[o + 1]!;
-    if (len < 2) {
-      issue(issues, 'error', 'ipv4.opt-length', `option ${name} (${type}) length ${len} < 2`, base + o, 2);
-      list.push({ type, name, length: len, data: b.subarray(o + 2, end) });
+    const len = b[o + O.length.at]!;
+    if (len < O.data.at) {
+      issue(issues, 'error', 'ipv4.opt-length', `option ${name} (${type}) length ${len} < ${O.data.at}`, base + o, O.data.at);
+      list.push({ type, name, length: len, data: b.subarray(o + O.data.at, end) });
       break;
     }
     let dend = o + len;
@@ -151,34 +154,34 @@ function decodeIpv4Options(b: Uint8Array, issues: Issue[], base = 0, t?: Tree, c
       if (!cut) issue(issues, 'error', 'ipv4.opt-truncated', `option ${name} (${type}) length ${len} runs past the header (${end - o} bytes left)`, base + o, end - o);
       dend = end;
     }
-    const data = b.subarray(o + 2, dend);
+    const data = b.subarray(o + O.data.at, dend);
+    const x = optView.reset(b, o, dend);
     const opt: Ipv4Option = { type, name, length: len, data };
     let desc = `len ${len}`;
     if (type === 7 || type === 131 || type === 137) {
-      opt.pointer = data[0] ?? 0;
+      opt.pointer = x.pointer;
       const route: string[] = [];
-      for (let i = 1; i + 4 <= data.length; i += 4) route.push(ipv4At(data, i));
+      for (let i = o + O.route.at; i + O.route.len <= dend; i += O.route.len) route.push(ipv4At(b, i));
       opt.route = route;
-      if ((len - 3) % 4 !== 0) issue(issues, 'warn', 'ipv4.opt-length', `${name} length ${len} is not 3 + 4n`, base + o + 1, 1);
-      if (opt.pointer < 4 || (opt.pointer & 3) !== 0) issue(issues, 'warn', 'ipv4.opt-pointer', `${name} pointer ${opt.pointer} invalid (must be 4, 8, …)`, base + o + 2, 1);
+      if ((len - 3) % 4 !== 0) issue(issues, 'warn', 'ipv4.opt-length', `${name} length ${len} is not 3 + 4n`, base + o + O.length.at, O.length.size);
+      if (opt.pointer < 4 || (opt.pointer & 3) !== 0) issue(issues, 'warn', 'ipv4.opt-pointer', `${name} pointer ${opt.pointer} invalid (must be 4, 8, …)`, base + o + O.pointer.at, O.pointer.size);
       desc = `ptr ${opt.pointer} ${route.join(' ')}`;
     } else if (type === 68) {
-      opt.pointer = data[0] ?? 0;
-      const of = data[1] ?? 0;
-      opt.overflow = of >>> 4;
-      opt.flag = of & 0x0f;
+      opt.pointer = x.pointer;
+      opt.overflow = x.tsOverflow;
+      opt.flag = x.tsFlag;
       const ts: { addr?: string; ts: number }[] = [];
       const step = opt.flag === 0 ? 4 : 8;
-      for (let i = 2; i + step <= data.length; i += step) {
-        if (step === 4) ts.push({ ts: u32at(data, i) });
-        else ts.push({ addr: ipv4At(data, i), ts: u32at(data, i + 4) });
+      for (let i = o + O.tsEntries.at; i + step <= dend; i += step) {
+        if (step === 4) ts.push({ ts: u32at(b, i) });
+        else ts.push({ addr: ipv4At(b, i), ts: u32at(b, i + 4) });
       }
       opt.timestamps = ts;
-      if (opt.flag !== 0 && opt.flag !== 1 && opt.flag !== 3) issue(issues, 'warn', 'ipv4.opt-ts-flag', `TS flag ${opt.flag} unknown`, base + o + 3, 1);
+      if (opt.flag !== 0 && opt.flag !== 1 && opt.flag !== 3) issue(issues, 'warn', 'ipv4.opt-ts-flag', `TS flag ${opt.flag} unknown`, base + o + O.tsFlag.at, O.tsFlag.size);
       desc = `ptr ${opt.pointer} oflw ${opt.overflow} flg ${opt.flag} [${ts.map((x) => (x.addr ? x.addr + ' ' : '') + x.ts).join(', ')}]`;
     } else if (type === 148) {
-      if (len !== 4) issue(issues, 'warn', 'ipv4.opt-length', `RA length ${len}, expected 4`, base + o + 1, 1);
-      opt.routerAlert = u16(data, 0);
+      if (len !== 4) issue(issues, 'warn', 'ipv4.opt-length', `RA length ${len}, expected 4`, base + o + O.length.at, O.length.size);
+      opt.routerAlert = x.routerAlert;
       desc = `value ${opt.routerAlert}`;
     } else if (!OPT_NAMES.has(type)) {
       issue(issues, 'note', 'ipv4.opt-unknown', `unknown IPv4 option type ${type}`, base + o, dend - o);

@@ -14,9 +14,9 @@
 // jumbogram (RFC 2675): the packet then extends to the end of the buffer.
 
 import type { Decoded, Issue } from '../wire/common.js';
-import { Tree, hex, hexN, issue, parseIpv6, u32 } from '../wire/common.js';
+import { Tree, hex, hexN, issue, parseIpv6 } from '../wire/common.js';
 import { addField } from '../wire/views/field.js';
-import { IPV6_EXT_FIELDS as X, IPV6_FIELDS as F, IPV6_EXT_MIN_LEN, IPV6_LEN, Ipv6ExtView, Ipv6View } from '../wire/views/net.js';
+import { IP_OPTION_FIELDS as O, IPV6_EXT_FIELDS as X, IPV6_FIELDS as F, IPV6_EXT_MIN_LEN, IPV6_LEN, IpOptionView, Ipv6ExtView, Ipv6View } from '../wire/views/net.js';
 import { ipv6At } from './addr.js';
 import { ipProtoName } from './ipv4.js';
 
@@ -110,6 +110,9 @@ function ipv6OptionName(type: number): string {
 }
 
 
+/** An option's fields (IP_OPTION_FIELDS), read no further than the option's end. */
+const optView = new IpOptionView();
+
 /** TLV options of a Hop-by-Hop / Destination Options header (`b` = bytes after the first two). */
 function decodeOptions(b: Uint8Array, base: number, issues: Issue[], t: Tree | undefined, jumbo: { v: number }): Ipv6Option[] {
   const list: Ipv6Option[] = [];
@@ -123,27 +126,27 @@ function decodeOptions(b: Uint8Array, base: number, issues: Issue[], t: Tree | u
       continue;
     }
     const name = ipv6OptionName(type);
-    if (o + 2 > b.length) {
+    if (o + O.data.at > b.length) {
       issue(issues, 'error', 'ipv6.opt-truncated', `option ${name} has no length octet`, base + o, 1);
       list.push({ type, name, data: EMPTY });
       break;
     }
-    const len = b[o + 1]!;
-    let end = o + 2 + len;
+    const len = b[o + O.length.at]!;
+    let end = o + O.data.at + len;
     if (end > b.length) {
       issue(issues, 'error', 'ipv6.opt-truncated', `option ${name} length ${len} runs past its header`, base + o, b.length - o);
       end = b.length;
     }
-    const data = b.subarray(o + 2, end);
+    const data = b.subarray(o + O.data.at, end);
     if (type === 1) {
       for (let i = 0; i < data.length; i++) {
-        if (data[i] !== 0) { issue(issues, 'note', 'ipv6.padn', 'PadN with non-zero contents', base + o + 2, data.length); break; }
+        if (data[i] !== 0) { issue(issues, 'note', 'ipv6.padn', 'PadN with non-zero contents', base + o + O.data.at, data.length); break; }
       }
     } else if (type === 0xc2) {
-      if (len !== 4) issue(issues, 'warn', 'ipv6.jumbo', `Jumbo Payload length ${len}, expected 4`, base + o + 1, 1);
-      else jumbo.v = u32(data, 0);
+      if (len !== 4) issue(issues, 'warn', 'ipv6.jumbo', `Jumbo Payload length ${len}, expected 4`, base + o + O.length.at, O.length.size);
+      else jumbo.v = optView.reset(b, o, end).jumboLength;
     } else if (type === 5 && len !== 2) {
-      issue(issues, 'warn', 'ipv6.opt-length', `Router Alert length ${len}, expected 2`, base + o + 1, 1);
+      issue(issues, 'warn', 'ipv6.opt-length', `Router Alert length ${len}, expected 2`, base + o + O.length.at, O.length.size);
     } else if (!OPT_NAMES.has(type)) {
       issue(issues, 'note', 'ipv6.opt-unknown', `unknown option type ${hexN(type, 2)}`, base + o, end - o);
     }

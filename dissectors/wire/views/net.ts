@@ -116,6 +116,27 @@ export const IPV4_FIELDS = {
   dst: { at: 16, size: 4, label: 'Destination' },
 } as const satisfies FieldTable;
 
+/** An IPv4 option (RFC 791 3.1) or an IPv6 Hop-by-Hop / Destination option (RFC 8200 4.2):
+ *  type · length · data, except IPv4's one-byte EOL/NOP and IPv6's Pad1. The data fields of the
+ *  kinds the codecs read, from the option's first byte. */
+export const IP_OPTION_FIELDS = {
+  type: { at: 0, size: 1 },
+  length: { at: 1, size: 1 },
+  data: { at: 2, len: 0 },
+  /** IPv4 RR, LSRR, SSRR, TS: the pointer. */
+  pointer: { at: 2, size: 1 },
+  /** IPv4 RR, LSRR, SSRR: the first route address (4 bytes each). */
+  route: { at: 3, len: 4 },
+  /** IPv4 TS: overflow count and flag, then the entries (4 or 8 bytes each). */
+  tsOverflow: { at: 3, size: 1, shift: 4, mask: 15 },
+  tsFlag: { at: 3, size: 1, shift: 0, mask: 15 },
+  tsEntries: { at: 4, len: 0 },
+  /** IPv4 Router Alert value (RFC 2113). */
+  routerAlert: { at: 2, size: 2 },
+  /** IPv6 Jumbo Payload length (RFC 2675). */
+  jumboLength: { at: 2, size: 4 },
+} as const satisfies FieldTable;
+
 /** IPv6 header, fixed 40 bytes; the addresses are byte runs (read them with ipv6At). */
 export const IPV6_FIELDS = {
   version: { at: 0, size: 1, shift: 4, mask: 15, label: 'Version' },
@@ -229,6 +250,7 @@ export const SllView = defineView('SllView', SLL_FIELDS);
 export const Sll2View = defineView('Sll2View', SLL2_FIELDS);
 export const Ipv4View = defineView('Ipv4View', IPV4_FIELDS);
 export const Ipv6View = defineView('Ipv6View', IPV6_FIELDS);
+export const IpOptionView = defineView('IpOptionView', IP_OPTION_FIELDS);
 export const Ipv6ExtView = defineView('Ipv6ExtView', IPV6_EXT_FIELDS);
 export const TcpView = defineView('TcpView', TCP_FIELDS);
 export const UdpView = defineView('UdpView', UDP_FIELDS);
