@@ -9,7 +9,7 @@
 
 import type { Decoded, Issue, Tree } from '../wire/common.js';
 import { hexN, issue, parseMac, u16 } from '../wire/common.js';
-import { addField, bitsOf, fieldLen } from '../wire/views/field.js';
+import { addField, bitPicker, fieldLen } from '../wire/views/field.js';
 import { ETHERNET_FIELDS as E, ETHERNET_LEN, ETHERTYPE, ETHERTYPE_MIN, ETHERTYPE_NAMES, VLAN_TAG_FIELDS as V, VLAN_TAG_LEN, VlanTagView } from '../wire/views/net.js';
 import { macAt } from './addr.js';
 
@@ -66,35 +66,62 @@ export function decodeEthernet(b: Uint8Array, t?: Tree): Decoded<EthernetHeader>
 
 /** Offsets: ../wire/views/net.ts (ETHERNET_FIELDS, VLAN_TAG_FIELDS); tags go through this view. */
 const tagView = new VlanTagView();
+const SRC_GROUP = bitPicker(E.srcGroup);
+// the offsets read per frame, from the table once (constants, not property loads per frame)
+const AT_DST = E.dst.at, AT_SRC = E.src.at, AT_GROUP = E.srcGroup.at, AT_TYPE = E.ethertype.at, TYPE_SIZE = E.ethertype.size;
 
 /** The EtherType (or next TPID) at b[o]: a tag's TPID sits where the type it pushes back was. */
 function typeAt(b: Uint8Array, o: number): number { return tagView.reset(b, o).tpid; }
 
 /** decodeEthernet() with its issues pushed onto `issues` (the frame's own list: the replay path
- *  makes no result object and no issue list per frame). */
+ *  makes no result object and no issue list per frame). Kept small (the cold parts are functions
+ *  of their own) so that it inlines into the frame decoder. */
 export function decodeEthernetAt(issues: Issue[], b: Uint8Array, t?: Tree): EthernetHeader {
   const value: EthernetHeader = { dst: '', src: '', vlans: NO_VLANS, ethertype: 0, headerLength: ETHERNET_LEN };
-  value.dst = macAt(b, E.dst.at);
-  value.src = macAt(b, E.src.at);
-  if (b.length < ETHERNET_LEN) {
-    issue(issues, 'error', 'eth.truncated', `truncated Ethernet header: need ${ETHERNET_LEN} bytes, have ${b.length}`, 0, b.length);
-    value.headerLength = Math.min(ETHERNET_LEN, b.length);
-    if (t) {
-      if (b.length > E.dst.at) t.add(E.dst.label, E.dst.at, Math.min(E.dst.len, b.length - E.dst.at), value.dst);
-      if (b.length > E.src.at) t.add(E.src.label, E.src.at, Math.min(E.src.len, b.length - E.src.at), value.src);
-    }
-    return value;
-  }
-  if (t) {
-    addField(t, E.dst, value.dst + ((b[E.dst.at]! & 1) !== 0 ? (value.dst === 'ff:ff:ff:ff:ff:ff' ? ' (broadcast)' : ' (multicast)') : ''));
-    addField(t, E.src, value.src);
-  }
+  value.dst = macAt(b, AT_DST);
+  value.src = macAt(b, AT_SRC);
+  if (b.length < ETHERNET_LEN) return truncated(issues, b, t, value);
+  if (t) treeAddresses(t, b, value);
   // the replay path's fast form: bytes read at the table's offsets (no view per frame)
-  if (bitsOf(b[E.srcGroup.at]!, E.srcGroup) !== 0) issue(issues, 'warn', 'eth.src-multicast', `source MAC ${value.src} has the group bit set`, E.src.at, E.src.len);
+  if (SRC_GROUP(b[AT_GROUP]!) !== 0) issue(issues, 'warn', 'eth.src-multicast', `source MAC ${value.src} has the group bit set`, E.src.at, E.src.len);
+  const type = u16(b, AT_TYPE);
+  if (isVlanTpid(type)) return decodeTags(issues, b, t, value, type);
+  return finishType(issues, t, value, type, AT_TYPE);
+}
 
+function truncated(issues: Issue[], b: Uint8Array, t: Tree | undefined, value: EthernetHeader): EthernetHeader {
+  issue(issues, 'error', 'eth.truncated', `truncated Ethernet header: need ${ETHERNET_LEN} bytes, have ${b.length}`, 0, b.length);
+  value.headerLength = Math.min(ETHERNET_LEN, b.length);
+  if (t) {
+    if (b.length > E.dst.at) t.add(E.dst.label, E.dst.at, Math.min(E.dst.len, b.length - E.dst.at), value.dst);
+    if (b.length > E.src.at) t.add(E.src.label, E.src.at, Math.min(E.src.len, b.length - E.src.at), value.src);
+  }
+  return value;
+}
+
+function treeAddresses(t: Tree, b: Uint8Array, value: EthernetHeader): void {
+  addField(t, E.dst, value.dst + ((b[E.dst.at]! & 1) !== 0 ? (value.dst === 'ff:ff:ff:ff:ff:ff' ? ' (broadcast)' : ' (multicast)') : ''));
+  addField(t, E.src, value.src);
+}
+
+/** The type (or 802.3 length) found at b[o], after any tags. */
+function finishType(issues: Issue[], t: Tree | undefined, value: EthernetHeader, type: number, o: number): EthernetHeader {
+  value.ethertype = type;
+  value.headerLength = o + TYPE_SIZE;
+  if (type < ETHERTYPE_MIN) {
+    issue(issues, 'note', 'eth.8023', `IEEE 802.3 length field ${type} (LLC frame, not Ethernet II)`, o, E.ethertype.size);
+    if (t) addField(t, E.ethertype, type, o - E.ethertype.at, 'Length');
+  } else if (t) {
+    addField(t, E.ethertype, `${ethertypeName(type)} (${hexN(type, 4)})`, o - E.ethertype.at);
+  }
+  return value;
+}
+
+/** 802.1Q / 802.1ad tags from the EtherType position on (`type`: the first TPID). */
+function decodeTags(issues: Issue[], b: Uint8Array, t: Tree | undefined, value: EthernetHeader, type: number): EthernetHeader {
   let o: number = E.ethertype.at;
-  let type = u16(b, o);
-  let vlans: VlanTag[] | undefined;
+  const vlans: VlanTag[] = [];
+  value.vlans = vlans;
   const tagNeed = VLAN_TAG_LEN + fieldLen(E.ethertype);
   while (isVlanTpid(type)) {
     if (o + tagNeed > b.length) {
@@ -102,12 +129,12 @@ export function decodeEthernetAt(issues: Issue[], b: Uint8Array, t?: Tree): Ethe
       if (t) addField(t, E.ethertype, `${ethertypeName(type)} (${hexN(type, 4)})`, o - E.ethertype.at);
       value.ethertype = type;
       value.headerLength = b.length;
-      if (vlans) value.vlans = vlans;
+      if (vlans.length === 0) value.vlans = NO_VLANS;
       return value;
     }
     const g = tagView.reset(b, o);
     const tag: VlanTag = { tpid: type, pcp: g.pcp, dei: g.dei, vid: g.vid };
-    (vlans ??= []).push(tag);
+    vlans.push(tag);
     if (tag.vid === 0xfff) issue(issues, 'warn', 'eth.vlan-vid', 'VLAN id 4095 is reserved', o + V.tci.at, V.tci.size);
     if (type === ETHERTYPE.QINQ && vlans.length > 1) {
       issue(issues, 'note', 'eth.vlan-order', `802.1ad S-tag (0x88a8) inside another tag (tag ${vlans.length})`, o, V.tpid.size);
@@ -122,16 +149,7 @@ export function decodeEthernetAt(issues: Issue[], b: Uint8Array, t?: Tree): Ethe
     o += VLAN_TAG_LEN;
     type = typeAt(b, o);
   }
-  if (vlans) value.vlans = vlans;
-  value.ethertype = type;
-  value.headerLength = o + E.ethertype.size;
-  if (type < ETHERTYPE_MIN) {
-    issue(issues, 'note', 'eth.8023', `IEEE 802.3 length field ${type} (LLC frame, not Ethernet II)`, o, E.ethertype.size);
-    if (t) addField(t, E.ethertype, type, o - E.ethertype.at, 'Length');
-  } else if (t) {
-    addField(t, E.ethertype, `${ethertypeName(type)} (${hexN(type, 4)})`, o - E.ethertype.at);
-  }
-  return value;
+  return finishType(issues, t, value, type, o);
 }
 
 /** Header bytes (or header + payload when `payload` is given). No FCS, no padding to 60 bytes. */

@@ -12,7 +12,7 @@
 
 import type { Decoded, Issue } from '../wire/common.js';
 import { Tree, hex, issue, put16, put32, u16, u32, u8 } from '../wire/common.js';
-import { addField, bitsOf, entryAt } from '../wire/views/field.js';
+import { addField, bitPicker, bitsOf, entryAt } from '../wire/views/field.js';
 import { SACK_BLOCK_FIELDS as S, TCP_FIELDS as F, TCP_MIN_LEN, TCP_OPTION_FIELDS as O, TcpView } from '../wire/views/net.js';
 import { decodeTcpOpt, encodeTcpOpt, type TcpOpt } from '../wire/tcpopt.js';
 import { transportChecksum } from './checksum.js';
@@ -237,18 +237,20 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, i
   return list;
 }
 
-/** Offsets: ../wire/views/net.ts (TCP_FIELDS); decode and encode go through this view. */
+/** Offsets: ../wire/views/net.ts (TCP_FIELDS); encode goes through this view, decode reads the
+ *  bytes at the table's offsets and picks the bit fields with these. */
 const view = new TcpView();
+const DOFF = bitPicker(F.dataOffset), FLAG_BITS = bitPicker(F.flags), RESERVED = bitPicker(F.reserved);
 
 export function decodeTcp(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<TcpHeader> {
   const issues: Issue[] = [];
   // the fast form: bytes read at the table's offsets, bit fields by its shift/mask (no view per segment)
   const fl = u16(b, F.flags.at);
-  const doff = bitsOf(u8(b, F.dataOffset.at), F.dataOffset);
-  const flags = FLAGS[bitsOf(fl, F.flags)]!;
+  const doff = DOFF(u8(b, F.dataOffset.at));
+  const flags = FLAGS[FLAG_BITS(fl)]!;
   const value: TcpHeader = {
     srcPort: u16(b, F.srcPort.at), dstPort: u16(b, F.dstPort.at), seq: u32(b, F.seq.at), ack: u32(b, F.ack.at), dataOffset: doff,
-    headerLength: doff * 4 < TCP_MIN_LEN ? TCP_MIN_LEN : doff * 4, reserved: bitsOf(u8(b, F.reserved.at), F.reserved), flags, window: u16(b, F.window.at),
+    headerLength: doff * 4 < TCP_MIN_LEN ? TCP_MIN_LEN : doff * 4, reserved: RESERVED(u8(b, F.reserved.at)), flags, window: u16(b, F.window.at),
     checksum: u16(b, F.checksum.at), urgentPointer: u16(b, F.urgentPointer.at), options: NO_OPTIONS,
   };
   const hl = value.headerLength;

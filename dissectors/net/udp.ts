@@ -14,6 +14,8 @@ import { transportChecksum } from './checksum.js';
 
 /** Offsets: ../wire/views/net.ts (UDP_FIELDS); decode and encode go through this view. */
 const view = new UdpView();
+// per-frame bounds from the table, once (constants, not property loads per frame)
+const END_LENGTH = F.length.at + F.length.size, END_DSTPORT = F.dstPort.at + F.dstPort.size;
 
 export interface UdpHeader {
   srcPort: number;
@@ -43,7 +45,7 @@ export function decodeUdpAt(value: UdpHeader, issues: Issue[], b: Uint8Array, of
     if (wireLength > have && wireLength >= UDP_LEN) issue(issues, 'note', 'udp.snaplen', `UDP header cut by the capture: ${have} of ${UDP_LEN} bytes captured`, 0, have);
     else issue(issues, 'error', 'udp.truncated', `truncated UDP header: need ${UDP_LEN} bytes, have ${have}`, 0, have);
   }
-  if (have >= F.length.at + F.length.size) {
+  if (have >= END_LENGTH) {
     const len = value.length;
     if (len < UDP_LEN) {
       // 0 is legal only for IPv6 jumbograms (RFC 2675)
@@ -56,7 +58,7 @@ export function decodeUdpAt(value: UdpHeader, issues: Issue[], b: Uint8Array, of
       issue(issues, 'warn', 'udp.length', `length ${len} < ${wireLength} bytes of IP payload (${wireLength - len} bytes after the datagram)`, F.length.at, F.length.size);
     }
   }
-  if (have >= F.dstPort.at + F.dstPort.size && value.dstPort === 0) issue(issues, 'warn', 'udp.port0', 'destination port 0', F.dstPort.at, F.dstPort.size);
+  if (have >= END_DSTPORT && value.dstPort === 0) issue(issues, 'warn', 'udp.port0', 'destination port 0', F.dstPort.at, F.dstPort.size);
   if (t) {
     addField(t, F.srcPort, value.srcPort);
     addField(t, F.dstPort, value.dstPort);

@@ -596,8 +596,11 @@ function checkBth(v: Bth, o: number, issues: Issue[]): void {
   if (!OPCODES[v.opcode]!.known) issue(issues, 'warn', 'ib.opcode', `unknown/reserved opcode 0x${v.opcode.toString(16).padStart(2, '0')}`, o + F.opcode.at, F.opcode.size);
 }
 
+/** The syndrome's reserved bit (bit 7). */
+const AETH_RESV_BIT = fieldBits(AETH_FIELDS.resvBit);
+
 function checkAeth(v: Aeth, o: number, issues: Issue[]): void {
-  if (v.syndrome & fieldBits(AETH_FIELDS.resvBit)) issue(issues, 'note', 'ib.reserved', 'AETH syndrome bit 7 (reserved) set', o + AETH_FIELDS.syndrome.at, AETH_FIELDS.syndrome.size);
+  if (v.syndrome & AETH_RESV_BIT) issue(issues, 'note', 'ib.reserved', 'AETH syndrome bit 7 (reserved) set', o + AETH_FIELDS.syndrome.at, AETH_FIELDS.syndrome.size);
   if (v.kind === 'reserved') issue(issues, 'warn', 'ib.aeth', `AETH reserved syndrome 0x${v.syndrome.toString(16)}`, o, 1);
   else if (v.kind === 'NAK' && v.code > 4) issue(issues, 'warn', 'ib.aeth', `AETH reserved NAK code ${v.code}`, o, 1);
 }
