@@ -43,7 +43,7 @@ type FieldValue<S extends FieldSpec> = S extends { bool: true } ? boolean : S ex
 export type ViewOf<T extends FieldTable> = { -readonly [K in keyof T as T[K] extends FieldSpec ? K : never]: T[K] extends FieldSpec ? FieldValue<T[K]> : never } & ViewBase;
 
 /** Where a view points: a buffer, the header's offset in it, and the end of valid bytes. */
-export class ViewBase {
+class ViewBase {
   buf: Uint8Array = EMPTY;
   off = 0;
   end = 0;
