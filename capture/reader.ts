@@ -17,7 +17,7 @@
 // stream normally; `truncated` is set and `warnings` says where.
 
 import * as fs from 'node:fs';
-import { CaptureFormatError, MutableFrame } from './types.js';
+import { CaptureFormatError, MutableFrame, PCAP_MAGIC, PCAPNG_BLOCK, PCAPNG_BYTE_ORDER_MAGIC, byteSwapped32 } from './types.js';
 import type { CaptureFileFormat, CaptureInterface, CapturedFrame } from './types.js';
 import { hex32 } from '../dissectors/wire/common.js';
 
@@ -85,11 +85,14 @@ const DEFAULT_MAX_RECORD = 64 << 20;
 const utf8 = new TextDecoder('utf-8');
 const SLEEP = new Int32Array(new SharedArrayBuffer(4));
 
-const BT_SHB = 0x0a0d0d0a;
-const BT_IDB = 1;
-const BT_PB = 2;
-const BT_SPB = 3;
-const BT_EPB = 6;
+const BT_SHB = PCAPNG_BLOCK.SHB;
+const BT_IDB = PCAPNG_BLOCK.IDB;
+const BT_PB = PCAPNG_BLOCK.PB;
+const BT_SPB = PCAPNG_BLOCK.SPB;
+const BT_EPB = PCAPNG_BLOCK.EPB;
+const PCAP_US_SWAPPED = byteSwapped32(PCAP_MAGIC.US);
+const PCAP_NS_SWAPPED = byteSwapped32(PCAP_MAGIC.NS);
+const PCAP_MODIFIED_SWAPPED = byteSwapped32(PCAP_MAGIC.MODIFIED);
 
 
 /** Interface state: the public description plus the timestamp converter. */
@@ -240,12 +243,12 @@ class StreamReader implements CaptureReader {
     let ns = false;
     let modified = false;
     switch (magic) {
-      case 0xa1b2c3d4: le = false; break;
-      case 0xd4c3b2a1: le = true; break;
-      case 0xa1b23c4d: le = false; ns = true; break;
-      case 0x4d3cb2a1: le = true; ns = true; break;
-      case 0xa1b2cd34: le = false; modified = true; break;
-      case 0x34cdb2a1: le = true; modified = true; break;
+      case PCAP_MAGIC.US: le = false; break;
+      case PCAP_US_SWAPPED: le = true; break;
+      case PCAP_MAGIC.NS: le = false; ns = true; break;
+      case PCAP_NS_SWAPPED: le = true; ns = true; break;
+      case PCAP_MAGIC.MODIFIED: le = false; modified = true; break;
+      case PCAP_MODIFIED_SWAPPED: le = true; modified = true; break;
       default: {
         const hint = (magic >>> 16) === 0x1f8b ? '; gzip-compressed? decompress it first' : '';
         throw new CaptureFormatError(`not a pcap or pcapng file (magic ${hex32(magic)}${hint})`, 0);
@@ -503,8 +506,8 @@ class StreamReader implements CaptureReader {
     let p = this.pos;
     const bom = this.dv.getUint32(p + 8, false);
     let le: boolean;
-    if (bom === 0x1a2b3c4d) le = false;
-    else if (bom === 0x4d3c2b1a) le = true;
+    if (bom === PCAPNG_BYTE_ORDER_MAGIC) le = false;
+    else if (bom === byteSwapped32(PCAPNG_BYTE_ORDER_MAGIC)) le = true;
     else this.fail(`corrupt pcapng section header at byte ${start}: byte-order magic ${hex32(bom)}`, start);
     const blen = this.dv.getUint32(p + 4, le);
     if (blen < 28 || (blen & 3) !== 0 || blen > this.maxRecord) {

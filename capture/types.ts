@@ -60,6 +60,19 @@ export function cloneFrame(f: CapturedFrame): CapturedFrame {
   return c;
 }
 
+/** File magic numbers and pcapng block types (the reader and the writer share these): classic
+ *  pcap's magic (µs, ns, and the "modified" Kuznetzov variant) as written by a big-endian
+ *  writer (a little-endian file reads it byte-swapped); pcapng's section header block type
+ *  and byte-order magic. */
+export const PCAP_MAGIC = { US: 0xa1b2c3d4, NS: 0xa1b23c4d, MODIFIED: 0xa1b2cd34 } as const;
+export const PCAPNG_BYTE_ORDER_MAGIC = 0x1a2b3c4d;
+export const PCAPNG_BLOCK = { SHB: 0x0a0d0d0a, IDB: 1, PB: 2, SPB: 3, EPB: 6 } as const;
+
+/** A 32-bit value with its bytes reversed (a magic number as the other byte order reads it). */
+export function byteSwapped32(x: number): number {
+  return (((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24)) >>> 0;
+}
+
 /** Link-layer header types (tcpdump.org/linktypes.html); the values used in files. */
 export const LINKTYPE = {
   NULL: 0,

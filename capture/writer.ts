@@ -6,7 +6,7 @@
 // so timestamps are kept to the ns, EPB with caplen/origlen and opt_comment.
 
 import * as fs from 'node:fs';
-import { CaptureFormatError, linktypeName } from './types.js';
+import { CaptureFormatError, linktypeName, PCAP_MAGIC, PCAPNG_BLOCK, PCAPNG_BYTE_ORDER_MAGIC } from './types.js';
 import type { CaptureFileFormat, CapturedFrame } from './types.js';
 
 /** Destination of a writer. `write` must consume the chunk synchronously (it is reused). */
@@ -175,7 +175,7 @@ export class PcapWriter extends BufferedWriter implements CaptureWriter {
     this.reserve(24);
     const dv = this.dv;
     const o = this.n;
-    dv.setUint32(o, this.ns ? 0xa1b23c4d : 0xa1b2c3d4, this.le);
+    dv.setUint32(o, this.ns ? PCAP_MAGIC.NS : PCAP_MAGIC.US, this.le);
     dv.setUint16(o + 4, 2, this.le);
     dv.setUint16(o + 6, 4, this.le);
     dv.setUint32(o + 8, 0, this.le);
@@ -271,9 +271,9 @@ export class PcapngWriter extends BufferedWriter implements CaptureWriter {
     this.reserve(blen);
     const dv = this.dv;
     const o = this.n;
-    dv.setUint32(o, 0x0a0d0d0a, this.le);
+    dv.setUint32(o, PCAPNG_BLOCK.SHB, this.le);
     dv.setUint32(o + 4, blen, this.le);
-    dv.setUint32(o + 8, 0x1a2b3c4d, this.le);
+    dv.setUint32(o + 8, PCAPNG_BYTE_ORDER_MAGIC, this.le);
     dv.setUint16(o + 12, 1, this.le);
     dv.setUint16(o + 14, 0, this.le);
     dv.setBigInt64(o + 16, -1n, this.le); // section length unknown
@@ -295,7 +295,7 @@ export class PcapngWriter extends BufferedWriter implements CaptureWriter {
     this.reserve(blen);
     const dv = this.dv;
     const o = this.n;
-    dv.setUint32(o, 1, this.le);
+    dv.setUint32(o, PCAPNG_BLOCK.IDB, this.le);
     dv.setUint32(o + 4, blen, this.le);
     dv.setUint16(o + 8, linktype & 0xffff, this.le);
     dv.setUint16(o + 10, 0, this.le);
@@ -342,7 +342,7 @@ export class PcapngWriter extends BufferedWriter implements CaptureWriter {
     const dv = this.dv;
     const le = this.le;
     const o = this.n;
-    dv.setUint32(o, 6, le);
+    dv.setUint32(o, PCAPNG_BLOCK.EPB, le);
     dv.setUint32(o + 4, blen, le);
     dv.setUint32(o + 8, id, le);
     dv.setUint32(o + 12, this.hiNum, le);

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { StateAnomaly } from './statejoin.js';
 import { parseEndpointState, type EndpointState, type EpConn, type EpCursor } from './stateread.js';
 import { queryControl } from '../endpoint/control.js';
-import { fmtSize, hexQp, jsonReplacer } from '../dissectors/wire/common.js';
+import { fmtSize, hexQp, jsonReplacer, mtuFromCode } from '../dissectors/wire/common.js';
 import { CliError } from './output.js';
 
 function table(head: string[], c: ChalkInstance): Table.Table {
@@ -35,7 +35,7 @@ export async function fetchState(sock: string): Promise<{ state: EndpointState; 
   return { state: p.state, raw };
 }
 
-const mtuBytes = (code: number | undefined): string => (code !== undefined && code >= 1 && code <= 5 ? String(128 << code) : code !== undefined ? `code ${code}` : '?');
+const mtuBytes = (code: number | undefined): string => (code === undefined ? '?' : mtuFromCode(code) ? String(mtuFromCode(code)) : `code ${code}`);
 const curs = (c: EpCursor | undefined): string => (c ? `${c.wrap}:${c.count}` : '?');
 const hx = (v: number | undefined): string => (v === undefined ? '?' : hexQp(v));
 

@@ -7,7 +7,7 @@
 // data (plain TCP or fallback) and we stop buffering it, so memory stays bounded by the small
 // CLC phase, not by the stream.
 
-import { clcMessageLength } from './wire/clc.js';
+import { clcMessageLength, couldStartClc, CLC_HEADER_LEN } from './wire/clc.js';
 
 /** A CLC message completed by a segment: bytes copied out of the stream (it may span segments). */
 export interface ClcChunk {
@@ -129,7 +129,7 @@ export class ClcStreams {
         merged.set(bytes.subarray(pos), d.pending.length);
         if (!d.pendingFrames.includes(frame)) d.pendingFrames.push(frame);
         const len = clcMessageLength(merged);
-        if (merged.length < 8) { d.pending = merged; return 'clc-part'; }
+        if (merged.length < CLC_HEADER_LEN) { d.pending = merged; return 'clc-part'; }
         if (len === undefined) { d.mode = 'data'; d.pending = undefined; return 'data'; }
         if (merged.length < len) {
           if (merged.length > MAX_PENDING) { d.mode = 'data'; d.pending = undefined; return 'data'; }
@@ -145,9 +145,9 @@ export class ClcStreams {
         continue;
       }
       const rest = bytes.subarray(pos);
-      if (rest.length < 8) {
+      if (rest.length < CLC_HEADER_LEN) {
         // Too short to judge: could be the start of a header split across segments.
-        if (looksLikeClcStart(rest)) { d.pending = rest.slice(); d.pendingFrames = [frame]; return role === 'clc' ? 'clc' : 'clc-part'; }
+        if (couldStartClc(rest)) { d.pending = rest.slice(); d.pendingFrames = [frame]; return role === 'clc' ? 'clc' : 'clc-part'; }
         d.mode = 'data';
         return role;
       }
@@ -166,11 +166,3 @@ export class ClcStreams {
   }
 }
 
-const EYE = [0xe2, 0xd4, 0xc3];
-function looksLikeClcStart(b: Uint8Array): boolean {
-  for (let i = 0; i < b.length && i < 4; i++) {
-    if (i < 3 ? b[i] !== EYE[i] : b[i] !== 0xd9 && b[i] !== 0xc4) return false;
-  }
-  if (b.length > 4 && (b[4]! < 1 || b[4]! > 4)) return false;
-  return true;
-}

@@ -7,7 +7,7 @@
 
 import type { CapturedFrame } from '../capture/types.js';
 import { LINKTYPE } from '../capture/types.js';
-import { type Issue, Tree, type FieldNode, u8 } from './wire/common.js';
+import { type Issue, Tree, type FieldNode } from './wire/common.js';
 import { decodeEthernetAt, ETHERTYPE_IPV4, ETHERTYPE_IPV6, type EthernetHeader } from './net/ethernet.js';
 import { decodeSll, decodeSll2 } from './net/sll.js';
 import { blankIpv4Header, decodeIpv4At, IPPROTO_TCP, IPPROTO_UDP, type Ipv4Header } from './net/ipv4.js';
@@ -21,6 +21,7 @@ import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
 import { blankBth, decodeIbPacketAt, decodeGrh, checkIcrc, icrcOk, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
 import { ClcStreams, type SegmentRole } from './clcstream.js';
 import { SendStreams, type SendPart } from './sendstream.js';
+import { ETHERNET_LEN, IPV6_LEN, SLL_LEN, SLL2_LEN, TCP_MIN_LEN, ipVersionAt } from './wire/views/net.js';
 
 export type SmcProto = 'tcpopt' | 'clc' | 'llc' | 'cdc' | 'rdma' | 'roce';
 
@@ -145,20 +146,20 @@ export class FrameDecoder {
       case LINKTYPE.ETHERNET: {
         // Ethernet starts the frame: its issues go straight onto the frame's list, offsets as they are
         const n0 = out.issues.length;
-        const e = decodeEthernetAt(out.issues, b, t?.sub('Ethernet', 0, 14));
+        const e = decodeEthernetAt(out.issues, b, t?.sub('Ethernet', 0, ETHERNET_LEN));
         out.eth = e;
         fitLast(t, e.headerLength);
         if (truncatedError(out.issues, n0)) return;
         return this.ethertype(out, b, e.ethertype, e.headerLength, t);
       }
       case LINKTYPE.LINUX_SLL: {
-        const r = decodeSll(b, t?.sub('Linux cooked capture v1', 0, 16));
+        const r = decodeSll(b, t?.sub('Linux cooked capture v1', 0, SLL_LEN));
         push(out.issues, r.issues, 0);
         out.link = { kind: 'sll', protocol: r.value.protocol };
         return this.ethertype(out, b, r.value.protocol, r.value.headerLength, t);
       }
       case LINKTYPE.LINUX_SLL2: {
-        const r = decodeSll2(b, t?.sub('Linux cooked capture v2', 0, 20));
+        const r = decodeSll2(b, t?.sub('Linux cooked capture v2', 0, SLL2_LEN));
         push(out.issues, r.issues, 0);
         out.link = { kind: 'sll2', protocol: r.value.protocol };
         return this.ethertype(out, b, r.value.protocol, r.value.headerLength, t);
@@ -166,7 +167,7 @@ export class FrameDecoder {
       case LINKTYPE.RAW:
       case LINKTYPE.IPV4:
       case LINKTYPE.IPV6: {
-        const v = (u8(b, 0) >> 4);
+        const v = ipVersionAt(b, 0);
         out.link = { kind: 'raw', protocol: v === 6 ? ETHERTYPE_IPV6 : ETHERTYPE_IPV4 };
         return this.ethertype(out, b, v === 6 ? ETHERTYPE_IPV6 : ETHERTYPE_IPV4, 0, t);
       }
@@ -197,12 +198,12 @@ export class FrameDecoder {
       if (h.fragmentOffset !== 0 || h.moreFragments) return; // fragments: header only
     } else {
       const view = b.subarray(off);
-      const r = decodeIpv6(view, t?.sub('IPv6', off, 40), view.length + this.cut);
+      const r = decodeIpv6(view, t?.sub('IPv6', off, IPV6_LEN), view.length + this.cut);
       push(out.issues, r.issues, off);
       const h = r.value;
       fitLast(t, h.upperOffset);
       out.ip = { version: 6, src: h.src, dst: h.dst, header: h };
-      proto = h.upperProtocol; hlen = h.upperOffset; plen = 40 + h.payloadLength - h.upperOffset;
+      proto = h.upperProtocol; hlen = h.upperOffset; plen = IPV6_LEN + h.payloadLength - h.upperOffset;
       if (h.fragment) return;
     }
     const l4 = off + hlen;
@@ -214,7 +215,7 @@ export class FrameDecoder {
   }
 
   private tcp(out: DecodedFrame, b: Uint8Array, off: number, t: Tree | undefined): void {
-    const r = decodeTcp(b.subarray(off), t?.sub('TCP', off, 20), b.length - off + this.cut);
+    const r = decodeTcp(b.subarray(off), t?.sub('TCP', off, TCP_MIN_LEN), b.length - off + this.cut);
     push(out.issues, r.issues, off);
     const h = r.value;
     fitLast(t, h.headerLength);

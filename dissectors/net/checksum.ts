@@ -28,7 +28,7 @@ export function finish(acc: number): number {
 }
 
 /** Sum of the TCP/UDP pseudo-header (IPv4: 12 bytes; IPv6: 40 bytes), not yet folded. */
-export function pseudoHeaderSum(src: Uint8Array | string, dst: Uint8Array | string, protocol: number, length: number): number {
+function pseudoHeaderSum(src: Uint8Array | string, dst: Uint8Array | string, protocol: number, length: number): number {
   const s = addrBytes(src), d = addrBytes(dst);
   let acc = sumWords(s, 0, s.length) + sumWords(d, 0, d.length);
   if (s.length === 16) acc += Math.floor(length / 0x10000) + (length & 0xffff) + protocol;

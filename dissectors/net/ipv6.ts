@@ -1,7 +1,6 @@
 // IPv6 fixed header (RFC 8200) and the extension header chain.
 //
-//   0 ver(4)|traffic class(8)|flow label(20) · 4 payload length · 6 next header · 7 hop limit
-//   8 src (16) · 24 dst (16) · 40 extension headers … upper-layer header
+// Layout: IPV6_FIELDS and IPV6_EXT_FIELDS (../wire/views/net.ts), the one declaration.
 //
 // Extension headers walked: Hop-by-Hop (0), Routing (43), Fragment (44), Destination Options
 // (60), AH (51, length in 4-byte units), Mobility (135), HIP (139), Shim6 (140). The walk stops
@@ -15,7 +14,9 @@
 // jumbogram (RFC 2675): the packet then extends to the end of the buffer.
 
 import type { Decoded, Issue } from '../wire/common.js';
-import { Tree, hex, hexN, issue, parseIpv6, put16, put32, u16, u32, u8 } from '../wire/common.js';
+import { Tree, hex, hexN, issue, parseIpv6 } from '../wire/common.js';
+import { addField } from '../wire/views/field.js';
+import { IP_OPTION_FIELDS as O, IPV6_EXT_FIELDS as X, IPV6_FIELDS as F, IPV6_EXT_MIN_LEN, IPV6_LEN, IpOptionView, Ipv6ExtView, Ipv6View } from '../wire/views/net.js';
 import { ipv6At } from './addr.js';
 import { ipProtoName } from './ipv4.js';
 
@@ -91,7 +92,7 @@ const EXT_NAMES: ReadonlyMap<number, string> = new Map([
 ]);
 
 /** True for the extension headers this walker steps over. */
-export function isIpv6Extension(nh: number): boolean {
+function isIpv6Extension(nh: number): boolean {
   return nh === 0 || nh === 43 || nh === 44 || nh === 60 || nh === 51 || nh === 135 || nh === 139 || nh === 140;
 }
 
@@ -104,10 +105,13 @@ const OPT_NAMES: ReadonlyMap<number, string> = new Map([
   [0xde, 'Experimental'], [0xfe, 'Experimental'],
 ]);
 
-export function ipv6OptionName(type: number): string {
+function ipv6OptionName(type: number): string {
   return OPT_NAMES.get(type) ?? `opt-0x${type.toString(16).padStart(2, '0')}`;
 }
 
+
+/** An option's fields (IP_OPTION_FIELDS), read no further than the option's end. */
+const optView = new IpOptionView();
 
 /** TLV options of a Hop-by-Hop / Destination Options header (`b` = bytes after the first two). */
 function decodeOptions(b: Uint8Array, base: number, issues: Issue[], t: Tree | undefined, jumbo: { v: number }): Ipv6Option[] {
@@ -122,27 +126,27 @@ function decodeOptions(b: Uint8Array, base: number, issues: Issue[], t: Tree | u
       continue;
     }
     const name = ipv6OptionName(type);
-    if (o + 2 > b.length) {
+    if (o + O.data.at > b.length) {
       issue(issues, 'error', 'ipv6.opt-truncated', `option ${name} has no length octet`, base + o, 1);
       list.push({ type, name, data: EMPTY });
       break;
     }
-    const len = b[o + 1]!;
-    let end = o + 2 + len;
+    const len = b[o + O.length.at]!;
+    let end = o + O.data.at + len;
     if (end > b.length) {
       issue(issues, 'error', 'ipv6.opt-truncated', `option ${name} length ${len} runs past its header`, base + o, b.length - o);
       end = b.length;
     }
-    const data = b.subarray(o + 2, end);
+    const data = b.subarray(o + O.data.at, end);
     if (type === 1) {
       for (let i = 0; i < data.length; i++) {
-        if (data[i] !== 0) { issue(issues, 'note', 'ipv6.padn', 'PadN with non-zero contents', base + o + 2, data.length); break; }
+        if (data[i] !== 0) { issue(issues, 'note', 'ipv6.padn', 'PadN with non-zero contents', base + o + O.data.at, data.length); break; }
       }
     } else if (type === 0xc2) {
-      if (len !== 4) issue(issues, 'warn', 'ipv6.jumbo', `Jumbo Payload length ${len}, expected 4`, base + o + 1, 1);
-      else jumbo.v = u32(data, 0);
+      if (len !== 4) issue(issues, 'warn', 'ipv6.jumbo', `Jumbo Payload length ${len}, expected 4`, base + o + O.length.at, O.length.size);
+      else jumbo.v = optView.reset(b, o, end).jumboLength;
     } else if (type === 5 && len !== 2) {
-      issue(issues, 'warn', 'ipv6.opt-length', `Router Alert length ${len}, expected 2`, base + o + 1, 1);
+      issue(issues, 'warn', 'ipv6.opt-length', `Router Alert length ${len}, expected 2`, base + o + O.length.at, O.length.size);
     } else if (!OPT_NAMES.has(type)) {
       issue(issues, 'note', 'ipv6.opt-unknown', `unknown option type ${hexN(type, 2)}`, base + o, end - o);
     }
@@ -153,103 +157,108 @@ function decodeOptions(b: Uint8Array, base: number, issues: Issue[], t: Tree | u
   return list;
 }
 
+/** Offsets: ../wire/views/net.ts (IPV6_FIELDS, IPV6_EXT_FIELDS); decode and encode go through these views. */
+const view = new Ipv6View();
+const ext = new Ipv6ExtView();
+
 export function decodeIpv6(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<Ipv6Header> {
   const issues: Issue[] = [];
-  const w0 = u32(b, 0);
+  const v = view.reset(b);
   const value: Ipv6Header = {
-    version: w0 >>> 28, trafficClass: (w0 >>> 20) & 0xff, flowLabel: w0 & 0xfffff, payloadLength: u16(b, 4),
-    nextHeader: u8(b, 6), hopLimit: u8(b, 7), src: ipv6At(b, 8), dst: ipv6At(b, 24), extensions: NO_EXT,
-    upperProtocol: u8(b, 6), upperOffset: 40, fragment: null,
+    version: v.version, trafficClass: v.trafficClass, flowLabel: v.flowLabel, payloadLength: v.payloadLength,
+    nextHeader: v.nextHeader, hopLimit: v.hopLimit, src: ipv6At(b, F.src.at), dst: ipv6At(b, F.dst.at), extensions: NO_EXT,
+    upperProtocol: v.nextHeader, upperOffset: IPV6_LEN, fragment: null,
   };
-  if (b.length < 40) {
-    if (wireLength > b.length && wireLength >= 40) issue(issues, 'note', 'ipv6.snaplen', `IPv6 header cut by the capture: ${b.length} of 40 bytes captured`, 0, b.length);
-    else issue(issues, 'error', 'ipv6.truncated', `truncated IPv6 header: need 40 bytes, have ${b.length}`, 0, b.length);
+  if (b.length < IPV6_LEN) {
+    if (wireLength > b.length && wireLength >= IPV6_LEN) issue(issues, 'note', 'ipv6.snaplen', `IPv6 header cut by the capture: ${b.length} of ${IPV6_LEN} bytes captured`, 0, b.length);
+    else issue(issues, 'error', 'ipv6.truncated', `truncated IPv6 header: need ${IPV6_LEN} bytes, have ${b.length}`, 0, b.length);
   }
-  if (value.version !== 6 && b.length > 0) issue(issues, 'error', 'ipv6.version', `IP version ${value.version} in an IPv6 header`, 0, 1);
+  if (value.version !== 6 && b.length > 0) issue(issues, 'error', 'ipv6.version', `IP version ${value.version} in an IPv6 header`, F.version.at, F.version.size);
   if (t) {
-    t.add('Version', 0, 1, value.version);
-    t.add('Traffic class', 0, 2, `${hexN(value.trafficClass, 2)} (DSCP ${value.trafficClass >>> 2}, ECN ${value.trafficClass & 3})`);
-    t.add('Flow label', 1, 3, hexN(value.flowLabel, 5));
-    t.add('Payload length', 4, 2, value.payloadLength);
-    t.add('Next header', 6, 1, `${ipProtoName(value.nextHeader)} (${value.nextHeader})`);
-    t.add('Hop limit', 7, 1, value.hopLimit);
-    t.add('Source', 8, 16, value.src);
-    t.add('Destination', 24, 16, value.dst);
+    addField(t, F.version, value.version);
+    addField(t, F.trafficClass, `${hexN(value.trafficClass, 2)} (DSCP ${value.trafficClass >>> 2}, ECN ${value.trafficClass & 3})`);
+    addField(t, F.flowLabel, hexN(value.flowLabel, 5));
+    addField(t, F.payloadLength, value.payloadLength);
+    addField(t, F.nextHeader, `${ipProtoName(value.nextHeader)} (${value.nextHeader})`);
+    addField(t, F.hopLimit, value.hopLimit);
+    addField(t, F.src, value.src);
+    addField(t, F.dst, value.dst);
   }
-  if (b.length < 40) return { value, issues };
+  if (b.length < IPV6_LEN) return { value, issues };
 
   // extension header chain
   let nh = value.nextHeader;
-  let o = 40;
+  let o = IPV6_LEN;
   let exts: Ipv6ExtHeader[] | undefined;
   const jumbo = { v: -1 };
   while (isIpv6Extension(nh)) {
     const name = EXT_NAMES.get(nh)!;
-    if (nh === 0 && o !== 40) issue(issues, 'warn', 'ipv6.hbh-position', 'Hop-by-Hop Options header not first', o, 1);
-    if (o + 8 > b.length) {
+    if (nh === 0 && o !== IPV6_LEN) issue(issues, 'warn', 'ipv6.hbh-position', 'Hop-by-Hop Options header not first', o, 1);
+    if (o + IPV6_EXT_MIN_LEN > b.length) {
       cut(issues, o, b.length, wireLength, name);
       break;
     }
-    const e1 = b[o + 1]!;
-    const len = nh === 44 ? 8 : nh === 51 ? (e1 + 2) * 4 : (e1 + 1) * 8;
+    const x = ext.reset(b, o);
+    const e1 = x.hdrExtLen;
+    const len = nh === 44 ? IPV6_EXT_MIN_LEN : nh === 51 ? (e1 + 2) * 4 : (e1 + 1) * 8;
     if (o + len > b.length) {
       cut(issues, o, b.length, wireLength, name);
       break;
     }
-    const data = b.subarray(o + 2, o + len);
-    const ext: Ipv6ExtHeader = { type: nh, name, nextHeader: b[o]!, hdrExtLen: e1, length: len, data };
+    x.reset(b, o, o + len);
+    const data = b.subarray(o + X.options.at, o + len);
+    const eh: Ipv6ExtHeader = { type: nh, name, nextHeader: x.nextHeader, hdrExtLen: e1, length: len, data };
     const st = t ? t.sub(name, o, len) : undefined;
     if (st) {
-      st.add('Next header', 0, 1, `${ipProtoName(ext.nextHeader)} (${ext.nextHeader})`);
-      st.add(nh === 44 ? 'Reserved' : 'Length', 1, 1, nh === 44 ? hexN(e1, 2) : `${e1} (${len} bytes)`);
+      addField(st, X.nextHeader, `${ipProtoName(eh.nextHeader)} (${eh.nextHeader})`);
+      addField(st, X.hdrExtLen, nh === 44 ? hexN(e1, 2) : `${e1} (${len} bytes)`, 0, nh === 44 ? 'Reserved' : X.hdrExtLen.label);
     }
     let stop = false;
     if (nh === 0 || nh === 60) {
-      const ot = st ? new Tree(st.base + 2) : undefined;
-      ext.options = decodeOptions(data, o + 2, issues, ot, jumbo);
+      const ot = st ? new Tree(st.base + X.options.at) : undefined;
+      eh.options = decodeOptions(data, o + X.options.at, issues, ot, jumbo);
       if (st && ot) for (const n of ot.nodes) st.nodes.push(n);
     } else if (nh === 43) {
-      ext.routingType = data[0]!;
-      ext.segmentsLeft = data[1]!;
+      eh.routingType = x.routingType;
+      eh.segmentsLeft = x.segmentsLeft;
       const addrs: string[] = [];
-      if (ext.routingType === 0 || ext.routingType === 2 || ext.routingType === 4) {
-        for (let i = 6; i + 16 <= data.length; i += 16) addrs.push(ipv6At(data, i));
+      if (eh.routingType === 0 || eh.routingType === 2 || eh.routingType === 4) {
+        for (let i = o + X.routeAddress.at; i + X.routeAddress.len <= o + len; i += X.routeAddress.len) addrs.push(ipv6At(b, i));
       }
-      ext.addresses = addrs;
-      if (ext.routingType === 0) issue(issues, 'warn', 'ipv6.rh0', 'Type 0 Routing header (deprecated by RFC 5095)', o + 2, 1);
+      eh.addresses = addrs;
+      if (eh.routingType === 0) issue(issues, 'warn', 'ipv6.rh0', 'Type 0 Routing header (deprecated by RFC 5095)', o + X.routingType.at, X.routingType.size);
       if (st) {
-        st.add('Routing type', 2, 1, ext.routingType);
-        st.add('Segments left', 3, 1, ext.segmentsLeft);
-        for (let i = 0; i < addrs.length; i++) st.add('Address', 8 + 16 * i, 16, addrs[i]);
+        addField(st, X.routingType, eh.routingType);
+        addField(st, X.segmentsLeft, eh.segmentsLeft);
+        for (let i = 0; i < addrs.length; i++) addField(st, X.routeAddress, addrs[i]!, X.routeAddress.len * i);
       }
     } else if (nh === 44) {
-      const fo = u16(data, 0);
-      ext.fragmentOffset = fo >>> 3;
-      ext.more = (fo & 1) !== 0;
-      ext.id = u32(data, 2);
-      if (e1 !== 0 || (fo & 6) !== 0) issue(issues, 'note', 'ipv6.frag-reserved', 'Fragment header reserved bits set', o + 1, 3);
-      if (ext.fragmentOffset !== 0 || ext.more) {
-        value.fragment = { offset: ext.fragmentOffset, more: ext.more, id: ext.id };
-        issue(issues, 'note', 'ipv6.fragment', `fragment offset ${ext.fragmentOffset * 8}${ext.more ? ' M' : ''} id ${hexN(ext.id, 8)}`, o, 8);
+      eh.fragmentOffset = x.fragOffset;
+      eh.more = x.fragMore;
+      eh.id = x.fragId;
+      if (e1 !== 0 || x.fragReserved !== 0) issue(issues, 'note', 'ipv6.frag-reserved', 'Fragment header reserved bits set', o + X.hdrExtLen.at, X.fragOffset.at + X.fragOffset.size - X.hdrExtLen.at);
+      if (eh.fragmentOffset !== 0 || eh.more) {
+        value.fragment = { offset: eh.fragmentOffset, more: eh.more, id: eh.id };
+        issue(issues, 'note', 'ipv6.fragment', `fragment offset ${eh.fragmentOffset * 8}${eh.more ? ' M' : ''} id ${hexN(eh.id, 8)}`, o, IPV6_EXT_MIN_LEN);
       }
       if (st) {
-        st.add('Offset', 2, 2, ext.fragmentOffset * 8);
-        st.add('More fragments', 3, 1, ext.more ? 'yes' : 'no');
-        st.add('Identification', 4, 4, hexN(ext.id, 8));
+        addField(st, X.fragOffset, eh.fragmentOffset * 8);
+        addField(st, X.fragMoreByte, eh.more ? 'yes' : 'no');
+        addField(st, X.fragId, hexN(eh.id, 8));
       }
-      if (ext.fragmentOffset !== 0) stop = true;
+      if (eh.fragmentOffset !== 0) stop = true;
     } else if (nh === 51) {
-      ext.spi = u32(data, 2);
-      ext.seq = u32(data, 6);
+      eh.spi = x.ahSpi;
+      eh.seq = x.ahSeq;
       if (st) {
-        st.add('SPI', 4, 4, hexN(ext.spi, 8));
-        st.add('Sequence', 8, 4, ext.seq);
-        st.add('ICV', 12, len - 12, hex(data, 10));
+        addField(st, X.ahSpi, hexN(eh.spi, 8));
+        addField(st, X.ahSeq, eh.seq);
+        st.add(X.ahIcv.label, X.ahIcv.at, len - X.ahIcv.at, hex(b, o + X.ahIcv.at, len - X.ahIcv.at));
       }
     }
-    (exts ??= []).push(ext);
+    (exts ??= []).push(eh);
     o += len;
-    nh = ext.nextHeader;
+    nh = eh.nextHeader;
     if (stop) break;
   }
   if (exts) value.extensions = exts;
@@ -258,17 +267,17 @@ export function decodeIpv6(b: Uint8Array, t?: Tree, wireLength = b.length): Deco
 
   const pl = value.payloadLength;
   if (pl === 0 && jumbo.v >= 0) {
-    if (jumbo.v + 40 > wireLength) issue(issues, 'error', 'ipv6.length', `jumbo payload length ${jumbo.v} exceeds the ${wireLength - 40} bytes on the wire`, 4, 2);
-  } else if (40 + pl > wireLength) {
-    issue(issues, 'error', 'ipv6.length', `payload length ${pl} exceeds the ${wireLength - 40} bytes on the wire`, 4, 2);
-  } else if (40 + pl > b.length) {
-    issue(issues, 'note', 'ipv6.snaplen', `packet cut by the capture: ${b.length} of ${40 + pl} bytes captured`, 0, b.length);
+    if (jumbo.v + IPV6_LEN > wireLength) issue(issues, 'error', 'ipv6.length', `jumbo payload length ${jumbo.v} exceeds the ${wireLength - IPV6_LEN} bytes on the wire`, 4, 2);
+  } else if (IPV6_LEN + pl > wireLength) {
+    issue(issues, 'error', 'ipv6.length', `payload length ${pl} exceeds the ${wireLength - IPV6_LEN} bytes on the wire`, 4, 2);
+  } else if (IPV6_LEN + pl > b.length) {
+    issue(issues, 'note', 'ipv6.snaplen', `packet cut by the capture: ${b.length} of ${IPV6_LEN + pl} bytes captured`, 0, b.length);
   } else {
-    if (o > 40 + pl) issue(issues, 'error', 'ipv6.length', `extension headers (${o - 40} bytes) exceed payload length ${pl}`, 4, 2);
-    if (40 + pl < b.length && 40 + pl >= 46) issue(issues, 'note', 'ipv6.trailer', `${b.length - 40 - pl} bytes after the IPv6 packet`, 40 + pl, b.length - 40 - pl);
+    if (o > IPV6_LEN + pl) issue(issues, 'error', 'ipv6.length', `extension headers (${o - IPV6_LEN} bytes) exceed payload length ${pl}`, 4, 2);
+    if (IPV6_LEN + pl < b.length && IPV6_LEN + pl >= 46) issue(issues, 'note', 'ipv6.trailer', `${b.length - IPV6_LEN - pl} bytes after the IPv6 packet`, IPV6_LEN + pl, b.length - IPV6_LEN - pl);
   }
-  if (nh === 59 && o < Math.min(b.length, 40 + pl)) {
-    issue(issues, 'note', 'ipv6.nonext-data', `${Math.min(b.length, 40 + pl) - o} bytes after No Next Header`, o, Math.min(b.length, 40 + pl) - o);
+  if (nh === 59 && o < Math.min(b.length, IPV6_LEN + pl)) {
+    issue(issues, 'note', 'ipv6.nonext-data', `${Math.min(b.length, IPV6_LEN + pl) - o} bytes after No Next Header`, o, Math.min(b.length, IPV6_LEN + pl) - o);
   }
   return { value, issues };
 }
@@ -294,21 +303,25 @@ function cut(issues: Issue[], o: number, have: number, wire: number, name: strin
 
 /** Header + extension headers (+ payload). Every field is written as given. */
 export function encodeIpv6(v: Ipv6Header, payload?: Uint8Array): Uint8Array {
-  let hl = 40;
-  for (const e of v.extensions) hl += 2 + e.data.length;
+  let hl = IPV6_LEN;
+  for (const e of v.extensions) hl += X.options.at + e.data.length;
   const out = new Uint8Array(hl + (payload ? payload.length : 0));
-  put32(out, 0, (((v.version & 0xf) << 28) | ((v.trafficClass & 0xff) << 20) | (v.flowLabel & 0xfffff)) >>> 0);
-  put16(out, 4, v.payloadLength);
-  out[6] = v.nextHeader & 0xff;
-  out[7] = v.hopLimit & 0xff;
-  out.set(parseIpv6(v.src), 8);
-  out.set(parseIpv6(v.dst), 24);
-  let o = 40;
+  const w = view.reset(out);
+  w.version = v.version;
+  w.trafficClass = v.trafficClass;
+  w.flowLabel = v.flowLabel;
+  w.payloadLength = v.payloadLength;
+  w.nextHeader = v.nextHeader;
+  w.hopLimit = v.hopLimit;
+  out.set(parseIpv6(v.src), F.src.at);
+  out.set(parseIpv6(v.dst), F.dst.at);
+  let o = IPV6_LEN;
   for (const e of v.extensions) {
-    out[o] = e.nextHeader & 0xff;
-    out[o + 1] = e.hdrExtLen & 0xff;
-    out.set(e.data, o + 2);
-    o += 2 + e.data.length;
+    const x = ext.reset(out, o);
+    x.nextHeader = e.nextHeader;
+    x.hdrExtLen = e.hdrExtLen;
+    out.set(e.data, o + X.options.at);
+    o += X.options.at + e.data.length;
   }
   if (payload) out.set(payload, hl);
   return out;
@@ -332,19 +345,23 @@ export interface Ipv6ExtInit { type: number; body: Uint8Array }
 
 /** Fragment header body: offset (8-byte units), M flag, identification. */
 export function ipv6FragmentBody(offset: number, more: boolean, id: number): Uint8Array {
-  const d = new Uint8Array(6);
-  put16(d, 0, ((offset & 0x1fff) << 3) | (more ? 1 : 0));
-  put32(d, 2, id >>> 0);
-  return d;
+  const h = new Uint8Array(IPV6_EXT_MIN_LEN);
+  const x = ext.reset(h);
+  x.fragOffset = offset;
+  x.fragMore = more;
+  x.fragId = id >>> 0;
+  return h.slice(X.options.at);
 }
 
 /** Routing header body (type, segments left, 4 reserved/type-specific bytes, addresses). */
 export function ipv6RoutingBody(routingType: number, segmentsLeft: number, addresses: readonly string[], word = 0): Uint8Array {
-  const d = new Uint8Array(6 + 16 * addresses.length);
-  d[0] = routingType; d[1] = segmentsLeft;
-  put32(d, 2, word >>> 0);
-  for (let i = 0; i < addresses.length; i++) d.set(parseIpv6(addresses[i]!), 6 + 16 * i);
-  return d;
+  const h = new Uint8Array(X.routeAddress.at + X.routeAddress.len * addresses.length);
+  const x = ext.reset(h);
+  x.routingType = routingType;
+  x.segmentsLeft = segmentsLeft;
+  x.routeWord = word >>> 0;
+  for (let i = 0; i < addresses.length; i++) h.set(parseIpv6(addresses[i]!), X.routeAddress.at + X.routeAddress.len * i);
+  return h.slice(X.options.at);
 }
 
 export interface Ipv6Init {
@@ -376,11 +393,11 @@ export function ipv6Header(init: Ipv6Init): Ipv6Header {
     version: 6, trafficClass: init.trafficClass ?? 0, flowLabel: init.flowLabel ?? 0,
     payloadLength: extLen + init.payloadLength, nextHeader: list[0]?.type ?? init.protocol, hopLimit: init.hopLimit ?? 64,
     src: init.src, dst: init.dst, extensions: exts.length ? exts : NO_EXT, upperProtocol: init.protocol,
-    upperOffset: 40 + extLen, fragment: null,
+    upperOffset: IPV6_LEN + extLen, fragment: null,
   };
   const bytes = encodeIpv6(skeleton);
   // copy the extension bodies so the value does not alias the temporary buffer
-  return decodeIpv6(bytes.slice(), undefined, 40 + skeleton.payloadLength).value;
+  return decodeIpv6(bytes.slice(), undefined, IPV6_LEN + skeleton.payloadLength).value;
 }
 
 function extSummary(e: Ipv6ExtHeader): string {

@@ -1,26 +1,23 @@
 // Linux "cooked" capture headers (what `tcpdump -i any` produces).
 //
-// LINKTYPE_LINUX_SLL (113), 16 bytes:
-//   0 packet type (2) · 2 ARPHRD type (2) · 4 link-layer address length (2) ·
-//   6 link-layer address (8, zero padded) · 14 protocol (2)
-// LINKTYPE_LINUX_SLL2 (276), 20 bytes:
-//   0 protocol (2) · 2 reserved (2, MBZ) · 4 interface index (4) · 8 ARPHRD type (2) ·
-//   10 packet type (1) · 11 address length (1) · 12 link-layer address (8, zero padded)
-// All big-endian. `protocol` is an EtherType, except for a few small values (0x0001 Novell
+// LINKTYPE_LINUX_SLL (113) and LINKTYPE_LINUX_SLL2 (276): layouts in SLL_FIELDS and SLL2_FIELDS
+// (../wire/views/net.ts), the one declaration. `protocol` is an EtherType, except for a few small values (0x0001 Novell
 // 802.3, 0x0004 802.2 LLC, 0x000C CAN, 0x000D CAN FD) and when ARPHRD is NETLINK (824: netlink
 // family) or IPGRE (778: GRE protocol type). The pipeline continues with `protocol` after
 // `headerLength` bytes. Decoding never throws.
 
 import type { Decoded, Issue, Tree } from '../wire/common.js';
-import { hex, hexN, issue, put16, put32, u16, u32, u8 } from '../wire/common.js';
+import { hex, hexN, issue } from '../wire/common.js';
+import { addField } from '../wire/views/field.js';
+import { SLL_FIELDS as S1, SLL2_FIELDS as S2, SLL_LEN, SLL2_LEN, SllView, Sll2View } from '../wire/views/net.js';
 import { macAt } from './addr.js';
 import { ethertypeName } from './ethernet.js';
 
 export const SLL_HOST = 0;
 export const SLL_OUTGOING = 4;
 
-export const ARPHRD_ETHER = 1;
-export const ARPHRD_NETLINK = 824;
+const ARPHRD_ETHER = 1;
+const ARPHRD_NETLINK = 824;
 
 export interface SllHeader {
   /** 1 = LINKTYPE_LINUX_SLL (16 B), 2 = LINKTYPE_LINUX_SLL2 (20 B). */
@@ -48,6 +45,11 @@ export interface SllHeader {
 const PACKET_TYPE_NAMES = ['host', 'broadcast', 'multicast', 'otherhost', 'outgoing', 'loopback', 'user', 'kernel'];
 const PACKET_TYPE_SHORT = ['In', 'B', 'M', 'P', 'Out', 'Loop', 'User', 'Kernel'];
 
+/** tcpdump's short direction: 'In', 'B', 'M', 'P', 'Out', 'Loop', 'User', 'Kernel'; `pkttype N` beyond. */
+export function sllPacketTypeShort(n: number): string {
+  return PACKET_TYPE_SHORT[n] ?? `pkttype ${n}`;
+}
+
 /** 'host' | 'broadcast' | 'multicast' | 'otherhost' | 'outgoing' | … | 'unknown(N)'. */
 export function sllPacketTypeName(n: number): string {
   return PACKET_TYPE_NAMES[n] ?? `unknown(${n})`;
@@ -60,12 +62,12 @@ const ARPHRD_NAMES: ReadonlyMap<number, string> = new Map([
   [65535, 'Void'],
 ]);
 
-export function arphrdName(n: number): string {
+function arphrdName(n: number): string {
   return ARPHRD_NAMES.get(n) ?? String(n);
 }
 
 /** Name of an SLL protocol field, honouring the special small values. */
-export function sllProtocolName(protocol: number, arphrd = ARPHRD_ETHER): string {
+function sllProtocolName(protocol: number, arphrd = ARPHRD_ETHER): string {
   if (arphrd === ARPHRD_NETLINK) return `netlink family ${protocol}`;
   switch (protocol) {
     case 0x0001: return '802.3 (Novell)';
@@ -85,18 +87,25 @@ function addrText(b: Uint8Array, o: number, n: number): string {
   return s;
 }
 
+/** Both versions' address field is 8 bytes (the same declaration in either table). */
+const ADDR_LEN = S1.addr.len;
+
 function decodeAddr(b: Uint8Array, o: number, len: number, value: SllHeader, issues: Issue[], lenOff: number, lenSize: number): void {
-  const n = Math.min(len, 8);
+  const n = Math.min(len, ADDR_LEN);
   value.addr = addrText(b, o, n);
   let pad = false;
-  for (let i = o + n; i < o + 8; i++) if (b[i] !== 0) { pad = true; break; }
-  value.addrPad = pad ? hex(b, o + n, 8 - n) : '';
-  if (len > 8) issue(issues, 'note', 'sll.addrlen', `link-layer address length ${len} exceeds the 8-byte field (address cut)`, lenOff, lenSize);
-  if (pad) issue(issues, 'note', 'sll.addrpad', 'non-zero bytes after the link-layer address', o + n, 8 - n);
+  for (let i = o + n; i < o + ADDR_LEN; i++) if (b[i] !== 0) { pad = true; break; }
+  value.addrPad = pad ? hex(b, o + n, ADDR_LEN - n) : '';
+  if (len > ADDR_LEN) issue(issues, 'note', 'sll.addrlen', `link-layer address length ${len} exceeds the ${ADDR_LEN}-byte field (address cut)`, lenOff, lenSize);
+  if (pad) issue(issues, 'note', 'sll.addrpad', 'non-zero bytes after the link-layer address', o + n, ADDR_LEN - n);
 }
 
+/** Offsets: ../wire/views/net.ts (SLL_FIELDS, SLL2_FIELDS). */
+const v1 = new SllView();
+const v2 = new Sll2View();
+
 function empty(version: 1 | 2): SllHeader {
-  return { version, packetType: 0, arphrd: 0, addrLength: 0, addr: '', addrPad: '', protocol: 0, ifindex: 0, reserved: 0, headerLength: version === 1 ? 16 : 20 };
+  return { version, packetType: 0, arphrd: 0, addrLength: 0, addr: '', addrPad: '', protocol: 0, ifindex: 0, reserved: 0, headerLength: version === 1 ? SLL_LEN : SLL2_LEN };
 }
 
 function checkPacketType(v: SllHeader, issues: Issue[], off: number, len: number): void {
@@ -107,22 +116,23 @@ function checkPacketType(v: SllHeader, issues: Issue[], off: number, len: number
 export function decodeSll(b: Uint8Array, t?: Tree): Decoded<SllHeader> {
   const issues: Issue[] = [];
   const value = empty(1);
-  if (b.length < 16) {
-    issue(issues, 'error', 'sll.truncated', `truncated Linux cooked header: need 16 bytes, have ${b.length}`, 0, b.length);
+  if (b.length < SLL_LEN) {
+    issue(issues, 'error', 'sll.truncated', `truncated Linux cooked header: need ${SLL_LEN} bytes, have ${b.length}`, 0, b.length);
     value.headerLength = b.length;
   }
-  value.packetType = u16(b, 0);
-  value.arphrd = u16(b, 2);
-  value.addrLength = u16(b, 4);
-  decodeAddr(b, 6, value.addrLength, value, issues, 4, 2);
-  value.protocol = u16(b, 14);
-  checkPacketType(value, issues, 0, 2);
+  const v = v1.reset(b);
+  value.packetType = v.packetType;
+  value.arphrd = v.arphrd;
+  value.addrLength = v.addrLen;
+  decodeAddr(b, S1.addr.at, value.addrLength, value, issues, S1.addrLen.at, S1.addrLen.size);
+  value.protocol = v.protocol;
+  checkPacketType(value, issues, S1.packetType.at, S1.packetType.size);
   if (t) {
-    t.add('Packet type', 0, 2, `${sllPacketTypeName(value.packetType)} (${value.packetType})`);
-    t.add('Link-layer address type', 2, 2, `${arphrdName(value.arphrd)} (${value.arphrd})`);
-    t.add('Link-layer address length', 4, 2, value.addrLength);
-    t.add('Source', 6, 8, value.addr);
-    t.add('Protocol', 14, 2, `${sllProtocolName(value.protocol, value.arphrd)} (${hexN(value.protocol, 4)})`);
+    addField(t, S1.packetType, `${sllPacketTypeName(value.packetType)} (${value.packetType})`);
+    addField(t, S1.arphrd, `${arphrdName(value.arphrd)} (${value.arphrd})`);
+    addField(t, S1.addrLen, value.addrLength);
+    addField(t, S1.addr, value.addr);
+    addField(t, S1.protocol, `${sllProtocolName(value.protocol, value.arphrd)} (${hexN(value.protocol, 4)})`);
   }
   return { value, issues };
 }
@@ -131,27 +141,28 @@ export function decodeSll(b: Uint8Array, t?: Tree): Decoded<SllHeader> {
 export function decodeSll2(b: Uint8Array, t?: Tree): Decoded<SllHeader> {
   const issues: Issue[] = [];
   const value = empty(2);
-  if (b.length < 20) {
-    issue(issues, 'error', 'sll.truncated', `truncated Linux cooked v2 header: need 20 bytes, have ${b.length}`, 0, b.length);
+  if (b.length < SLL2_LEN) {
+    issue(issues, 'error', 'sll.truncated', `truncated Linux cooked v2 header: need ${SLL2_LEN} bytes, have ${b.length}`, 0, b.length);
     value.headerLength = b.length;
   }
-  value.protocol = u16(b, 0);
-  value.reserved = u16(b, 2);
-  value.ifindex = u32(b, 4);
-  value.arphrd = u16(b, 8);
-  value.packetType = u8(b, 10);
-  value.addrLength = u8(b, 11);
-  decodeAddr(b, 12, value.addrLength, value, issues, 11, 1);
-  checkPacketType(value, issues, 10, 1);
-  if (value.reserved !== 0) issue(issues, 'warn', 'sll.reserved', `reserved field is ${hexN(value.reserved, 4)}, must be zero`, 2, 2);
+  const v = v2.reset(b);
+  value.protocol = v.protocol;
+  value.reserved = v.reserved;
+  value.ifindex = v.ifIndex;
+  value.arphrd = v.arphrd;
+  value.packetType = v.packetType;
+  value.addrLength = v.addrLen;
+  decodeAddr(b, S2.addr.at, value.addrLength, value, issues, S2.addrLen.at, S2.addrLen.size);
+  checkPacketType(value, issues, S2.packetType.at, S2.packetType.size);
+  if (value.reserved !== 0) issue(issues, 'warn', 'sll.reserved', `reserved field is ${hexN(value.reserved, 4)}, must be zero`, S2.reserved.at, S2.reserved.size);
   if (t) {
-    t.add('Protocol', 0, 2, `${sllProtocolName(value.protocol, value.arphrd)} (${hexN(value.protocol, 4)})`);
-    t.add('Reserved', 2, 2, hexN(value.reserved, 4));
-    t.add('Interface index', 4, 4, value.ifindex);
-    t.add('Link-layer address type', 8, 2, `${arphrdName(value.arphrd)} (${value.arphrd})`);
-    t.add('Packet type', 10, 1, `${sllPacketTypeName(value.packetType)} (${value.packetType})`);
-    t.add('Link-layer address length', 11, 1, value.addrLength);
-    t.add('Source', 12, 8, value.addr);
+    addField(t, S2.protocol, `${sllProtocolName(value.protocol, value.arphrd)} (${hexN(value.protocol, 4)})`);
+    addField(t, S2.reserved, hexN(value.reserved, 4));
+    addField(t, S2.ifIndex, value.ifindex);
+    addField(t, S2.arphrd, `${arphrdName(value.arphrd)} (${value.arphrd})`);
+    addField(t, S2.packetType, `${sllPacketTypeName(value.packetType)} (${value.packetType})`);
+    addField(t, S2.addrLen, value.addrLength);
+    addField(t, S2.addr, value.addr);
   }
   return { value, issues };
 }
@@ -159,28 +170,30 @@ export function decodeSll2(b: Uint8Array, t?: Tree): Decoded<SllHeader> {
 function putAddr(out: Uint8Array, o: number, v: SllHeader): void {
   const parts = v.addr === '' ? [] : v.addr.split(':');
   let i = 0;
-  for (; i < parts.length && i < 8; i++) out[o + i] = parseInt(parts[i]!, 16) & 0xff;
-  for (let j = 0; j + 1 < v.addrPad.length && i < 8; j += 2, i++) out[o + i] = parseInt(v.addrPad.slice(j, j + 2), 16) & 0xff;
+  for (; i < parts.length && i < ADDR_LEN; i++) out[o + i] = parseInt(parts[i]!, 16) & 0xff;
+  for (let j = 0; j + 1 < v.addrPad.length && i < ADDR_LEN; j += 2, i++) out[o + i] = parseInt(v.addrPad.slice(j, j + 2), 16) & 0xff;
 }
 
 /** Encodes v1 or v2 according to `v.version` (header, then `payload` if given). */
 export function encodeSll(v: SllHeader, payload?: Uint8Array): Uint8Array {
-  const hl = v.version === 1 ? 16 : 20;
+  const hl = v.version === 1 ? SLL_LEN : SLL2_LEN;
   const out = new Uint8Array(hl + (payload ? payload.length : 0));
   if (v.version === 1) {
-    put16(out, 0, v.packetType);
-    put16(out, 2, v.arphrd);
-    put16(out, 4, v.addrLength);
-    putAddr(out, 6, v);
-    put16(out, 14, v.protocol);
+    const w = v1.reset(out);
+    w.packetType = v.packetType;
+    w.arphrd = v.arphrd;
+    w.addrLen = v.addrLength;
+    putAddr(out, S1.addr.at, v);
+    w.protocol = v.protocol;
   } else {
-    put16(out, 0, v.protocol);
-    put16(out, 2, v.reserved);
-    put32(out, 4, v.ifindex);
-    put16(out, 8, v.arphrd);
-    out[10] = v.packetType & 0xff;
-    out[11] = v.addrLength & 0xff;
-    putAddr(out, 12, v);
+    const w = v2.reset(out);
+    w.protocol = v.protocol;
+    w.reserved = v.reserved;
+    w.ifIndex = v.ifindex;
+    w.arphrd = v.arphrd;
+    w.packetType = v.packetType;
+    w.addrLen = v.addrLength;
+    putAddr(out, S2.addr.at, v);
   }
   if (payload) out.set(payload, hl);
   return out;
@@ -192,12 +205,12 @@ export function sllHeader(init: { version: 1 | 2; packetType: number; addr: stri
   return {
     version: init.version, packetType: init.packetType, arphrd: init.arphrd ?? ARPHRD_ETHER, addrLength: n,
     addr: init.addr, addrPad: '', protocol: init.protocol, ifindex: init.version === 2 ? (init.ifindex ?? 0) : 0,
-    reserved: 0, headerLength: init.version === 1 ? 16 : 20,
+    reserved: 0, headerLength: init.version === 1 ? SLL_LEN : SLL2_LEN,
   };
 }
 
 /** tcpdump style: `ifindex 2 In 52:54:00:55:00:0a ethertype IPv4 (0x0800)` (`ifindex` only for SLL2). */
 export function summarizeSll(v: SllHeader): string {
-  const dir = PACKET_TYPE_SHORT[v.packetType] ?? `pkttype ${v.packetType}`;
+  const dir = sllPacketTypeShort(v.packetType);
   return `${v.version === 2 ? `ifindex ${v.ifindex} ` : ''}${dir} ${v.addr || '-'} ethertype ${sllProtocolName(v.protocol, v.arphrd)} (${hexN(v.protocol, 4)})`;
 }

@@ -1,7 +1,6 @@
 // TCP header (RFC 9293) with every option decoded.
 //
-//   0 src port · 2 dst port · 4 seq · 8 ack · 12 data offset(4)|reserved(3)|AE(1) ·
-//   13 CWR ECE URG ACK PSH RST SYN FIN · 14 window · 16 checksum · 18 urgent pointer · 20 options
+// Layout: TCP_FIELDS and TCP_OPTION_FIELDS (../wire/views/net.ts), the one declaration.
 //
 // Options: EOL (0), NOP (1), MSS (2), window scale (3), SACK permitted (4), SACK (5),
 // timestamps (8), MD5 signature (19, RFC 2385), TCP-AO (29, RFC 5925), MPTCP (30, RFC 8684:
@@ -13,10 +12,12 @@
 
 import type { Decoded, Issue } from '../wire/common.js';
 import { Tree, hex, issue, put16, put32, u16, u32, u8 } from '../wire/common.js';
+import { addField, bitPicker, bitsOf, entryAt } from '../wire/views/field.js';
+import { SACK_BLOCK_FIELDS as S, TCP_FIELDS as F, TCP_MIN_LEN, TCP_OPTION_FIELDS as O, TcpView } from '../wire/views/net.js';
 import { decodeTcpOpt, encodeTcpOpt, type TcpOpt } from '../wire/tcpopt.js';
 import { transportChecksum } from './checksum.js';
 
-export { tcpUdpChecksum, pseudoHeaderSum, transportChecksum, type TransportChecksum, type TransportChecksumStatus } from './checksum.js';
+export { tcpUdpChecksum } from './checksum.js';
 
 export interface TcpFlags {
   fin: boolean;
@@ -106,7 +107,7 @@ const OPT_NAMES: ReadonlyMap<number, string> = new Map([
 ]);
 
 /** tcpdump-like option name ('mss', 'sackOK', 'TS', 'tcp-ao', …; 'opt-N' when unknown). */
-export function tcpOptionName(kind: number): string {
+function tcpOptionName(kind: number): string {
   return OPT_NAMES.get(kind) ?? `opt-${kind}`;
 }
 
@@ -136,7 +137,7 @@ function raw(kind: number, offset: number, length: number, bytes: Uint8Array): T
  */
 function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, issues: Issue[], t: Tree | undefined): TcpOption[] {
   const list: TcpOption[] = [];
-  let o = 20;
+  let o = TCP_MIN_LEN;
   while (o < end) {
     const kind = b[o]!;
     if (kind === 0) {
@@ -148,25 +149,25 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, i
         issue(issues, 'note', 'tcp.opt-pad', 'non-zero bytes after End of Option List', o + 1, end - o - 1);
       }
       list.push(opt);
-      t?.add('End of Option List (EOL)', o - 20, end - o);
+      t?.add('End of Option List (EOL)', o - TCP_MIN_LEN, end - o);
       break;
     }
     if (kind === 1) {
       list.push(NOPS[o] ?? { kind, offset: o, length: 1 });
-      t?.add('No-Operation (NOP)', o - 20, 1);
+      t?.add('No-Operation (NOP)', o - TCP_MIN_LEN, 1);
       o++;
       continue;
     }
-    if (o + 1 >= end) {
+    if (o + O.length.at >= end) {
       if (!cut) issue(issues, 'error', 'tcp.opt-truncated', `option ${tcpOptionName(kind)} (${kind}) has no length octet`, o, 1);
       list.push(raw(kind, o, 1, b.subarray(o, end)));
       break;
     }
-    const len = b[o + 1]!;
+    const len = b[o + O.length.at]!;
     if (len < 2) {
       issue(issues, 'error', 'tcp.opt-length', `option ${tcpOptionName(kind)} (${kind}) length ${len} < 2: rest of the options unreadable`, o, 2);
       list.push(raw(kind, o, end - o, b.subarray(o, end)));
-      t?.add(`Option ${tcpOptionName(kind)} (${kind}), bad length ${len}`, o - 20, end - o, hex(b, o, end - o));
+      t?.add(`Option ${tcpOptionName(kind)} (${kind}), bad length ${len}`, o - TCP_MIN_LEN, end - o, hex(b, o, end - o));
       break;
     }
     let oend = o + len;
@@ -180,39 +181,39 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, i
     let opt: TcpOption;
     let expTree: Tree | undefined;
     if (!whole || (fixed !== 0 && len !== fixed)) {
-      if (whole) issue(issues, 'warn', 'tcp.opt-length', `option ${tcpOptionName(kind)} length ${len}, expected ${fixed}`, o + 1, 1);
+      if (whole) issue(issues, 'warn', 'tcp.opt-length', `option ${tcpOptionName(kind)} length ${len}, expected ${fixed}`, o + O.length.at, O.length.size);
       opt = raw(kind, o, oend - o, b.subarray(o, oend));
     } else {
       opt = { kind, offset: o, length: len };
       switch (kind) {
-        case 2: opt.mss = u16(b, o + 2); break;
+        case 2: opt.mss = u16(b, o + O.mss.at); break;
         case 3:
-          opt.wscale = b[o + 2]!;
-          if (opt.wscale > 14) issue(issues, 'warn', 'tcp.wscale', `window scale shift ${opt.wscale} > 14 (RFC 7323 caps it at 14)`, o + 2, 1);
+          opt.wscale = b[o + O.wscale.at]!;
+          if (opt.wscale > 14) issue(issues, 'warn', 'tcp.wscale', `window scale shift ${opt.wscale} > 14 (RFC 7323 caps it at 14)`, o + O.wscale.at, O.wscale.size);
           break;
         case 4: break;
         case 5: {
           const sack: TcpSackBlock[] = [];
-          for (let i = o + 2; i + 8 <= oend; i += 8) sack.push({ left: u32(b, i), right: u32(b, i + 4) });
+          for (let i = o + O.sackBlocks.at; i + O.sackBlocks.len <= oend; i += O.sackBlocks.len) sack.push({ left: u32(b, i + S.left.at), right: u32(b, i + S.right.at) });
           opt.sack = sack;
-          if ((len - 2) % 8 !== 0 || len < 10) issue(issues, 'warn', 'tcp.opt-length', `SACK length ${len} is not 2 + 8n (n ≥ 1)`, o + 1, 1);
+          if ((len - 2) % 8 !== 0 || len < 10) issue(issues, 'warn', 'tcp.opt-length', `SACK length ${len} is not 2 + 8n (n ≥ 1)`, o + O.length.at, O.length.size);
           break;
         }
-        case 8: opt.tsVal = u32(b, o + 2); opt.tsEcr = u32(b, o + 6); break;
+        case 8: opt.tsVal = u32(b, o + O.tsVal.at); opt.tsEcr = u32(b, o + O.tsEcr.at); break;
         case 29:
           opt.bytes = b.subarray(o, oend);
-          opt.keyId = u8(b, o + 2);
-          opt.rnextKeyId = u8(b, o + 3);
-          if (len < 4) issue(issues, 'warn', 'tcp.opt-length', `TCP-AO length ${len} < 4`, o + 1, 1);
+          opt.keyId = u8(b, o + O.aoKeyId.at);
+          opt.rnextKeyId = u8(b, o + O.aoRnextKeyId.at);
+          if (len < 4) issue(issues, 'warn', 'tcp.opt-length', `TCP-AO length ${len} < 4`, o + O.length.at, O.length.size);
           break;
         case 30:
           opt.bytes = b.subarray(o, oend);
-          if (len >= 3) opt.subtype = b[o + 2]! >>> 4;
-          else issue(issues, 'warn', 'tcp.opt-length', `MPTCP length ${len} < 3`, o + 1, 1);
+          if (len > O.mptcpSubtype.at) opt.subtype = bitsOf(b[o + O.mptcpSubtype.at]!, O.mptcpSubtype);
+          else issue(issues, 'warn', 'tcp.opt-length', `MPTCP length ${len} < 3`, o + O.length.at, O.length.size);
           break;
         case 253: case 254: {
           opt.bytes = b.subarray(o, oend);
-          if (t) expTree = new Tree(t.base + o - 20);
+          if (t) expTree = new Tree(t.base + o - TCP_MIN_LEN);
           const d = decodeTcpOpt(opt.bytes, expTree);
           opt.exp = d.value;
           for (const i of d.issues) issues.push({ severity: i.severity, code: i.code, message: i.message, offset: i.offset + o, length: i.length });
@@ -227,7 +228,7 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, i
       issue(issues, 'note', 'tcp.opt-syn-only', `${tcpOptionName(kind)} option outside a SYN`, o, oend - o);
     }
     if (t) {
-      const node = t.add(`Option ${tcpOptionName(kind)} (${kind})`, o - 20, oend - o, optionText(opt));
+      const node = t.add(`Option ${tcpOptionName(kind)} (${kind})`, o - TCP_MIN_LEN, oend - o, optionText(opt));
       if (expTree) node.children = expTree.nodes;
     }
     list.push(opt);
@@ -236,48 +237,55 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, i
   return list;
 }
 
+/** Offsets: ../wire/views/net.ts (TCP_FIELDS); encode goes through this view, decode reads the
+ *  bytes at the table's offsets and picks the bit fields with these. */
+const view = new TcpView();
+const DOFF = bitPicker(F.dataOffset), FLAG_BITS = bitPicker(F.flags), RESERVED = bitPicker(F.reserved);
+
 export function decodeTcp(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<TcpHeader> {
   const issues: Issue[] = [];
-  const b12 = u8(b, 12), b13 = u8(b, 13);
-  const doff = b12 >>> 4;
-  const flags = FLAGS[((b12 & 1) << 8) | b13]!;
+  // the fast form: bytes read at the table's offsets, bit fields by its shift/mask (no view per segment)
+  const fl = u16(b, F.flags.at);
+  const doff = DOFF(u8(b, F.dataOffset.at));
+  const flags = FLAGS[FLAG_BITS(fl)]!;
   const value: TcpHeader = {
-    srcPort: u16(b, 0), dstPort: u16(b, 2), seq: u32(b, 4), ack: u32(b, 8), dataOffset: doff,
-    headerLength: doff < 5 ? 20 : doff * 4, reserved: (b12 >>> 1) & 7, flags, window: u16(b, 14),
-    checksum: u16(b, 16), urgentPointer: u16(b, 18), options: NO_OPTIONS,
+    srcPort: u16(b, F.srcPort.at), dstPort: u16(b, F.dstPort.at), seq: u32(b, F.seq.at), ack: u32(b, F.ack.at), dataOffset: doff,
+    headerLength: doff * 4 < TCP_MIN_LEN ? TCP_MIN_LEN : doff * 4, reserved: RESERVED(u8(b, F.reserved.at)), flags, window: u16(b, F.window.at),
+    checksum: u16(b, F.checksum.at), urgentPointer: u16(b, F.urgentPointer.at), options: NO_OPTIONS,
   };
   const hl = value.headerLength;
-  if (b.length < 20) {
-    if (wireLength > b.length && wireLength >= 20) issue(issues, 'note', 'tcp.snaplen', `TCP header cut by the capture: ${b.length} of 20+ bytes captured`, 0, b.length);
-    else issue(issues, 'error', 'tcp.truncated', `truncated TCP header: need 20 bytes, have ${b.length}`, 0, b.length);
+  const D = F.dataOffset, FL = F.flagByte;
+  if (b.length < TCP_MIN_LEN) {
+    if (wireLength > b.length && wireLength >= TCP_MIN_LEN) issue(issues, 'note', 'tcp.snaplen', `TCP header cut by the capture: ${b.length} of ${TCP_MIN_LEN}+ bytes captured`, 0, b.length);
+    else issue(issues, 'error', 'tcp.truncated', `truncated TCP header: need ${TCP_MIN_LEN} bytes, have ${b.length}`, 0, b.length);
   } else if (hl > b.length) {
-    if (wireLength >= hl) issue(issues, 'note', 'tcp.snaplen', `TCP options cut by the capture: ${b.length} of ${hl} header bytes captured`, 20, b.length - 20);
-    else issue(issues, 'error', 'tcp.truncated', `data offset ${doff} (${hl} bytes) exceeds the ${b.length}-byte segment`, 12, 1);
+    if (wireLength >= hl) issue(issues, 'note', 'tcp.snaplen', `TCP options cut by the capture: ${b.length} of ${hl} header bytes captured`, TCP_MIN_LEN, b.length - TCP_MIN_LEN);
+    else issue(issues, 'error', 'tcp.truncated', `data offset ${doff} (${hl} bytes) exceeds the ${b.length}-byte segment`, D.at, D.size);
   }
-  if (b.length > 12 && doff < 5) issue(issues, 'error', 'tcp.doff', `data offset ${doff} < 5 (header length ${doff * 4} bytes)`, 12, 1);
-  if (b.length > 12 && value.reserved !== 0) issue(issues, 'warn', 'tcp.reserved', `reserved header bits set (${value.reserved})`, 12, 1);
-  if (b.length > 13) {
-    if (flags.syn && (flags.fin || flags.rst)) issue(issues, 'warn', 'tcp.flags', `invalid flag combination: SYN with ${flags.fin ? 'FIN' : 'RST'}`, 13, 1);
-    else if (b13 === 0 && !flags.ae) issue(issues, 'warn', 'tcp.flags', 'no flags set', 13, 1);
+  if (b.length > D.at && doff * 4 < TCP_MIN_LEN) issue(issues, 'error', 'tcp.doff', `data offset ${doff} < ${TCP_MIN_LEN / 4} (header length ${doff * 4} bytes)`, D.at, D.size);
+  if (b.length > D.at && value.reserved !== 0) issue(issues, 'warn', 'tcp.reserved', `reserved header bits set (${value.reserved})`, D.at, D.size);
+  if (b.length > FL.at) {
+    if (flags.syn && (flags.fin || flags.rst)) issue(issues, 'warn', 'tcp.flags', `invalid flag combination: SYN with ${flags.fin ? 'FIN' : 'RST'}`, FL.at, FL.size);
+    else if (u8(b, FL.at) === 0 && !flags.ae) issue(issues, 'warn', 'tcp.flags', 'no flags set', FL.at, FL.size);
   }
-  if (b.length >= 12 && !flags.ack && value.ack !== 0 && !flags.rst) issue(issues, 'note', 'tcp.ack-nonzero', `ACK flag clear but acknowledgment number is ${value.ack}`, 8, 4);
-  if (b.length >= 20 && !flags.urg && value.urgentPointer !== 0) issue(issues, 'note', 'tcp.urg', `urgent pointer ${value.urgentPointer} without URG`, 18, 2);
-  if (b.length >= 4 && (value.srcPort === 0 || value.dstPort === 0)) issue(issues, 'warn', 'tcp.port0', 'port 0', value.srcPort === 0 ? 0 : 2, 2);
+  if (b.length >= F.ack.at + F.ack.size && !flags.ack && value.ack !== 0 && !flags.rst) issue(issues, 'note', 'tcp.ack-nonzero', `ACK flag clear but acknowledgment number is ${value.ack}`, F.ack.at, F.ack.size);
+  if (b.length >= TCP_MIN_LEN && !flags.urg && value.urgentPointer !== 0) issue(issues, 'note', 'tcp.urg', `urgent pointer ${value.urgentPointer} without URG`, F.urgentPointer.at, F.urgentPointer.size);
+  if (b.length >= F.dstPort.at + F.dstPort.size && (value.srcPort === 0 || value.dstPort === 0)) issue(issues, 'warn', 'tcp.port0', 'port 0', value.srcPort === 0 ? F.srcPort.at : F.dstPort.at, F.dstPort.size);
 
   if (t) {
-    t.add('Source port', 0, 2, value.srcPort);
-    t.add('Destination port', 2, 2, value.dstPort);
-    t.add('Sequence number', 4, 4, value.seq);
-    t.add('Acknowledgment number', 8, 4, value.ack);
-    t.add('Header length', 12, 1, `${doff * 4} bytes (${doff})`);
-    t.add('Flags', 12, 2, `0x${(((b12 & 0x0f) << 8) | b13).toString(16).padStart(3, '0')} (${tcpFlagNames(flags) || 'none'})${value.reserved ? ` reserved ${value.reserved}` : ''}`);
-    t.add('Window', 14, 2, value.window);
-    t.add('Checksum', 16, 2, `0x${value.checksum.toString(16).padStart(4, '0')} [unverified]`);
-    t.add('Urgent pointer', 18, 2, value.urgentPointer);
+    addField(t, F.srcPort, value.srcPort);
+    addField(t, F.dstPort, value.dstPort);
+    addField(t, F.seq, value.seq);
+    addField(t, F.ack, value.ack);
+    addField(t, D, `${doff * 4} bytes (${doff})`);
+    addField(t, F.flags, `0x${bitsOf(fl, F.flagBits12).toString(16).padStart(3, '0')} (${tcpFlagNames(flags) || 'none'})${value.reserved ? ` reserved ${value.reserved}` : ''}`);
+    addField(t, F.window, value.window);
+    addField(t, F.checksum, `0x${value.checksum.toString(16).padStart(4, '0')} [unverified]`);
+    addField(t, F.urgentPointer, value.urgentPointer);
   }
   const oend = Math.min(hl, b.length);
-  if (oend > 20) {
-    value.options = decodeOptions(b, oend, flags.syn, hl > b.length && wireLength >= hl, issues, t ? t.sub('Options', 20, oend - 20, `${hl - 20} bytes`) : undefined);
+  if (oend > TCP_MIN_LEN) {
+    value.options = decodeOptions(b, oend, flags.syn, hl > b.length && wireLength >= hl, issues, t ? t.sub('Options', TCP_MIN_LEN, oend - TCP_MIN_LEN, `${hl - TCP_MIN_LEN} bytes`) : undefined);
   }
   return { value, issues };
 }
@@ -289,7 +297,7 @@ function optionSize(o: TcpOption): number {
   switch (o.kind) {
     case 0: return Math.max(1, o.length);
     case 1: return 1;
-    case 5: return 2 + 8 * (o.sack?.length ?? 0);
+    case 5: return entryAt(O.sackBlocks, o.sack?.length ?? 0);
     case 253: case 254: return o.exp ? encodeTcpOpt(o.exp).length : Math.max(2, o.length);
     default: return fixedLength(o.kind) || Math.max(2, o.length);
   }
@@ -300,19 +308,19 @@ function writeOption(out: Uint8Array, p: number, o: TcpOption): number {
   const n = optionSize(o);
   out[p] = o.kind;
   if (o.kind === 0 || o.kind === 1) return p + n; // EOL padding stays zero
-  out[p + 1] = n;
+  out[p + O.length.at] = n;
   switch (o.kind) {
-    case 2: put16(out, p + 2, o.mss ?? 0); break;
-    case 3: out[p + 2] = o.wscale ?? 0; break;
-    case 5: (o.sack ?? []).forEach((s, i) => { put32(out, p + 2 + 8 * i, s.left); put32(out, p + 6 + 8 * i, s.right); }); break;
-    case 8: put32(out, p + 2, o.tsVal ?? 0); put32(out, p + 6, o.tsEcr ?? 0); break;
+    case 2: put16(out, p + O.mss.at, o.mss ?? 0); break;
+    case 3: out[p + O.wscale.at] = o.wscale ?? 0; break;
+    case 5: (o.sack ?? []).forEach((s, i) => { const q = p + entryAt(O.sackBlocks, i); put32(out, q + S.left.at, s.left); put32(out, q + S.right.at, s.right); }); break;
+    case 8: put32(out, p + O.tsVal.at, o.tsVal ?? 0); put32(out, p + O.tsEcr.at, o.tsEcr ?? 0); break;
     case 253: case 254: if (o.exp) out.set(encodeTcpOpt(o.exp), p); break;
   }
   return p + n;
 }
 
 /** Option area bytes (not padded). */
-export function encodeTcpOptions(opts: readonly TcpOption[]): Uint8Array {
+function encodeTcpOptions(opts: readonly TcpOption[]): Uint8Array {
   let n = 0;
   for (const o of opts) n += optionSize(o);
   const out = new Uint8Array(n);
@@ -321,9 +329,10 @@ export function encodeTcpOptions(opts: readonly TcpOption[]): Uint8Array {
   return out;
 }
 
-function flagByte(f: TcpFlags): number {
+/** The 9 flag bits of TCP_FIELDS.flags (AE is bit 8). */
+function flagBits(f: TcpFlags): number {
   return (f.fin ? 1 : 0) | (f.syn ? 2 : 0) | (f.rst ? 4 : 0) | (f.psh ? 8 : 0) | (f.ack ? 0x10 : 0) |
-    (f.urg ? 0x20 : 0) | (f.ece ? 0x40 : 0) | (f.cwr ? 0x80 : 0);
+    (f.urg ? 0x20 : 0) | (f.ece ? 0x40 : 0) | (f.cwr ? 0x80 : 0) | (f.ae ? 0x100 : 0);
 }
 
 export interface TcpChecksumInput {
@@ -339,19 +348,21 @@ export interface TcpChecksumInput {
  */
 export function encodeTcp(v: TcpHeader, payload?: Uint8Array, ck?: TcpChecksumInput): Uint8Array {
   const ob = v.options.length ? encodeTcpOptions(v.options) : EMPTY;
-  const hl = Math.max((20 + ob.length + 3) & ~3, Math.min(60, (v.dataOffset & 0xf) * 4));
+  const hl = Math.max((TCP_MIN_LEN + ob.length + 3) & ~3, Math.min(60, (v.dataOffset & 0xf) * 4));
   const out = new Uint8Array(hl + (payload ? payload.length : 0));
-  put16(out, 0, v.srcPort);
-  put16(out, 2, v.dstPort);
-  put32(out, 4, v.seq >>> 0);
-  put32(out, 8, v.ack >>> 0);
-  out[12] = ((hl >>> 2) << 4) | ((v.reserved & 7) << 1) | (v.flags.ae ? 1 : 0);
-  out[13] = flagByte(v.flags);
-  put16(out, 14, v.window);
-  put16(out, 18, v.urgentPointer);
-  out.set(ob, 20);
+  const w = view.reset(out);
+  w.srcPort = v.srcPort;
+  w.dstPort = v.dstPort;
+  w.seq = v.seq >>> 0;
+  w.ack = v.ack >>> 0;
+  w.dataOffset = hl >>> 2;
+  w.reserved = v.reserved;
+  w.flags = flagBits(v.flags);
+  w.window = v.window;
+  w.urgentPointer = v.urgentPointer;
+  out.set(ob, TCP_MIN_LEN);
   if (payload) out.set(payload, hl);
-  put16(out, 16, ck ? transportChecksum(ck.src, ck.dst, 6, out) : v.checksum);
+  w.checksum = ck ? transportChecksum(ck.src, ck.dst, 6, out) : v.checksum;
   return out;
 }
 
@@ -401,7 +412,7 @@ export function tcpHeader(init: TcpInit): TcpHeader {
   const opts: TcpOption[] = (init.options ?? []).map((o) => ({ offset: 0, length: 0, ...o }) as TcpOption);
   for (const o of opts) if (o.length === 0) o.length = o.kind === 1 || o.kind === 0 ? 1 : optionSize({ ...o, length: 0 });
   const skeleton: TcpHeader = {
-    srcPort: init.srcPort, dstPort: init.dstPort, seq: init.seq ?? 0, ack: init.ack ?? 0, dataOffset: 0, headerLength: 20,
+    srcPort: init.srcPort, dstPort: init.dstPort, seq: init.seq ?? 0, ack: init.ack ?? 0, dataOffset: 0, headerLength: TCP_MIN_LEN,
     reserved: 0, flags, window: init.window ?? 65535, checksum: 0, urgentPointer: init.urgentPointer ?? 0, options: opts,
   };
   return decodeTcp(encodeTcp(skeleton)).value;
@@ -424,7 +435,7 @@ export function summarizeTcpFlags(f: TcpFlags): string {
 }
 
 /** Names: `SYN, ACK` ('' when none). */
-export function tcpFlagNames(f: TcpFlags): string {
+function tcpFlagNames(f: TcpFlags): string {
   let s = '';
   for (const [k, n] of FLAG_NAMES) if (f[k]) s += (s ? ', ' : '') + n;
   return s;

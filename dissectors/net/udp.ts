@@ -1,4 +1,4 @@
-// UDP header (RFC 768): 0 src port · 2 dst port · 4 length (header + data) · 6 checksum.
+// UDP header (RFC 768). Layout: UDP_FIELDS (../wire/views/net.ts), the one declaration.
 //
 // `wireLength` (3rd argument, default b.length) = bytes of this datagram on the wire (pass the
 // IP payload length bounded by the frame's original length); a length field beyond it is an
@@ -8,13 +8,14 @@
 
 import type { Decoded, Issue, Tree } from '../wire/common.js';
 import { issue } from '../wire/common.js';
-import { UdpView, UDP_FIELDS } from '../wire/views/net.js';
+import { addField } from '../wire/views/field.js';
+import { UdpView, UDP_FIELDS as F, UDP_LEN } from '../wire/views/net.js';
 import { transportChecksum } from './checksum.js';
-
-export { tcpUdpChecksum, pseudoHeaderSum, transportChecksum, type TransportChecksum, type TransportChecksumStatus } from './checksum.js';
 
 /** Offsets: ../wire/views/net.ts (UDP_FIELDS); decode and encode go through this view. */
 const view = new UdpView();
+// per-frame bounds from the table, once (constants, not property loads per frame)
+const END_LENGTH = F.length.at + F.length.size, END_DSTPORT = F.dstPort.at + F.dstPort.size;
 
 export interface UdpHeader {
   srcPort: number;
@@ -40,30 +41,29 @@ export function decodeUdpAt(value: UdpHeader, issues: Issue[], b: Uint8Array, of
   const v = view.reset(b, off, end);
   const have = v.available;
   value.srcPort = v.srcPort; value.dstPort = v.dstPort; value.length = v.length; value.checksum = v.checksum;
-  if (have < 8) {
-    if (wireLength > have && wireLength >= 8) issue(issues, 'note', 'udp.snaplen', `UDP header cut by the capture: ${have} of 8 bytes captured`, 0, have);
-    else issue(issues, 'error', 'udp.truncated', `truncated UDP header: need 8 bytes, have ${have}`, 0, have);
+  if (have < UDP_LEN) {
+    if (wireLength > have && wireLength >= UDP_LEN) issue(issues, 'note', 'udp.snaplen', `UDP header cut by the capture: ${have} of ${UDP_LEN} bytes captured`, 0, have);
+    else issue(issues, 'error', 'udp.truncated', `truncated UDP header: need ${UDP_LEN} bytes, have ${have}`, 0, have);
   }
-  if (have >= 6) {
+  if (have >= END_LENGTH) {
     const len = value.length;
-    if (len < 8) {
+    if (len < UDP_LEN) {
       // 0 is legal only for IPv6 jumbograms (RFC 2675)
-      issue(issues, len === 0 ? 'warn' : 'error', 'udp.length', `length ${len} < 8${len === 0 ? ' (jumbogram?)' : ''}`, 4, 2);
+      issue(issues, len === 0 ? 'warn' : 'error', 'udp.length', `length ${len} < ${UDP_LEN}${len === 0 ? ' (jumbogram?)' : ''}`, F.length.at, F.length.size);
     } else if (len > wireLength) {
-      issue(issues, 'error', 'udp.length', `length ${len} exceeds the ${wireLength} bytes on the wire`, 4, 2);
+      issue(issues, 'error', 'udp.length', `length ${len} exceeds the ${wireLength} bytes on the wire`, F.length.at, F.length.size);
     } else if (len > have) {
       issue(issues, 'note', 'udp.snaplen', `datagram cut by the capture: ${have} of ${len} bytes captured`, 0, have);
     } else if (len < wireLength) {
-      issue(issues, 'warn', 'udp.length', `length ${len} < ${wireLength} bytes of IP payload (${wireLength - len} bytes after the datagram)`, 4, 2);
+      issue(issues, 'warn', 'udp.length', `length ${len} < ${wireLength} bytes of IP payload (${wireLength - len} bytes after the datagram)`, F.length.at, F.length.size);
     }
   }
-  if (have >= 4 && value.dstPort === 0) issue(issues, 'warn', 'udp.port0', 'destination port 0', 2, 2);
+  if (have >= END_DSTPORT && value.dstPort === 0) issue(issues, 'warn', 'udp.port0', 'destination port 0', F.dstPort.at, F.dstPort.size);
   if (t) {
-    const F = UDP_FIELDS;
-    t.add('Source port', F.srcPort.at, 2, value.srcPort);
-    t.add('Destination port', F.dstPort.at, 2, value.dstPort);
-    t.add('Length', F.length.at, 2, value.length);
-    t.add('Checksum', F.checksum.at, 2, `0x${value.checksum.toString(16).padStart(4, '0')}${value.checksum === 0 ? ' (none)' : ' [unverified]'}`);
+    addField(t, F.srcPort, value.srcPort);
+    addField(t, F.dstPort, value.dstPort);
+    addField(t, F.length, value.length);
+    addField(t, F.checksum, `0x${value.checksum.toString(16).padStart(4, '0')}${value.checksum === 0 ? ' (none)' : ' [unverified]'}`);
   }
 }
 
@@ -72,23 +72,23 @@ export function decodeUdpAt(value: UdpHeader, issues: Issue[], b: Uint8Array, of
  * computed over the pseudo-header (0 result sent as 0xffff). `udpHeader` fills in the length.
  */
 export function encodeUdp(v: UdpHeader, payload?: Uint8Array, ck?: { src: Uint8Array | string; dst: Uint8Array | string }): Uint8Array {
-  const out = new Uint8Array(8 + (payload ? payload.length : 0));
+  const out = new Uint8Array(UDP_LEN + (payload ? payload.length : 0));
   const w = view.reset(out, 0);
   w.srcPort = v.srcPort & 0xffff;
   w.dstPort = v.dstPort & 0xffff;
   w.length = v.length & 0xffff;
-  if (payload) out.set(payload, 8);
+  if (payload) out.set(payload, UDP_LEN);
   w.checksum = (ck ? transportChecksum(ck.src, ck.dst, 17, out) : v.checksum) & 0xffff;
   return out;
 }
 
 /** Value with length = 8 + payloadLength and checksum 0 (RoCEv2 style; pass `ck` to encodeUdp to compute one). */
 export function udpHeader(init: { srcPort: number; dstPort: number; payloadLength: number; checksum?: number }): UdpHeader {
-  return { srcPort: init.srcPort, dstPort: init.dstPort, length: 8 + init.payloadLength, checksum: init.checksum ?? 0 };
+  return { srcPort: init.srcPort, dstPort: init.dstPort, length: UDP_LEN + init.payloadLength, checksum: init.checksum ?? 0 };
 }
 
 /** `UDP, length 44` (payload bytes = length − 8), prefixed `a.p > b.q: ` when addresses are given. */
 export function summarizeUdp(v: UdpHeader, c?: { src?: string; dst?: string }): string {
   const pre = c?.src !== undefined && c.dst !== undefined ? `${c.src}.${v.srcPort} > ${c.dst}.${v.dstPort}: ` : '';
-  return `${pre}UDP, length ${Math.max(0, v.length - 8)}`;
+  return `${pre}UDP, length ${Math.max(0, v.length - UDP_LEN)}`;
 }

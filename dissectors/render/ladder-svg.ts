@@ -22,16 +22,16 @@
 
 import type { LinkGroup } from '../tracker/model.js';
 
-export const FONT_SIZE = 12;
-export const FONT_FAMILY = "'DejaVu Sans Mono', 'Liberation Mono', Menlo, Consolas, 'Courier New', monospace";
+const FONT_SIZE = 12;
+const FONT_FAMILY = "'DejaVu Sans Mono', 'Liberation Mono', Menlo, Consolas, 'Courier New', monospace";
 /** Widest advance of one character in the fonts above, in em (see the header). */
-export const CHAR_EM = 0.61;
+const CHAR_EM = 0.61;
 
 /** Okabe–Ito without yellow (#F0E442) and vermillion (#D55E00, alerts). */
-export const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#000000'];
-export const ALERT = '#D55E00';
+const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#000000'];
+const ALERT = '#D55E00';
 /** Dash patterns of RoCE links, in order of appearance (TCP and CLC are solid). */
-export const DASHES = ['6,3', '2,3', '9,3,2,3', '1,2', '12,4'];
+const DASHES = ['6,3', '2,3', '9,3,2,3', '1,2', '12,4'];
 
 const MIN_COL = 220;
 const MAX_COL = 560;

@@ -6,6 +6,7 @@ import type { FrameNote } from '../tracker/model.js';
 import { summarizeTcp } from '../net/tcp.js';
 import { writeIbSummary } from '../wire/ib.js';
 import { StringSink, type TextSink } from '../wire/common.js';
+import { ETHERTYPE } from '../wire/views/net.js';
 
 export interface LineOptions {
   chalk: ChalkInstance;
@@ -136,7 +137,7 @@ function other(d: DecodedFrame, ip: DecodedFrame['ip'], withLink: boolean): stri
   if (d.udp && ip) return `${ip.src}.${d.udp.srcPort} > ${ip.dst}.${d.udp.dstPort}: UDP, length ${d.payloadLength}`;
   if (ip) return `${ip.src} > ${ip.dst}: IPv${ip.version} proto ${ip.version === 4 ? (ip.header as { protocol: number }).protocol : (ip.header as { upperProtocol: number }).upperProtocol}`;
   // with -e the link header already said who and what
-  if (withLink) return (d.eth?.ethertype ?? d.link?.protocol) === 0x0806 ? 'ARP' : 'not decoded';
+  if (withLink) return (d.eth?.ethertype ?? d.link?.protocol) === ETHERTYPE.ARP ? 'ARP' : 'not decoded';
   if (d.eth) return `${d.eth.src} > ${d.eth.dst}, ethertype 0x${d.eth.ethertype.toString(16).padStart(4, '0')}, length ${d.origlen}`;
   return `link type ${d.linktype}, length ${d.origlen}`;
 }

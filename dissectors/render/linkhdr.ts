@@ -3,26 +3,24 @@
 // a line can be compared with tcpdump's one layer at a time.
 
 import { decodeEthernet, isVlanTpid } from '../net/ethernet.js';
-import { decodeSll, decodeSll2 } from '../net/sll.js';
+import { decodeSll, decodeSll2, sllPacketTypeShort, SLL_OUTGOING } from '../net/sll.js';
+import { ETHERNET_FIELDS as E, ETHERNET_LEN, ETHERTYPE_MIN, ETHERTYPE_NAMES, VLAN_TAG_LEN, VlanTagView } from '../wire/views/net.js';
 import { LINKTYPE } from '../../capture/types.js';
 import { readdirSync, readFileSync } from 'node:fs';
 
-// tcpdump's ethertype_values names (ethertype.c) for the types a capture of SMC-R may carry;
+// tcpdump's ethertype_values names (ethertype.c), the third column of the one EtherType list;
 // any other type prints as "Unknown", as tcpdump does.
-const TCPDUMP_ETHERTYPE: ReadonlyMap<number, string> = new Map([
-  [0x0800, 'IPv4'], [0x0806, 'ARP'], [0x86dd, 'IPv6'], [0x8035, 'Reverse ARP'], [0x8100, '802.1Q'],
-  [0x88a8, '802.1Q-QinQ'], [0x9100, '802.1Q-9100'], [0x9200, '802.1Q-9200'], [0x88cc, 'LLDP'],
-  [0x9000, 'Loopback'], [0x8847, 'MPLS unicast'], [0x8848, 'MPLS multicast'], [0x8863, 'PPPoE D'],
-  [0x8864, 'PPPoE S'], [0x888e, 'EAPOL'], [0x8809, 'Slow Protocols'], [0x88e5, 'MACsec'], [0x88f7, 'PTP'],
-  [0x8906, 'FCoE'], [0x8914, 'FIP'], [0x8808, 'MPCP'],
-]);
+const TCPDUMP_ETHERTYPE: ReadonlyMap<number, string> = new Map(ETHERTYPE_NAMES.flatMap(([n, , td]) => (td === undefined ? [] : [[n, td] as const])));
 
 function etype(t: number): string {
   return `ethertype ${TCPDUMP_ETHERTYPE.get(t) ?? 'Unknown'} (0x${t.toString(16).padStart(4, '0')})`;
 }
 
-// sll_pkttype_values in tcpdump's print-sll.c
-const SLL_PKTTYPE = ['In', 'B', 'M', 'P', 'Out'];
+/** sll_pkttype_values in tcpdump's print-sll.c: host … outgoing; tcpdump has no names beyond. */
+function tcpdumpPktType(n: number): string { return n <= SLL_OUTGOING ? sllPacketTypeShort(n) : '?'; }
+
+/** A VLAN tag's fields (../wire/views/net.ts): the tag sits where the EtherType it pushes back was. */
+const tagView = new VlanTagView();
 
 let ifNames: Map<number, string> | undefined;
 
@@ -50,20 +48,21 @@ export interface LinkHeader {
 export function linkHeader(b: Uint8Array, linktype: number, origlen: number): LinkHeader {
   switch (linktype) {
     case LINKTYPE.ETHERNET: {
-      if (b.length < 14) return { text: '', length: b.length };
+      if (b.length < ETHERNET_LEN) return { text: '', length: b.length };
       const e = decodeEthernet(b).value;
-      const first = (b[12]! << 8) | b[13]!;
+      const first = tagView.reset(b, E.ethertype.at).tpid;
       let s = `${e.src} > ${e.dst}, `;
       // 802.3 frames carry a length, not a type; tcpdump prints it, bounded by the frame
-      s += first < 0x0600 ? `802.3, length ${Math.min(first, origlen - 14)}: ` : `${etype(first)}, length ${origlen}: `;
+      s += first < ETHERTYPE_MIN ? `802.3, length ${Math.min(first, origlen - ETHERNET_LEN)}: ` : `${etype(first)}, length ${origlen}: `;
       // 802.1Q/QinQ: tcpdump prints each tag after the colon, then the inner type.
-      let o = 14;
+      let o: number = E.ethertype.at;
       let type = first;
-      while (isVlanTpid(type) && o + 4 <= b.length) {
-        const tci = (b[o]! << 8) | b[o + 1]!;
-        type = (b[o + 2]! << 8) | b[o + 3]!;
-        s += `vlan ${tci & 0xfff}, p ${tci >> 13}${tci & 0x1000 ? ', DEI' : ''}, ${type < 0x0600 ? '802.3' : etype(type)}, `;
-        o += 4;
+      while (isVlanTpid(type) && o + VLAN_TAG_LEN + E.ethertype.size <= b.length) {
+        const g = tagView.reset(b, o);
+        const vid = g.vid, pcp = g.pcp, dei = g.dei;
+        o += VLAN_TAG_LEN;
+        type = tagView.reset(b, o).tpid;
+        s += `vlan ${vid}, p ${pcp}${dei ? ', DEI' : ''}, ${type < ETHERTYPE_MIN ? '802.3' : etype(type)}, `;
       }
       return { text: s, length: e.headerLength };
     }
@@ -72,7 +71,7 @@ export function linkHeader(b: Uint8Array, linktype: number, origlen: number): Li
       const v2 = linktype === LINKTYPE.LINUX_SLL2;
       const h = (v2 ? decodeSll2(b) : decodeSll(b)).value;
       if (b.length < h.headerLength) return { text: '', length: b.length };
-      const dir = SLL_PKTTYPE[h.packetType] ?? '?';
+      const dir = tcpdumpPktType(h.packetType);
       // SLL2: tcpdump names the interface as the *reading* host calls that index
       // (if_indextoname), then the direction, then "ifindex N"
       let s = v2 ? `${localIfName(h.ifindex).padEnd(5)} ${dir.padEnd(3)} ifindex ${h.ifindex} ` : `${dir.padStart(3)} `;

@@ -16,7 +16,7 @@ import { bufSizeFromCode, gidOfIp, hex32, hexQp, mtuFromCode } from '../wire/com
 import type { ClcAcceptConfirm, ClcDecline, ClcMessage } from '../wire/clc.js';
 import { declineReason } from '../wire/reasons.js';
 import type { LlcMessage } from '../wire/llc.js';
-import { deleteLinkReason } from '../wire/llc.js';
+import { DEL_REASON, deleteLinkReason } from '../wire/llc.js';
 import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
 import { opcodeInfo } from '../wire/ib.js';
@@ -58,7 +58,7 @@ const CONFIRM_LINK_TIMEOUT_NS = 5_000_000_000n;
 /** A writer blocked this long without a consumer update is a window stall (docs/smcdump.md). */
 export const WINDOW_STALL_NS = 1_000_000_000n;
 /** DELETE LINK reason "lost path" (Linux SMC_LLC_DEL_LOST_PATH). */
-const DEL_LOST_PATH = 0x00010000;
+const DEL_LOST_PATH = DEL_REASON.LOST_PATH;
 
 
 const NO_ANOMALIES = Object.freeze([]) as unknown as Anomaly[];

@@ -17,7 +17,7 @@
 import type { Decoded, Issue, Tree } from './common.js';
 import {
   bufSizeFromCode, fmtSize, hex, hex32, ipv4Str, ipv6Str, isZero, issue, macStr, mtuFromCode,
-  parseIpv4, parseIpv6, parseMac, put16, put32, putAscii, u16, u32, u8,
+  parseIpv4, parseIpv6, parseMac, put16, put32, putAscii, u16, u32, u8, EBCDIC_SMCD, EBCDIC_SMCR,
 } from './common.js';
 import { declineReason, formatReason } from './reasons.js';
 import { addField, addSpan, entryAt, type BytesSpec } from './views/field.js';
@@ -30,7 +30,7 @@ import {
   ClcIsmGidView, ClcFceView, ClcAcceptFlagsView, ClcSmcrAcceptView, ClcGidListView, ClcSmcdAcceptView, ClcDeclineView,
 } from './views/clc.js';
 
-export { CLC_FCE_LEN, CLC_FCE_V20_SMCD_LEN } from './views/clc.js';
+export { CLC_FCE_LEN } from './views/clc.js';
 
 // ---- constants ----
 
@@ -40,18 +40,18 @@ export const CLC_CONFIRM = 3;
 export const CLC_DECLINE = 4;
 
 /** "SMCR" / "SMCD" in EBCDIC. */
-export const CLC_EYECATCHER_SMCR = 0xe2d4c3d9;
-export const CLC_EYECATCHER_SMCD = 0xe2d4c3c4;
+export const CLC_EYECATCHER_SMCR = EBCDIC_SMCR;
+const CLC_EYECATCHER_SMCD = EBCDIC_SMCD;
 
 /** Path / type codes of byte 7 (typev1, typev2): R, D, N (none), B (both). */
 export const PATH_R = 0;
 export const PATH_D = 1;
 export const PATH_N = 2;
 export const PATH_B = 3;
-export const PATH_NAMES: readonly string[] = ['R', 'D', 'N', 'B'];
+const PATH_NAMES: readonly string[] = ['R', 'D', 'N', 'B'];
 
 /** Emulated/virtual ISM CHIDs have high byte 0xFF and use two GID/CHID entries. */
-export const EMULATED_ISM_CHID_MASK = 0xff00;
+const EMULATED_ISM_CHID_MASK = 0xff00;
 
 /** Whole message sizes incl. header and trailer (formats.md §5, §6), from the tables. */
 export const CLC_SMCR_V1_LEN = CLC_SMCR_ACCEPT_FIELDS.eid.at + CLC_TRAILER_LEN;
@@ -238,13 +238,13 @@ export type ClcInput = ClcMessage extends infer M ? (M extends ClcMessage ? Omit
 
 // ---- small helpers ----
 
-export function eyecatcherName(v: number): ClcEyecatcher {
+function eyecatcherName(v: number): ClcEyecatcher {
   if (v === CLC_EYECATCHER_SMCR) return 'SMCR';
   if (v === CLC_EYECATCHER_SMCD) return 'SMCD';
   return hex32(v);
 }
 
-export function eyecatcherValue(s: ClcEyecatcher): number {
+function eyecatcherValue(s: ClcEyecatcher): number {
   if (s === 'SMCR') return CLC_EYECATCHER_SMCR;
   if (s === 'SMCD') return CLC_EYECATCHER_SMCD;
   if (s.startsWith('0x')) return parseInt(s.slice(2), 16) >>> 0;
@@ -255,7 +255,7 @@ function isEc(v: number): boolean { return v === CLC_EYECATCHER_SMCR || v === CL
 
 /** Peer ID (8 bytes: u16 instance, 6-byte MAC) as "<instance>@<mac>": a text form that a
  *  field table does not express, so read and written here. */
-export function peerIdStr(b: Uint8Array, o: number): string { return `${u16(b, o)}@${macStr(b, o + PEER_ID_MAC_AT)}`; }
+function peerIdStr(b: Uint8Array, o: number): string { return `${u16(b, o)}@${macStr(b, o + PEER_ID_MAC_AT)}`; }
 const PEER_ID_MAC_AT = 2;
 
 function putPeerId(b: Uint8Array, o: number, s: string): void {
@@ -379,12 +379,33 @@ export function clcMessageLength(b: Uint8Array): number | undefined {
   return len >= CLC_MIN_LEN ? len : undefined;
 }
 
+/** The eyecatchers' bytes, for streams that have fewer than four of them yet. */
+const EC_BYTES = [CLC_EYECATCHER_SMCR, CLC_EYECATCHER_SMCD].map((v) => [v >>> 24, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff]);
+
+/**
+ * Could `b`, the first bytes of a stream (maybe fewer than a header), be the start of a CLC
+ * message: the eyecatcher bytes present are SMCR's or SMCD's, and the type, once present, is a
+ * CLC type (1–4). Used to hold a short segment back until the rest of the header arrives.
+ */
+export function couldStartClc(b: Uint8Array): boolean {
+  const n = Math.min(b.length, H.eyecatcher.size);
+  let ok = false;
+  for (const ec of EC_BYTES) {
+    let i = 0;
+    while (i < n && b[H.eyecatcher.at + i] === ec[i]) i++;
+    if (i === n) { ok = true; break; }
+  }
+  if (!ok || b.length <= H.typeCode.at) return ok;
+  const type = b[H.typeCode.at]!;
+  return type >= CLC_PROPOSAL && type <= CLC_DECLINE;
+}
+
 // ---- decode ----
 
 export function decodeClc(b: Uint8Array, t?: Tree): Decoded<ClcMessage> {
   const issues: Issue[] = [];
   const n = b.length;
-  if (n < CLC_HEADER_LEN) issue(issues, 'error', 'clc.truncated', `truncated CLC header: ${n} of 8 bytes`, 0, n);
+  if (n < CLC_HEADER_LEN) issue(issues, 'error', 'clc.truncated', `truncated CLC header: ${n} of ${CLC_HEADER_LEN} bytes`, 0, n);
   const hv = headerV.reset(b, 0);
   const ecv = hv.eyecatcher;
   const eyecatcher = eyecatcherName(ecv);
@@ -714,7 +735,7 @@ function decodeFce(b: Uint8Array, o: number, len: number, issues: Issue[], t: Tr
   return f;
 }
 
-export function osName(os: number): string {
+function osName(os: number): string {
   switch (os) {
     case 1: return 'z/OS';
     case 2: return 'Linux';

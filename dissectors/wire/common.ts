@@ -70,9 +70,7 @@ export function u24(b: Uint8Array, o: number): number { return ((b[o] ?? 0) << 1
 export function u32(b: Uint8Array, o: number): number {
   return (((b[o] ?? 0) << 24) >>> 0) + (((b[o + 1] ?? 0) << 16) | ((b[o + 2] ?? 0) << 8) | (b[o + 3] ?? 0));
 }
-export function u64(b: Uint8Array, o: number): bigint { return (BigInt(u32(b, o)) << 32n) | BigInt(u32(b, o + 4)); }
 
-export function put8(b: Uint8Array, o: number, v: number): void { b[o] = v & 0xff; }
 export function put16(b: Uint8Array, o: number, v: number): void { b[o] = (v >>> 8) & 0xff; b[o + 1] = v & 0xff; }
 export function put32le(b: Uint8Array, o: number, v: number): void {
   b[o] = v & 0xff; b[o + 1] = (v >>> 8) & 0xff; b[o + 2] = (v >>> 16) & 0xff; b[o + 3] = (v >>> 24) & 0xff;
@@ -81,10 +79,11 @@ export function put24(b: Uint8Array, o: number, v: number): void { b[o] = (v >>>
 export function put32(b: Uint8Array, o: number, v: number): void {
   b[o] = (v >>> 24) & 0xff; b[o + 1] = (v >>> 16) & 0xff; b[o + 2] = (v >>> 8) & 0xff; b[o + 3] = v & 0xff;
 }
-export function put64(b: Uint8Array, o: number, v: bigint): void {
-  put32(b, o, Number((v >> 32n) & 0xffffffffn));
-  put32(b, o + 4, Number(v & 0xffffffffn));
-}
+
+/** "SMCR" / "SMCD" in EBCDIC: the CLC eyecatcher (clc.ts) and the TCP option's ExID
+ *  (tcpopt.ts) are the same four bytes. */
+export const EBCDIC_SMCR = 0xe2d4c3d9;
+export const EBCDIC_SMCD = 0xe2d4c3c4;
 
 const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
@@ -218,7 +217,7 @@ export function mtuFromCode(code: number): number { return code >= 1 && code <= 
 /** Units for fmtSize, largest first, and the suffix of a size none of them divides. */
 export interface SizeUnits { units: ReadonlyArray<readonly [string, number]>; none: string }
 /** RMB and buffer sizes: 65536 → "64KiB", 1000 → "1000B". */
-export const BYTE_UNITS: SizeUnits = { units: [['MiB', 1024 ** 2], ['KiB', 1024]], none: 'B' };
+const BYTE_UNITS: SizeUnits = { units: [['MiB', 1024 ** 2], ['KiB', 1024]], none: 'B' };
 /** The way size options take them (cli/lib/args.ts parseSize): 65536 → "64k", 1000 → "1000". */
 export const OPTION_UNITS: SizeUnits = { units: [['g', 1024 ** 3], ['m', 1024 ** 2], ['k', 1024]], none: '' };
 

@@ -9,11 +9,13 @@
 // pieces (the endpoint), checkIcrc() for {ok, expected, actual}.
 
 import type { Decoded, Issue, TextSink } from './common.js';
-import { StringSink, Tree, issue, u8, u16, u24, u32, u64, u32le, put8, put24, put32, put32le, put64, ipv6Str, parseIpv6 } from './common.js';
+import { StringSink, Tree, issue, u8, u16, u32le, put32le, ipv6Str, parseIpv6 } from './common.js';
 import { crc32Update, crc32UpdateFill, crc32UpdateMasked, crc32UpdateMaskedThen, registerTrailerMask, trailerCheck } from './crc32.js';
 import { BTH_FIELDS, AETH_FIELDS, GRH_FIELDS, GRH_LEN, BthView, RethView, AethView, DethView, GrhView } from './views/ib.js';
-import { addField, fieldMaskBytes } from './views/field.js';
-import { IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN } from './views/net.js';
+import { RETH_FIELDS, DETH_FIELDS, IMMDT_FIELDS, IETH_FIELDS, RDETH_FIELDS, XRCETH_FIELDS, FETH_FIELDS, ATOMIC_ETH_FIELDS, ATOMIC_ACK_ETH_FIELDS } from './views/ib.js';
+import { ImmDtView, IethView, RdethView, XrcethView, FethView, AtomicEthView, AtomicAckEthView } from './views/ib.js';
+import { addField, fieldBits, fieldMaskBytes, tableSize } from './views/field.js';
+import { ETHERTYPE, IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN } from './views/net.js';
 
 // ---------------------------------------------------------------------------------------
 // Opcode table
@@ -25,18 +27,20 @@ export type IbTransport = 'RC' | 'UC' | 'RD' | 'UD' | 'CNP' | 'XRC' | 'reserved'
 export type IbExtHeader =
   | 'RDETH' | 'DETH' | 'XRCETH' | 'FETH' | 'RETH' | 'AtomicETH' | 'AETH' | 'AtomicAckETH' | 'ImmDt' | 'IETH';
 
-/** Size in bytes of each extension header. */
+/** Size in bytes of each extension header (from its field table, views/ib.ts). */
 export const IB_EXT_SIZE: Readonly<Record<IbExtHeader, number>> = {
-  RDETH: 4, DETH: 8, XRCETH: 4, FETH: 4, RETH: 16, AtomicETH: 28, AETH: 4, AtomicAckETH: 8, ImmDt: 4, IETH: 4,
+  RDETH: tableSize(RDETH_FIELDS), DETH: tableSize(DETH_FIELDS), XRCETH: tableSize(XRCETH_FIELDS), FETH: tableSize(FETH_FIELDS),
+  RETH: tableSize(RETH_FIELDS), AtomicETH: tableSize(ATOMIC_ETH_FIELDS), AETH: tableSize(AETH_FIELDS),
+  AtomicAckETH: tableSize(ATOMIC_ACK_ETH_FIELDS), ImmDt: tableSize(IMMDT_FIELDS), IETH: tableSize(IETH_FIELDS),
 };
 
-export const BTH_LEN = 12;
+export const BTH_LEN = tableSize(BTH_FIELDS);
 export { GRH_LEN };
 export const ICRC_LEN = 4;
 /** UDP destination port of RoCE v2. */
 export const ROCE_V2_PORT = 4791;
 /** EtherType of RoCE v1. */
-export const ROCE_V1_ETHERTYPE = 0x8915;
+export const ROCE_V1_ETHERTYPE = ETHERTYPE.ROCE_V1;
 
 export interface IbOpcodeInfo {
   opcode: number;
@@ -167,7 +171,7 @@ export const IB_OP = {
   SEND_FIRST: 0x00, SEND_MIDDLE: 0x01, SEND_LAST: 0x02, SEND_ONLY: 0x04,
   RDMA_WRITE_FIRST: 0x06, RDMA_WRITE_MIDDLE: 0x07, RDMA_WRITE_LAST: 0x08, RDMA_WRITE_ONLY: 0x0a,
   RDMA_WRITE_LAST_IMM: 0x09, RDMA_WRITE_ONLY_IMM: 0x0b,
-  ACKNOWLEDGE: 0x11, CNP: 0x81,
+  ACKNOWLEDGE: 0x11, ATOMIC_ACKNOWLEDGE: 0x12, CNP: 0x81,
 } as const;
 
 // ---------------------------------------------------------------------------------------
@@ -348,30 +352,40 @@ function writeAeth(out: Uint8Array, o: number, v: Aeth): void { const w = aethV.
 function readDeth(b: Uint8Array, o: number): Deth { const v = dethV.reset(b, o); return { qkey: v.qkey, resv8: v.resv8, srcQp: v.srcQp }; }
 function writeDeth(out: Uint8Array, o: number, v: Deth): void { const w = dethV.reset(out, o); w.qkey = v.qkey; w.resv8 = v.resv8; w.srcQp = v.srcQp; }
 
-function readRdeth(b: Uint8Array, o: number): Rdeth { return { resv8: u8(b, o), eeContext: u24(b, o + 1) }; }
-function writeRdeth(out: Uint8Array, o: number, v: Rdeth): void { put8(out, o, v.resv8); put24(out, o + 1, v.eeContext); }
+const rdethV = new RdethView(), xrcethV = new XrcethView(), fethV = new FethView();
+const atomicV = new AtomicEthView(), atomicAckV = new AtomicAckEthView(), immV = new ImmDtView(), iethV = new IethView();
 
-function readXrceth(b: Uint8Array, o: number): Xrceth { return { resv8: u8(b, o), xrcSrq: u24(b, o + 1) }; }
-function writeXrceth(out: Uint8Array, o: number, v: Xrceth): void { put8(out, o, v.resv8); put24(out, o + 1, v.xrcSrq); }
+function readRdeth(b: Uint8Array, o: number): Rdeth { const v = rdethV.reset(b, o); return { resv8: v.resv8, eeContext: v.eeContext }; }
+function writeRdeth(out: Uint8Array, o: number, v: Rdeth): void { const w = rdethV.reset(out, o); w.resv8 = v.resv8; w.eeContext = v.eeContext; }
+
+function readXrceth(b: Uint8Array, o: number): Xrceth { const v = xrcethV.reset(b, o); return { resv8: v.resv8, xrcSrq: v.xrcSrq }; }
+function writeXrceth(out: Uint8Array, o: number, v: Xrceth): void { const w = xrcethV.reset(out, o); w.resv8 = v.resv8; w.xrcSrq = v.xrcSrq; }
 
 function readFeth(b: Uint8Array, o: number): Feth {
-  const w = u32(b, o);
-  return { resv: w >>> 6, selectivity: (w >>> 4) & 3, placement: w & 15 };
+  const v = fethV.reset(b, o);
+  return { resv: v.resv, selectivity: v.selectivity, placement: v.placement };
 }
 function writeFeth(out: Uint8Array, o: number, v: Feth): void {
-  put32(out, o, (((v.resv << 6) | ((v.selectivity & 3) << 4) | (v.placement & 15)) >>> 0));
+  const w = fethV.reset(out, o);
+  w.resv = v.resv; w.selectivity = v.selectivity; w.placement = v.placement;
 }
 
 function readAtomicEth(b: Uint8Array, o: number): AtomicEth {
-  return { va: u64(b, o), rkey: u32(b, o + 8), swapAdd: u64(b, o + 12), compare: u64(b, o + 20) };
+  const v = atomicV.reset(b, o);
+  return { va: v.va, rkey: v.rkey, swapAdd: v.swapAdd, compare: v.compare };
 }
 function writeAtomicEth(out: Uint8Array, o: number, v: AtomicEth): void {
-  put64(out, o, v.va); put32(out, o + 8, v.rkey); put64(out, o + 12, v.swapAdd); put64(out, o + 20, v.compare);
+  const w = atomicV.reset(out, o);
+  w.va = v.va; w.rkey = v.rkey; w.swapAdd = v.swapAdd; w.compare = v.compare;
 }
 
-function readAtomicAckEth(b: Uint8Array, o: number): AtomicAckEth { return { origData: u64(b, o) }; }
-function writeAtomicAckEth(out: Uint8Array, o: number, v: AtomicAckEth): void { put64(out, o, v.origData); }
+function readAtomicAckEth(b: Uint8Array, o: number): AtomicAckEth { return { origData: atomicAckV.reset(b, o).origData }; }
+function writeAtomicAckEth(out: Uint8Array, o: number, v: AtomicAckEth): void { atomicAckV.reset(out, o).origData = v.origData; }
 
+function readImmDt(b: Uint8Array, o: number): number { return immV.reset(b, o).immDt; }
+function writeImmDt(out: Uint8Array, o: number, v: number): void { immV.reset(out, o).immDt = v; }
+function readIeth(b: Uint8Array, o: number): number { return iethV.reset(b, o).rkey; }
+function writeIeth(out: Uint8Array, o: number, v: number): void { iethV.reset(out, o).rkey = v; }
 
 function hx(v: number): string { return '0x' + (v >>> 0).toString(16); }
 function hxb(v: bigint): string { return '0x' + v.toString(16); }
@@ -400,12 +414,13 @@ function treeBth(t: Tree, o: number, v: Bth): void {
 }
 
 function treeAeth(t: Tree, o: number, v: Aeth): void {
-  const s = t.sub('AETH', o, 4, aethText(v));
-  s.add('Syndrome', 0, 1, `0x${v.syndrome.toString(16).padStart(2, '0')} ${v.kind}`);
-  if (v.kind === 'ACK') s.add('Credit count', 0, 1, v.code === 31 ? '31 (no credit information)' : `${v.code} (${AETH_CREDITS[v.code]} credits)`);
-  else if (v.kind === 'RNR NAK') s.add('RNR timer', 0, 1, `${v.code} (${RNR_TIMER_MS[v.code]} ms)`);
-  else if (v.kind === 'NAK') s.add('NAK code', 0, 1, `${v.code} (${nakName(v.code)})`);
-  s.add('MSN', AETH_FIELDS.msn.at, AETH_FIELDS.msn.size, v.msn);
+  const A = AETH_FIELDS;
+  const s = t.sub('AETH', o, IB_EXT_SIZE.AETH, aethText(v));
+  addField(s, A.syndrome, `0x${v.syndrome.toString(16).padStart(2, '0')} ${v.kind}`);
+  if (v.kind === 'ACK') addField(s, A.code, v.code === 31 ? '31 (no credit information)' : `${v.code} (${AETH_CREDITS[v.code]} credits)`, 0, 'Credit count');
+  else if (v.kind === 'RNR NAK') addField(s, A.code, `${v.code} (${RNR_TIMER_MS[v.code]} ms)`, 0, 'RNR timer');
+  else if (v.kind === 'NAK') addField(s, A.code, `${v.code} (${nakName(v.code)})`, 0, 'NAK code');
+  addField(s, A.msn, v.msn);
 }
 
 function aethText(v: Aeth): string {
@@ -437,100 +452,101 @@ export function summarizeBth(v: Bth): string {
 }
 
 export function decodeReth(b: Uint8Array, t?: Tree): Decoded<Reth> {
-  const r = fixed(b, 16, 'RETH', 'ib.truncated', readReth);
+  const r = fixed(b, IB_EXT_SIZE.RETH, 'RETH', 'ib.truncated', readReth);
   if (t) treeReth(t, 0, r.value);
   return r;
 }
-export function encodeReth(v: Reth): Uint8Array { const o = new Uint8Array(16); writeReth(o, 0, v); return o; }
+export function encodeReth(v: Reth): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.RETH); writeReth(o, 0, v); return o; }
 export function summarizeReth(v: Reth): string { return `va ${hxb(v.va)} rkey ${hx(v.rkey)} len ${v.dmaLen}`; }
 
 export function decodeAeth(b: Uint8Array, t?: Tree): Decoded<Aeth> {
-  const r = fixed(b, 4, 'AETH', 'ib.truncated', readAeth);
+  const r = fixed(b, IB_EXT_SIZE.AETH, 'AETH', 'ib.truncated', readAeth);
   checkAeth(r.value, 0, r.issues);
   if (t) treeAeth(t, 0, r.value);
   return r;
 }
-export function encodeAeth(v: Aeth): Uint8Array { const o = new Uint8Array(4); writeAeth(o, 0, v); return o; }
+export function encodeAeth(v: Aeth): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.AETH); writeAeth(o, 0, v); return o; }
 export function summarizeAeth(v: Aeth): string { return aethText(v); }
 
 export function decodeImmDt(b: Uint8Array, t?: Tree): Decoded<number> {
-  const r = fixed(b, 4, 'ImmDt', 'ib.truncated', u32);
-  t?.add('ImmDt', 0, 4, hx(r.value));
+  const r = fixed(b, IB_EXT_SIZE.ImmDt, 'ImmDt', 'ib.truncated', readImmDt);
+  if (t) addField(t, IMMDT_FIELDS.immDt, hx(r.value));
   return r;
 }
-export function encodeImmDt(v: number): Uint8Array { const o = new Uint8Array(4); put32(o, 0, v); return o; }
+export function encodeImmDt(v: number): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.ImmDt); writeImmDt(o, 0, v); return o; }
 
 export function decodeIeth(b: Uint8Array, t?: Tree): Decoded<number> {
-  const r = fixed(b, 4, 'IETH', 'ib.truncated', u32);
-  t?.add('IETH R_Key', 0, 4, hx(r.value));
+  const r = fixed(b, IB_EXT_SIZE.IETH, 'IETH', 'ib.truncated', readIeth);
+  if (t) addField(t, IETH_FIELDS.rkey, hx(r.value));
   return r;
 }
-export function encodeIeth(v: number): Uint8Array { const o = new Uint8Array(4); put32(o, 0, v); return o; }
+export function encodeIeth(v: number): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.IETH); writeIeth(o, 0, v); return o; }
 
 export function decodeDeth(b: Uint8Array, t?: Tree): Decoded<Deth> {
-  const r = fixed(b, 8, 'DETH', 'ib.truncated', readDeth);
-  if (r.value.resv8 !== 0) issue(r.issues, 'note', 'ib.reserved', 'DETH reserved byte is not zero', 4, 1);
+  const r = fixed(b, IB_EXT_SIZE.DETH, 'DETH', 'ib.truncated', readDeth);
+  if (r.value.resv8 !== 0) issue(r.issues, 'note', 'ib.reserved', 'DETH reserved byte is not zero', DETH_FIELDS.resv8.at, DETH_FIELDS.resv8.size);
   if (t) treeDeth(t, 0, r.value);
   return r;
 }
-export function encodeDeth(v: Deth): Uint8Array { const o = new Uint8Array(8); writeDeth(o, 0, v); return o; }
+export function encodeDeth(v: Deth): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.DETH); writeDeth(o, 0, v); return o; }
 export function summarizeDeth(v: Deth): string { return `qkey ${hx(v.qkey)} srcqp ${hx(v.srcQp)}`; }
 
 export function decodeRdeth(b: Uint8Array, t?: Tree): Decoded<Rdeth> {
-  const r = fixed(b, 4, 'RDETH', 'ib.truncated', readRdeth);
-  if (r.value.resv8 !== 0) issue(r.issues, 'note', 'ib.reserved', 'RDETH reserved byte is not zero', 0, 1);
-  t?.add('RDETH EE context', 0, 4, hx(r.value.eeContext));
+  const r = fixed(b, IB_EXT_SIZE.RDETH, 'RDETH', 'ib.truncated', readRdeth);
+  if (r.value.resv8 !== 0) issue(r.issues, 'note', 'ib.reserved', 'RDETH reserved byte is not zero', RDETH_FIELDS.resv8.at, RDETH_FIELDS.resv8.size);
+  if (t) addField(t, RDETH_FIELDS.whole, hx(r.value.eeContext));
   return r;
 }
-export function encodeRdeth(v: Rdeth): Uint8Array { const o = new Uint8Array(4); writeRdeth(o, 0, v); return o; }
+export function encodeRdeth(v: Rdeth): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.RDETH); writeRdeth(o, 0, v); return o; }
 
 export function decodeXrceth(b: Uint8Array, t?: Tree): Decoded<Xrceth> {
-  const r = fixed(b, 4, 'XRCETH', 'ib.truncated', readXrceth);
-  if (r.value.resv8 !== 0) issue(r.issues, 'note', 'ib.reserved', 'XRCETH reserved byte is not zero', 0, 1);
-  t?.add('XRCETH XRC SRQ', 0, 4, hx(r.value.xrcSrq));
+  const r = fixed(b, IB_EXT_SIZE.XRCETH, 'XRCETH', 'ib.truncated', readXrceth);
+  if (r.value.resv8 !== 0) issue(r.issues, 'note', 'ib.reserved', 'XRCETH reserved byte is not zero', XRCETH_FIELDS.resv8.at, XRCETH_FIELDS.resv8.size);
+  if (t) addField(t, XRCETH_FIELDS.whole, hx(r.value.xrcSrq));
   return r;
 }
-export function encodeXrceth(v: Xrceth): Uint8Array { const o = new Uint8Array(4); writeXrceth(o, 0, v); return o; }
+export function encodeXrceth(v: Xrceth): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.XRCETH); writeXrceth(o, 0, v); return o; }
 
 export function decodeFeth(b: Uint8Array, t?: Tree): Decoded<Feth> {
-  const r = fixed(b, 4, 'FETH', 'ib.truncated', readFeth);
-  t?.add('FETH', 0, 4, `selectivity ${r.value.selectivity} placement ${r.value.placement}`);
+  const r = fixed(b, IB_EXT_SIZE.FETH, 'FETH', 'ib.truncated', readFeth);
+  if (t) addField(t, FETH_FIELDS.whole, `selectivity ${r.value.selectivity} placement ${r.value.placement}`);
   return r;
 }
-export function encodeFeth(v: Feth): Uint8Array { const o = new Uint8Array(4); writeFeth(o, 0, v); return o; }
+export function encodeFeth(v: Feth): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.FETH); writeFeth(o, 0, v); return o; }
 
 export function decodeAtomicEth(b: Uint8Array, t?: Tree): Decoded<AtomicEth> {
-  const r = fixed(b, 28, 'AtomicETH', 'ib.truncated', readAtomicEth);
+  const r = fixed(b, IB_EXT_SIZE.AtomicETH, 'AtomicETH', 'ib.truncated', readAtomicEth);
   if (t) treeAtomicEth(t, 0, r.value);
   return r;
 }
-export function encodeAtomicEth(v: AtomicEth): Uint8Array { const o = new Uint8Array(28); writeAtomicEth(o, 0, v); return o; }
+export function encodeAtomicEth(v: AtomicEth): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.AtomicETH); writeAtomicEth(o, 0, v); return o; }
 
 export function decodeAtomicAckEth(b: Uint8Array, t?: Tree): Decoded<AtomicAckEth> {
-  const r = fixed(b, 8, 'AtomicAckETH', 'ib.truncated', readAtomicAckEth);
-  t?.add('AtomicAckETH original data', 0, 8, hxb(r.value.origData));
+  const r = fixed(b, IB_EXT_SIZE.AtomicAckETH, 'AtomicAckETH', 'ib.truncated', readAtomicAckEth);
+  if (t) addField(t, ATOMIC_ACK_ETH_FIELDS.origData, hxb(r.value.origData));
   return r;
 }
-export function encodeAtomicAckEth(v: AtomicAckEth): Uint8Array { const o = new Uint8Array(8); writeAtomicAckEth(o, 0, v); return o; }
+export function encodeAtomicAckEth(v: AtomicAckEth): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.AtomicAckETH); writeAtomicAckEth(o, 0, v); return o; }
 
 function treeReth(t: Tree, o: number, v: Reth): void {
-  const s = t.sub('RETH', o, 16, summarizeReth(v));
-  s.add('Virtual address', 0, 8, hxb(v.va));
-  s.add('R_Key', 8, 4, hx(v.rkey));
-  s.add('DMA length', 12, 4, v.dmaLen);
+  const s = t.sub('RETH', o, IB_EXT_SIZE.RETH, summarizeReth(v));
+  addField(s, RETH_FIELDS.va, hxb(v.va));
+  addField(s, RETH_FIELDS.rkey, hx(v.rkey));
+  addField(s, RETH_FIELDS.dmaLen, v.dmaLen);
 }
 function treeDeth(t: Tree, o: number, v: Deth): void {
-  const s = t.sub('DETH', o, 8, summarizeDeth(v));
-  s.add('Q_Key', 0, 4, hx(v.qkey));
-  s.add('Reserved', 4, 1, v.resv8);
-  s.add('Source QP', 5, 3, hx(v.srcQp));
+  const s = t.sub('DETH', o, IB_EXT_SIZE.DETH, summarizeDeth(v));
+  addField(s, DETH_FIELDS.qkey, hx(v.qkey));
+  addField(s, DETH_FIELDS.resv8, v.resv8);
+  addField(s, DETH_FIELDS.srcQp, hx(v.srcQp));
 }
 function treeAtomicEth(t: Tree, o: number, v: AtomicEth): void {
-  const s = t.sub('AtomicETH', o, 28);
-  s.add('Virtual address', 0, 8, hxb(v.va));
-  s.add('R_Key', 8, 4, hx(v.rkey));
-  s.add('Swap/Add data', 12, 8, hxb(v.swapAdd));
-  s.add('Compare data', 20, 8, hxb(v.compare));
+  const F = ATOMIC_ETH_FIELDS;
+  const s = t.sub('AtomicETH', o, IB_EXT_SIZE.AtomicETH);
+  addField(s, F.va, hxb(v.va));
+  addField(s, F.rkey, hx(v.rkey));
+  addField(s, F.swapAdd, hxb(v.swapAdd));
+  addField(s, F.compare, hxb(v.compare));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -587,14 +603,18 @@ export function summarizeGrh(v: Grh): string { return `GRH ${v.sgid} > ${v.dgid}
 // ---------------------------------------------------------------------------------------
 
 function checkBth(v: Bth, o: number, issues: Issue[]): void {
-  if (v.tver !== 0) issue(issues, 'warn', 'ib.tver', `BTH TVer ${v.tver} (expected 0)`, o + 1, 1);
-  if (v.resv6 !== 0) issue(issues, 'note', 'ib.reserved', `BTH reserved bits (byte 4) = 0x${v.resv6.toString(16)}`, o + 4, 1);
-  if (v.resv7 !== 0) issue(issues, 'note', 'ib.reserved', `BTH reserved bits (byte 8) = 0x${v.resv7.toString(16)}`, o + 8, 1);
-  if (!OPCODES[v.opcode]!.known) issue(issues, 'warn', 'ib.opcode', `unknown/reserved opcode 0x${v.opcode.toString(16).padStart(2, '0')}`, o, 1);
+  const F = BTH_FIELDS;
+  if (v.tver !== 0) issue(issues, 'warn', 'ib.tver', `BTH TVer ${v.tver} (expected 0)`, o + F.tver.at, F.tver.size);
+  if (v.resv6 !== 0) issue(issues, 'note', 'ib.reserved', `BTH reserved bits (byte ${F.resv6.at}) = 0x${v.resv6.toString(16)}`, o + F.resv6.at, F.resv6.size);
+  if (v.resv7 !== 0) issue(issues, 'note', 'ib.reserved', `BTH reserved bits (byte ${F.resv7.at}) = 0x${v.resv7.toString(16)}`, o + F.resv7.at, F.resv7.size);
+  if (!OPCODES[v.opcode]!.known) issue(issues, 'warn', 'ib.opcode', `unknown/reserved opcode 0x${v.opcode.toString(16).padStart(2, '0')}`, o + F.opcode.at, F.opcode.size);
 }
 
+/** The syndrome's reserved bit (bit 7). */
+const AETH_RESV_BIT = fieldBits(AETH_FIELDS.resvBit);
+
 function checkAeth(v: Aeth, o: number, issues: Issue[]): void {
-  if (v.syndrome & 0x80) issue(issues, 'note', 'ib.reserved', 'AETH syndrome bit 7 (reserved) set', o, 1);
+  if (v.syndrome & AETH_RESV_BIT) issue(issues, 'note', 'ib.reserved', 'AETH syndrome bit 7 (reserved) set', o + AETH_FIELDS.syndrome.at, AETH_FIELDS.syndrome.size);
   if (v.kind === 'reserved') issue(issues, 'warn', 'ib.aeth', `AETH reserved syndrome 0x${v.syndrome.toString(16)}`, o, 1);
   else if (v.kind === 'NAK' && v.code > 4) issue(issues, 'warn', 'ib.aeth', `AETH reserved NAK code ${v.code}`, o, 1);
 }
@@ -652,26 +672,26 @@ export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, e
     switch (h) {
       case 'RETH': v.reth = readReth(b, base + o); rethOff = o; if (t) treeReth(t, o, v.reth); break;
       case 'AETH': v.aeth = readAeth(b, base + o); checkAeth(v.aeth, o, issues); if (t) treeAeth(t, o, v.aeth); break;
-      case 'ImmDt': v.immDt = u32(b, base + o); t?.add('ImmDt', o, 4, hx(v.immDt)); break;
-      case 'IETH': v.ieth = u32(b, base + o); t?.add('IETH R_Key', o, 4, hx(v.ieth)); break;
+      case 'ImmDt': v.immDt = readImmDt(b, base + o); if (t) addField(t, IMMDT_FIELDS.immDt, hx(v.immDt), o); break;
+      case 'IETH': v.ieth = readIeth(b, base + o); if (t) addField(t, IETH_FIELDS.rkey, hx(v.ieth), o); break;
       case 'DETH':
         v.deth = readDeth(b, base + o);
-        if (v.deth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'DETH reserved byte is not zero', o + 4, 1);
+        if (v.deth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'DETH reserved byte is not zero', o + DETH_FIELDS.resv8.at, DETH_FIELDS.resv8.size);
         if (t) treeDeth(t, o, v.deth);
         break;
       case 'RDETH':
         v.rdeth = readRdeth(b, base + o);
-        if (v.rdeth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'RDETH reserved byte is not zero', o, 1);
-        t?.add('RDETH EE context', o, 4, hx(v.rdeth.eeContext));
+        if (v.rdeth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'RDETH reserved byte is not zero', o + RDETH_FIELDS.resv8.at, RDETH_FIELDS.resv8.size);
+        if (t) addField(t, RDETH_FIELDS.whole, hx(v.rdeth.eeContext), o);
         break;
       case 'XRCETH':
         v.xrceth = readXrceth(b, base + o);
-        if (v.xrceth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'XRCETH reserved byte is not zero', o, 1);
-        t?.add('XRCETH XRC SRQ', o, 4, hx(v.xrceth.xrcSrq));
+        if (v.xrceth.resv8 !== 0) issue(issues, 'note', 'ib.reserved', 'XRCETH reserved byte is not zero', o + XRCETH_FIELDS.resv8.at, XRCETH_FIELDS.resv8.size);
+        if (t) addField(t, XRCETH_FIELDS.whole, hx(v.xrceth.xrcSrq), o);
         break;
-      case 'FETH': v.feth = readFeth(b, base + o); t?.add('FETH', o, 4, `selectivity ${v.feth.selectivity} placement ${v.feth.placement}`); break;
+      case 'FETH': v.feth = readFeth(b, base + o); if (t) addField(t, FETH_FIELDS.whole, `selectivity ${v.feth.selectivity} placement ${v.feth.placement}`, o); break;
       case 'AtomicETH': v.atomicEth = readAtomicEth(b, base + o); if (t) treeAtomicEth(t, o, v.atomicEth); break;
-      case 'AtomicAckETH': v.atomicAckEth = readAtomicAckEth(b, base + o); t?.add('AtomicAckETH original data', o, 8, hxb(v.atomicAckEth.origData)); break;
+      case 'AtomicAckETH': v.atomicAckEth = readAtomicAckEth(b, base + o); if (t) addField(t, ATOMIC_ACK_ETH_FIELDS.origData, hxb(v.atomicAckEth.origData), o); break;
     }
     o += n;
   }
@@ -698,7 +718,7 @@ export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, e
   }
   if (bth.opcode === 0x81 && avail !== 16) issue(issues, 'warn', 'ib.cnp', `CNP carries ${avail} bytes after the BTH (16 reserved expected)`, o, avail);
   if (v.reth && (info.isOnly && info.isWrite) && v.reth.dmaLen !== v.payload.length && bodyEnd === len - ICRC_LEN) {
-    issue(issues, 'warn', 'ib.reth-len', `RETH DMA length ${v.reth.dmaLen} != payload ${v.payload.length}`, rethOff + 12, 4);
+    issue(issues, 'warn', 'ib.reth-len', `RETH DMA length ${v.reth.dmaLen} != payload ${v.payload.length}`, rethOff + RETH_FIELDS.dmaLen.at, RETH_FIELDS.dmaLen.size);
   }
   if (t) {
     if (payEnd > o) t.add('Payload', o, payEnd - o, `${payEnd - o} bytes`);
@@ -732,8 +752,8 @@ export function encodeIbPacket(v: IbPacket, icrc: number = v.icrc): Uint8Array {
     switch (h) {
       case 'RETH': if (v.reth) writeReth(out, o, v.reth); break;
       case 'AETH': if (v.aeth) writeAeth(out, o, v.aeth); break;
-      case 'ImmDt': if (v.immDt !== undefined) put32(out, o, v.immDt); break;
-      case 'IETH': if (v.ieth !== undefined) put32(out, o, v.ieth); break;
+      case 'ImmDt': if (v.immDt !== undefined) writeImmDt(out, o, v.immDt); break;
+      case 'IETH': if (v.ieth !== undefined) writeIeth(out, o, v.ieth); break;
       case 'DETH': if (v.deth) writeDeth(out, o, v.deth); break;
       case 'RDETH': if (v.rdeth) writeRdeth(out, o, v.rdeth); break;
       case 'XRCETH': if (v.xrceth) writeXrceth(out, o, v.xrceth); break;
@@ -789,7 +809,7 @@ const V2_IPV6_OR = stack(IPV6_OR, UDP_OR, BTH_OR);
 const V1_OR = stack(GRH_OR, BTH_OR);
 const UDP_BTH_OR = stack(UDP_OR, BTH_OR);
 
-const LRH_STANDIN = 8;
+export const LRH_STANDIN = 8;
 /** CRC of the LRH stand-in (8 × 0xFF) every ICRC starts with. */
 const LRH_CRC = crc32UpdateFill(0, 0xff, LRH_STANDIN);
 /** The same stacks registered with the addon's trailer check (-1: none, computed in JS). */

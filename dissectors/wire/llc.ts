@@ -65,15 +65,21 @@ export function llcTypeName(type: number): string {
   return `unknown 0x${hex2(type)}`;
 }
 
-/** DELETE LINK reason codes (request reasons and response codes), formats.md §8.6. */
+/** DELETE LINK reason codes (request reasons and response codes), formats.md §8.6; Linux
+ *  SMC_LLC_DEL_*. */
+export const DEL_REASON = {
+  LOST_PATH: 0x00010000, OP_INIT_TERM: 0x00020000, PROG_INIT_TERM: 0x00030000, PROT_VIOL: 0x00040000,
+  NO_ASYM_NEEDED: 0x00050000, NOLNK: 0x00100000, NOLGR: 0x00200000,
+} as const;
+
 export const DELETE_LINK_REASONS: Readonly<Record<number, string>> = {
-  0x00010000: 'lost path',
-  0x00020000: 'operator-initiated termination',
-  0x00030000: 'program-initiated termination',
-  0x00040000: 'LLC protocol violation',
-  0x00050000: 'asymmetric link no longer needed',
-  0x00100000: 'unknown link id',
-  0x00200000: 'link group not found',
+  [DEL_REASON.LOST_PATH]: 'lost path',
+  [DEL_REASON.OP_INIT_TERM]: 'operator-initiated termination',
+  [DEL_REASON.PROG_INIT_TERM]: 'program-initiated termination',
+  [DEL_REASON.PROT_VIOL]: 'LLC protocol violation',
+  [DEL_REASON.NO_ASYM_NEEDED]: 'asymmetric link no longer needed',
+  [DEL_REASON.NOLNK]: 'unknown link id',
+  [DEL_REASON.NOLGR]: 'link group not found',
 };
 
 export function deleteLinkReason(code: number): string {

@@ -15,7 +15,7 @@ export interface ReasonInfo {
 }
 
 /** High byte of a reason code = class. */
-export const REASON_CLASSES: ReadonlyMap<number, string> = new Map([
+const REASON_CLASSES: ReadonlyMap<number, string> = new Map([
   [0x01, 'resources'],
   [0x02, 'timeout'],
   [0x03, 'configuration/negotiation'],

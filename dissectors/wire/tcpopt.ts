@@ -3,16 +3,16 @@
 // Input/output: the option bytes themselves (kind, length, data), no NOP padding.
 
 import type { Decoded, Issue } from './common.js';
-import { Tree, issue, hex } from './common.js';
+import { Tree, issue, hex, EBCDIC_SMCD, EBCDIC_SMCR } from './common.js';
 import { addField } from './views/field.js';
 import { TCPOPT_FIELDS, TCPOPT_EXID_AT, TcpOptView } from './views/tcpopt.js';
 
 /** 32-bit ExID "SMCR" in EBCDIC — SMC-R (Linux sends and accepts only this one). */
-export const SMCR_EXID = 0xe2d4c3d9;
+export const SMCR_EXID = EBCDIC_SMCR;
 /** 32-bit ExID "SMCD" in EBCDIC. */
-export const SMCD_EXID = 0xe2d4c3c4;
-export const TCPOPT_EXP = 254;
-export const TCPOPT_EXP2 = 253;
+export const SMCD_EXID = EBCDIC_SMCD;
+const TCPOPT_EXP = 254;
+const TCPOPT_EXP2 = 253;
 
 /** Known 16-bit ExIDs (IANA "TCP Experimental Option Experiment Identifiers"). */
 const EXID16: ReadonlyMap<number, string> = new Map([

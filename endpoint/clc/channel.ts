@@ -8,11 +8,11 @@ import {
   CLC_EYECATCHER_LEN, CLC_HEADER_LEN, CLC_MIN_LEN,
   type ClcInput, type ClcMessage, type ClcDecline,
 } from '../../dissectors/wire/clc.js';
-import { formatReason } from '../../dissectors/wire/reasons.js';
+import { DECLINE_REASONS, formatReason } from '../../dissectors/wire/reasons.js';
 import { endpointStr, type Trace, type TraceEvent } from '../trace.js';
 
 /** Largest CLC message we accept (a v2 Proposal with 8 UEIDs and SMC-Dv2 GIDs is < 1 KiB). */
-export const CLC_MAX_LEN = 1024;
+const CLC_MAX_LEN = 1024;
 
 /** Why a CLC exchange failed; `code` is the decline reason to send (or that the peer sent). */
 export class ClcError extends Error {
@@ -31,14 +31,21 @@ export class ClcError extends Error {
   }
 }
 
-export const DECL = {
-  MEM: 0x01010000, TIMEOUT_CL: 0x02010000, TIMEOUT_AL: 0x02020000, CNFERR: 0x03000000, PEERNOSMC: 0x03010000,
-  NOSMCDEV: 0x03030000, NOSMCDDEV: 0x03030001, NOSMCRDEV: 0x03030002, NOV2EXT: 0x03030004, NOUEID: 0x03030008,
-  RELEASEERR: 0x03030009, MAXCONNERR: 0x0303000a, MAXLINKERR: 0x0303000b, MODEUNSUPP: 0x03040000,
-  RMBE_EC: 0x03050000, DIFFPREFIX: 0x03070000, NOACTLINK: 0x030a0000, NOSRVLINK: 0x030b0000,
-  VERSMISMAT: 0x030c0000, SYNCERR: 0x04000000, PEERDECL: 0x05000000, INTERR: 0x09990000, ERR_RTOK: 0x09990001,
-  ERR_RDYLNK: 0x09990002, ERR_REGBUF: 0x09990003,
-} as const;
+/** The Linux SMC_CLC_DECL_* codes the endpoint sends, by name. The codes themselves have one
+ *  home, dissectors/wire/reasons.ts (the first entry of a name: the current kernels' code). */
+export const DECL = declCodes(['MEM', 'TIMEOUT_CL', 'TIMEOUT_AL', 'CNFERR', 'PEERNOSMC', 'NOSMCDEV', 'NOSMCDDEV',
+  'NOSMCRDEV', 'NOV2EXT', 'NOUEID', 'RELEASEERR', 'MAXCONNERR', 'MAXLINKERR', 'MODEUNSUPP', 'RMBE_EC', 'DIFFPREFIX',
+  'NOACTLINK', 'NOSRVLINK', 'VERSMISMAT', 'SYNCERR', 'PEERDECL', 'INTERR', 'ERR_RTOK', 'ERR_RDYLNK', 'ERR_REGBUF'] as const);
+
+function declCodes<N extends string>(names: readonly N[]): Readonly<Record<N, number>> {
+  const out = {} as Record<N, number>;
+  for (const n of names) {
+    const r = DECLINE_REASONS.find((x) => x.name === n);
+    if (!r) throw new Error(`no decline reason named ${n} in dissectors/wire/reasons.ts`);
+    out[n] = r.code;
+  }
+  return Object.freeze(out);
+}
 
 /** CLC reader/writer bound to one TCP socket for the duration of the handshake. */
 export class ClcChannel {
@@ -93,7 +100,7 @@ export class ClcChannel {
         // EOF inside a message: a partial header or body is a truncated CLC message (SYNCERR).
         this.traceProblem(this.buf.length > 0 ? 'truncated' : 'closed', this.ended);
         if (this.buf.length > 0) {
-          const of = this.buf.length >= CLC_HEADER_LEN ? `${clcLengthField(this.buf)}-byte` : '8-byte header of a';
+          const of = this.buf.length >= CLC_HEADER_LEN ? `${clcLengthField(this.buf)}-byte` : `${CLC_HEADER_LEN}-byte header of a`;
           throw new ClcError(DECL.SYNCERR, `truncated CLC ${what}: ${this.buf.length} bytes of the ${of} message, then ${this.ended}`, false, false, false, this.reset ? 'ECONNRESET' : 'EPROTO');
         }
         throw new ClcError(DECL.SYNCERR, `${this.ended} while waiting for CLC ${what}`, false, false, true, 'ECONNRESET');

@@ -114,7 +114,7 @@ export interface Established {
 export type HandshakeResult = Fallback | Established;
 
 /** Queues CDCs until the connection attaches (the race of 3.5.2.4). */
-export class PendingSink implements ConnSink {
+class PendingSink implements ConnSink {
   private q: Uint8Array[] = [];
   private target: ConnSink | undefined;
   private down: string | undefined;
@@ -142,7 +142,7 @@ const prefixCache = new Map<string, { at: number; v: { prefix: string; len: numb
 
 /** IPv4 prefix of the interface holding `addr` (for the v1 Proposal's IP area and its check):
  *  the interface with that address, else one whose subnet contains it (127.0.5.1 is on lo's /8). */
-export function ipv4Prefix(addr: string): { prefix: string; len: number } | undefined {
+function ipv4Prefix(addr: string): { prefix: string; len: number } | undefined {
   const now = Date.now();
   const hit = prefixCache.get(addr);
   if (hit && now - hit.at < PREFIX_CACHE_MS) return hit.v;
@@ -531,7 +531,7 @@ async function lockWithin(ctx: HandshakeContext, role: Role, peer: string, ms: n
 interface Choice { version: 1 | 2; release: number; maxConns: number; maxLinks: number; eid?: string; peerGid: string }
 
 /** The server's choice (Linux smc_listen_find_device order: SMC-Rv2, then SMC-Rv1), or the decline reason. */
-export function chooseServer(ctx: HandshakeContext, p: ClcProposal, localAddr: string): Choice {
+function chooseServer(ctx: HandshakeContext, p: ClcProposal, localAddr: string): Choice {
   const o = ctx.opts;
   let why: ClcError | undefined;
   const offersR = (t: number): boolean => t === PATH_R || t === PATH_B;

@@ -7,11 +7,10 @@
 // everything from there on passes unchanged. Application data that itself starts with a
 // complete CLC message would be taken too; SMC peers never send such data on a fallback.
 
+import { couldStartClc, CLC_EYECATCHER_LEN } from '../../dissectors/wire/clc.js';
 import { frameClc, hasClcTrailer } from './channel.js';
 
 const MAX_STRAY = 4;
-/** The common first 3 bytes of both eyecatchers ("SMC" in EBCDIC). */
-const EYE = Buffer.from([0xe2, 0xd4, 0xc3]);
 
 export class StrayClcFilter {
   private held: Buffer = Buffer.alloc(0);
@@ -25,8 +24,8 @@ export class StrayClcFilter {
     this.held = this.held.length === 0 ? b : Buffer.concat([this.held, b]);
     for (;;) {
       // A short start that cannot become an eyecatcher is data at once (an app's "hi" waits for nothing).
-      const n = Math.min(4, this.held.length);
-      if (n > 0 && n < 4 && this.held.compare(EYE, 0, Math.min(n, 3), 0, Math.min(n, 3)) !== 0) return this.flush();
+      const n = this.held.length;
+      if (n > 0 && n < CLC_EYECATCHER_LEN && !couldStartClc(this.held)) return this.flush();
       const f = frameClc(this.held);
       if (f.kind === 'partial') {
         // Fewer than 4 bytes that could still be an eyecatcher, or a CLC message not complete yet.

@@ -27,12 +27,15 @@ import {
   type LlcMessage, type LlcConfirmLink, type LlcAddLink, type LlcDeleteLink, type LlcConfirmRkey,
   type LlcTestLink, type LlcDeleteRkey, type LlcKind, type LlcRequestAddLink, type LlcAddLinkCont,
 } from '../../dissectors/wire/llc.js';
-import { CDC_TYPE } from '../../dissectors/wire/cdc.js';
+import { CDC_MSG_SIZE, CDC_TYPE } from '../../dissectors/wire/cdc.js';
+import { CDC_FIELDS } from '../../dissectors/wire/views/cdc.js';
+import { LLC_REQUEST_ADD_LINK_FIELDS } from '../../dissectors/wire/views/llc.js';
+import { entryAt } from '../../dissectors/wire/views/field.js';
 import { u32 } from '../../dissectors/wire/common.js';
 import type { LinkGroupSnapshot } from '../state.js';
 import { Access, type Mr, type Mtu, type Pd } from '../verbs/index.js';
 import { WrLink, LinkDownError, type PendingWrite, type QpPeer, type SendDone } from './wr.js';
-import type { LlcRkeyEntry } from '../../dissectors/wire/llc.js';
+import { DEL_REASON, type LlcRkeyEntry } from '../../dissectors/wire/llc.js';
 import type { Trace } from '../trace.js';
 
 export type Role = 'client' | 'server';
@@ -44,8 +47,8 @@ export const LINK_SLOTS = 3;
 /** ADD LINK CONTINUATION rounds before an SMC-Rv1 rkey exchange is abandoned (see rkeyExchange). */
 const MAX_CONT_ROUNDS = 128;
 /** DELETE LINK reasons (Linux SMC_LLC_DEL_*), see DELETE_LINK_REASONS. */
-const DEL_LOST_PATH = 0x00010000;
-const DEL_NO_ASYM_NEEDED = 0x00050000;
+const DEL_LOST_PATH = DEL_REASON.LOST_PATH;
+const DEL_NO_ASYM_NEEDED = DEL_REASON.NO_ASYM_NEEDED;
 export type LinkState = 'ACTIVATING' | 'ACTIVE' | 'DELETING' | 'DOWN';
 export type GroupState = 'ACTIVE' | 'IDLE' | 'TERMINATING' | 'TERMINATED';
 export type GroupType = 'NONE' | 'SINGLE' | 'SYMMETRIC' | 'ASYMMETRIC_LOCAL' | 'ASYMMETRIC_PEER';
@@ -513,11 +516,11 @@ export class LinkGroup extends EventEmitter {
     }
     if (b.length >= 1 && b[0] === CDC_TYPE) {
       this.stats.cdcIn++;
-      if (b.length < 44) { this.stats.cdcDropped++; return; }
-      const token = u32(b, 4); // the receiver's alert token (CDC bytes 4–7)
+      if (b.length < CDC_MSG_SIZE) { this.stats.cdcDropped++; return; }
+      const token = u32(b, CDC_FIELDS.token.at); // the receiver's alert token
       const c = this.conns.get(token);
       if (!c) { this.stats.cdcDropped++; this.log(`${this.name}/L${link.id} CDC for unknown token 0x${token.toString(16)} dropped`); return; }
-      c.sink.receiveCdc(b.subarray(0, 44));
+      c.sink.receiveCdc(b.subarray(0, CDC_MSG_SIZE));
       return;
     }
     this.stats.llcIn++;
@@ -823,7 +826,7 @@ export class LinkGroup extends EventEmitter {
       if (t === 'SINGLE' && this.maxLinks <= 1) return false;
       const gids = [via.port.gid, ...this.ports.filter((p) => !p.down && p.gid !== via.port.gid).map((p) => p.gid)];
       if (gids.length <= 1) return false;
-      await this.sendLlc(via, { ...this.hdr(LlcCode.REQUEST_ADD_LINK, false), length: 28 + 16 * gids.length, kind: 'request_add_link', rejected: false, rejectReason: 0, gidCount: gids.length, gids });
+      await this.sendLlc(via, { ...this.hdr(LlcCode.REQUEST_ADD_LINK, false), length: entryAt(LLC_REQUEST_ADD_LINK_FIELDS.gids, gids.length), kind: 'request_add_link', rejected: false, rejectReason: 0, gidCount: gids.length, gids });
       return true;
     });
   }
@@ -927,7 +930,7 @@ export class LinkGroup extends EventEmitter {
       this.emit('terminated', reason);
     };
     if (tellPeer && link) {
-      const m: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, false), kind: 'delete_link', all: true, orderly: true, linkId: 0, reason: 0x00030000 };
+      const m: LlcDeleteLink = { ...this.hdr(LlcCode.DELETE_LINK, false), kind: 'delete_link', all: true, orderly: true, linkId: 0, reason: DEL_REASON.PROG_INIT_TERM };
       // Linux does not answer a DELETE LINK (all) with a response: it sends DELETE LINK requests of
       // its own while it tears down (a server one from smc_llc_process_srv_delete_link, then one
       // from smc_lgr_cleanup) and waits for their send completions. Keep the QP up (its transport

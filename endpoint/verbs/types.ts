@@ -13,7 +13,7 @@
 //     libibverbs calls `be32toh(wc.imm_data)`.
 //   * GIDs are IPv6 text ('::ffff:10.55.0.1' for an IPv4-mapped RoCEv2 GID).
 
-import { ipv4Str, ipv6Str, parseIpv4, parseIpv6 } from '../../dissectors/wire/common.js';
+import { ipv4Str, ipv6Str, mtuFromCode, parseIpv4, parseIpv6 } from '../../dissectors/wire/common.js';
 
 // ---------------------------------------------------------------------------------------
 // Numeric vocabulary (values as in <infiniband/verbs.h>)
@@ -94,7 +94,7 @@ export const QpAttrMask = {
 export const Mtu = { MTU_256: 1, MTU_512: 2, MTU_1024: 3, MTU_2048: 4, MTU_4096: 5 } as const;
 export type Mtu = (typeof Mtu)[keyof typeof Mtu];
 /** Bytes of an ibv_mtu value (0 if invalid). */
-export function mtuBytes(m: number): number { return m >= 1 && m <= 5 ? 128 << m : 0; }
+export function mtuBytes(m: number): number { return mtuFromCode(m); }
 /** ibv_mtu for a byte count (256…4096), undefined if it is not one. */
 export function mtuFromBytes(n: number): Mtu | undefined {
   switch (n) { case 256: return 1; case 512: return 2; case 1024: return 3; case 2048: return 4; case 4096: return 5; default: return undefined; }

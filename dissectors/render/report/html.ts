@@ -50,7 +50,7 @@ function deltas(a: number[]): number[] {
 const us = (ns: number): number => Math.round(ns / 1000);
 
 /** The report's data (also what the browser tests compare with). */
-export function reportData(t: Tracker, rec: ReportRecorder, src: ReportSource): Record<string, unknown> {
+function reportData(t: Tracker, rec: ReportRecorder, src: ReportSource): Record<string, unknown> {
   const summary = summaryJson(t) as Record<string, unknown>;
   const byCode: Record<string, { count: number; severity: string; first: number; message: string }> = {};
   for (const a of t.anomalyTotals.values()) byCode[a.code] = { count: a.count, severity: a.severity, first: a.first, message: a.message };

@@ -1,5 +1,6 @@
-// InfiniBand transport headers as field tables (IBA vol.1 ch.9; formats.md §11): BTH, RETH,
-// AETH, DETH. The codecs in ../ib.ts decode and encode through these views, so each offset
+// InfiniBand transport headers as field tables (IBA vol.1 ch.9; formats.md §11): BTH and every
+// extension header (RETH, AETH, DETH, ImmDt, IETH, RDETH, XRCETH, FETH, AtomicETH,
+// AtomicAckETH), and the GRH of RoCE v1. The codecs in ../ib.ts decode and encode through these views, so each offset
 // is written here and nowhere else.
 
 import { defineView, type FieldTable } from './field.js';
@@ -22,26 +23,80 @@ export const BTH_FIELDS = {
   psn: { at: 9, size: 3 },
 } as const satisfies FieldTable;
 
+/** The default partition key (full member): what RoCE sends. */
+export const DEFAULT_PKEY = 0xffff;
+/** The P_Key's membership bit (full 1, limited 0): a P_Key matches the default partition
+ *  whatever this bit says. */
+export const PKEY_MEMBERSHIP = 0x8000;
+
 /** RDMA Extended Transport Header, 16 bytes. */
 export const RETH_FIELDS = {
-  va: { at: 0, size: 8 },
-  rkey: { at: 8, size: 4 },
-  dmaLen: { at: 12, size: 4 },
+  va: { at: 0, size: 8, label: 'Virtual address' },
+  rkey: { at: 8, size: 4, label: 'R_Key' },
+  dmaLen: { at: 12, size: 4, label: 'DMA length' },
 } as const satisfies FieldTable;
 
 /** ACK Extended Transport Header, 4 bytes. Syndrome bits 6–5: 0 ACK, 1 RNR NAK, 3 NAK. */
 export const AETH_FIELDS = {
-  syndrome: { at: 0, size: 1 },
+  syndrome: { at: 0, size: 1, label: 'Syndrome' },
+  /** Bit 7 of the syndrome is reserved. */
+  resvBit: { at: 0, size: 1, shift: 7, mask: 1, bool: true },
   kindBits: { at: 0, size: 1, shift: 5, mask: 3, names: { 0: 'ACK', 1: 'RNR NAK', 2: 'reserved', 3: 'NAK' } },
   code: { at: 0, size: 1, shift: 0, mask: 31 },
-  msn: { at: 1, size: 3 },
+  msn: { at: 1, size: 3, label: 'MSN' },
 } as const satisfies FieldTable;
 
 /** Datagram Extended Transport Header, 8 bytes (UD, RD). */
 export const DETH_FIELDS = {
-  qkey: { at: 0, size: 4 },
-  resv8: { at: 4, size: 1 },
-  srcQp: { at: 5, size: 3 },
+  qkey: { at: 0, size: 4, label: 'Q_Key' },
+  resv8: { at: 4, size: 1, label: 'Reserved' },
+  srcQp: { at: 5, size: 3, label: 'Source QP' },
+} as const satisfies FieldTable;
+
+/** Immediate Data, 4 bytes (SEND/WRITE with immediate). */
+export const IMMDT_FIELDS = {
+  immDt: { at: 0, size: 4, label: 'ImmDt' },
+} as const satisfies FieldTable;
+
+/** Invalidate Extended Transport Header, 4 bytes (SEND with invalidate): the R_Key. */
+export const IETH_FIELDS = {
+  rkey: { at: 0, size: 4, label: 'IETH R_Key' },
+} as const satisfies FieldTable;
+
+/** Reliable Datagram Extended Transport Header, 4 bytes. */
+export const RDETH_FIELDS = {
+  resv8: { at: 0, size: 1 },
+  eeContext: { at: 1, size: 3 },
+  /** The tree shows the header as one node. */
+  whole: { at: 0, size: 4, label: 'RDETH EE context' },
+} as const satisfies FieldTable;
+
+/** XRC Extended Transport Header, 4 bytes. */
+export const XRCETH_FIELDS = {
+  resv8: { at: 0, size: 1 },
+  xrcSrq: { at: 1, size: 3 },
+  whole: { at: 0, size: 4, label: 'XRCETH XRC SRQ' },
+} as const satisfies FieldTable;
+
+/** Flush Extended Transport Header, 4 bytes (IBA 1.5 FLUSH). */
+export const FETH_FIELDS = {
+  resv: { at: 0, size: 4, shift: 6, mask: 0x3ffffff },
+  selectivity: { at: 0, size: 4, shift: 4, mask: 3 },
+  placement: { at: 0, size: 4, shift: 0, mask: 15 },
+  whole: { at: 0, size: 4, label: 'FETH' },
+} as const satisfies FieldTable;
+
+/** Atomic Extended Transport Header, 28 bytes. */
+export const ATOMIC_ETH_FIELDS = {
+  va: { at: 0, size: 8, label: 'Virtual address' },
+  rkey: { at: 8, size: 4, label: 'R_Key' },
+  swapAdd: { at: 12, size: 8, label: 'Swap/Add data' },
+  compare: { at: 20, size: 8, label: 'Compare data' },
+} as const satisfies FieldTable;
+
+/** Atomic Acknowledge Extended Transport Header, 8 bytes. */
+export const ATOMIC_ACK_ETH_FIELDS = {
+  origData: { at: 0, size: 8, label: 'AtomicAckETH original data' },
 } as const satisfies FieldTable;
 
 export const BthView = defineView('BthView', BTH_FIELDS);
@@ -52,6 +107,13 @@ export type BthView = InstanceType<typeof BthView>;
 export type RethView = InstanceType<typeof RethView>;
 export type AethView = InstanceType<typeof AethView>;
 export type DethView = InstanceType<typeof DethView>;
+export const ImmDtView = defineView('ImmDtView', IMMDT_FIELDS);
+export const IethView = defineView('IethView', IETH_FIELDS);
+export const RdethView = defineView('RdethView', RDETH_FIELDS);
+export const XrcethView = defineView('XrcethView', XRCETH_FIELDS);
+export const FethView = defineView('FethView', FETH_FIELDS);
+export const AtomicEthView = defineView('AtomicEthView', ATOMIC_ETH_FIELDS);
+export const AtomicAckEthView = defineView('AtomicAckEthView', ATOMIC_ACK_ETH_FIELDS);
 
 /** Global Route Header, 40 bytes (IBA vol.1 8.3; RoCE v1 carries it after the Ethernet header,
  *  EtherType 0x8915). The first 32 bits hold IPVer, Traffic class and Flow label. */

@@ -78,7 +78,7 @@ export const LLC_ADD_LINK_FIELDS = {
 } as const satisfies FieldTable;
 
 /** One rkey entry of ADD LINK v2 / ADD LINK CONT, 16 bytes. */
-export const LLC_RKEY_ENTRY_FIELDS = {
+const LLC_RKEY_ENTRY_FIELDS = {
   rkey: { at: 0, size: 4 },
   rkeyNew: { at: 4, size: 4 },
   vaddrNew: { at: 8, size: 8 },
@@ -125,7 +125,7 @@ export const LLC_CONFIRM_RKEY_FIELDS = {
 export const LLC_CONFIRM_RKEY_SLOTS = 2;
 
 /** One rtoken of CONFIRM RKEY (CONT), 13 bytes. */
-export const LLC_RTOKEN_FIELDS = {
+const LLC_RTOKEN_FIELDS = {
   linkId: { at: 0, size: 1 },
   rkey: { at: 1, size: 4 },
   vaddr: { at: 5, size: 8 },

@@ -3,10 +3,12 @@
 // of bytes up to the option's length: the codec slices it (no fixed offset to declare).
 
 import { defineView, type FieldTable } from './field.js';
+import { TCP_OPTION_FIELDS } from './net.js';
 
 export const TCPOPT_FIELDS = {
-  kind: { at: 0, size: 1, label: 'Kind', names: { 253: 'experimental', 254: 'experimental' } },
-  length: { at: 1, size: 1, label: 'Length' },
+  // kind and length as every TCP option has them (./net.ts)
+  kind: { ...TCP_OPTION_FIELDS.kind, label: 'Kind', names: { 253: 'experimental', 254: 'experimental' } },
+  length: { ...TCP_OPTION_FIELDS.length, label: 'Length' },
   /** The ExID is 32 bits (SMC: "SMCR"/"SMCD" in EBCDIC) or, for a few known experiments, 16. */
   exid32: { at: 2, size: 4, label: 'ExID' },
   exid16: { at: 2, size: 2, label: 'ExID' },

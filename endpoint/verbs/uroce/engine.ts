@@ -11,7 +11,8 @@
 // call per batch, and the QPs' ACKs are coalesced per batch.
 
 import type dgram from 'node:dgram';
-import { setIcrc, readIcrc, BTH_LEN, ICRC_LEN, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
+import { setIcrc, readIcrc, BTH_LEN, ICRC_LEN, IB_OP, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
+import { AETH_FIELDS, BTH_FIELDS as B, DEFAULT_PKEY, PKEY_MEMBERSHIP } from '../../../dissectors/wire/views/ib.js';
 import { parseIpv4, u16, u24, u32 } from '../../../dissectors/wire/common.js';
 import { encodeIpv4, ipv4Header, IPPROTO_UDP } from '../../../dissectors/net/ipv4.js';
 import { encodeUdp, udpHeader } from '../../../dissectors/net/udp.js';
@@ -307,7 +308,8 @@ export class UroceEngine {
     if (!port.sock) { (port.queue ??= []).push(pkt); return; }
     const f = this.faults;
     if (!f) { this.emit(port, pkt, dstIp); return; }
-    const a = f.decide(u24(pkt, 5), u24(pkt, 9), pkt[0]!, pkt[0] === 0x11 || pkt[0] === 0x12 ? pkt[BTH_LEN]! : 0);
+    const op = pkt[B.opcode.at]!;
+    const a = f.decide(u24(pkt, B.destQp.at), u24(pkt, B.psn.at), op, op === IB_OP.ACKNOWLEDGE || op === IB_OP.ATOMIC_ACKNOWLEDGE ? pkt[BTH_LEN + AETH_FIELDS.syndrome.at]! : 0);
     switch (a) {
       case 'drop': this.stats.faultDropped++; return;
       case 'duplicate': {
@@ -328,7 +330,7 @@ export class UroceEngine {
       }
       case 'corrupt': case 'corruptPayload': {
         this.stats.faultCorrupted++;
-        this.emit(port, pkt, dstIp, FaultInjector.flipIndex(pkt.length, a === 'corruptPayload', u24(pkt, 9)));
+        this.emit(port, pkt, dstIp, FaultInjector.flipIndex(pkt.length, a === 'corruptPayload', u24(pkt, B.psn.at)));
         break;
       }
       default: this.emit(port, pkt, dstIp); break;
@@ -634,10 +636,10 @@ export class UroceEngine {
     if (v === 'bad') { st.icrcErrors++; return; }
     if (v === 'recovered') st.icrcIdRecovered++;
     else if (v === 'segment') st.icrcSegmentIds++;
-    const opcode = buf[0]!;
+    const opcode = buf[B.opcode.at]!;
     if (opcode >= 0x20) { st.malformed++; return; } // not RC (UD, CNP …): uroce has only RC QPs
-    if ((u16(buf, 2) & 0x7fff) !== 0x7fff) { st.badPkey++; return; }
-    const qp = this.qps.get(u24(buf, 5));
+    if ((u16(buf, B.pkey.at) | PKEY_MEMBERSHIP) !== DEFAULT_PKEY) { st.badPkey++; return; }
+    const qp = this.qps.get(u24(buf, B.destQp.at));
     if (!qp) { st.unknownQp++; return; }
     if (qp.remoteIp && qp.remoteIp !== src) { st.badSource++; return; }
     qp.receive(buf, src);

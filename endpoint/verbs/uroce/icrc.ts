@@ -28,10 +28,11 @@
 import { encodeIpv4, ipv4Header, IPPROTO_UDP } from '../../../dissectors/net/ipv4.js';
 import { encodeUdp, udpHeader } from '../../../dissectors/net/udp.js';
 import { crc32UpdateByte } from '../../../dissectors/wire/crc32.js';
-import { icrcPrefix, icrcFromPrefix, readIcrc, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
-import { put16 } from '../../../dissectors/wire/common.js';
+import { icrcPrefix, icrcFromPrefix, readIcrc, ICRC_LEN, LRH_STANDIN, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
+import { IPV4_FIELDS, IPV4_MIN_LEN, Ipv4View, UDP_LEN, UdpView } from '../../../dissectors/wire/views/net.js';
 
-export const NET_LEN = 28;
+/** IPv4 without options + UDP: what the kernel puts before each RoCEv2 packet it sends for us. */
+const NET_LEN = IPV4_MIN_LEN + UDP_LEN;
 
 /**
  * A 28-byte IPv4 + UDP header model (built with the project's codecs); `setLength()` patches the
@@ -42,17 +43,23 @@ export class NetHeader {
   readonly bytes: Uint8Array;
   constructor(readonly src: string, readonly dst: string, readonly srcPort: number, readonly dstPort = ROCE_V2_PORT,
     readonly ttl = 64, readonly tos = 0, readonly df = true) {
-    const ip = encodeIpv4(ipv4Header({ src, dst, protocol: IPPROTO_UDP, payloadLength: 8, ttl, dscp: tos >> 2, ecn: tos & 3, df, id: 0 }));
+    const ip = encodeIpv4(ipv4Header({ src, dst, protocol: IPPROTO_UDP, payloadLength: UDP_LEN, ttl, dscp: tos >> 2, ecn: tos & 3, df, id: 0 }));
     const udp = encodeUdp(udpHeader({ srcPort, dstPort, payloadLength: 0 }));
     this.bytes = new Uint8Array(NET_LEN);
     this.bytes.set(ip, 0);
-    this.bytes.set(udp, 20);
+    this.bytes.set(udp, IPV4_MIN_LEN);
+    this.ip = new Ipv4View().reset(this.bytes, 0);
+    this.udp = new UdpView().reset(this.bytes, IPV4_MIN_LEN);
   }
+
+  /** Views over `bytes` (../../../dissectors/wire/views/net.ts): the fields patched per packet. */
+  private readonly ip: Ipv4View;
+  private readonly udp: UdpView;
 
   /** Patch IP total length and UDP length for an IB packet (BTH … ICRC) of `ibLen` bytes. */
   setLength(ibLen: number): Uint8Array {
-    put16(this.bytes, 2, NET_LEN + ibLen);
-    put16(this.bytes, 24, 8 + ibLen);
+    this.ip.totalLength = NET_LEN + ibLen;
+    this.udp.length = UDP_LEN + ibLen;
     return this.bytes;
   }
 
@@ -65,9 +72,9 @@ export class NetHeader {
     let p = key >= 0 ? this.prefixes.get(key) : undefined;
     if (p === undefined) {
       this.setLength(ib.length);
-      if (id !== 0) put16(this.bytes, 4, id);
+      if (id !== 0) this.ip.id = id;
       p = icrcPrefix('ipv4', this.bytes);
-      if (id !== 0) put16(this.bytes, 4, 0);
+      if (id !== 0) this.ip.id = 0;
       if (key >= 0) {
         if (this.prefixes.size >= 512) this.prefixes.clear();
         this.prefixes.set(key, p);
@@ -119,9 +126,10 @@ function advance(r: number, k: number): number {
  */
 export function solveIpId(delta: number, ibLen: number): number | undefined {
   if (delta === 0) return 0;
-  // CRC input: 8 x 0xff, IPv4 header (ID at bytes 4-5), UDP, IB packet without its ICRC.
-  const total = 8 + NET_LEN + ibLen - 4;
-  const kLow = total - (8 + 5) - 1;  // zero bytes after the ID's low byte
+  // CRC input: the LRH stand-in (8 x 0xff), IPv4 header (with the ID), UDP, IB packet without its ICRC.
+  const total = LRH_STANDIN + NET_LEN + ibLen - ICRC_LEN;
+  const idLow = LRH_STANDIN + IPV4_FIELDS.id.at + IPV4_FIELDS.id.size - 1; // the ID's low byte in that input
+  const kLow = total - idLow - 1;  // zero bytes after the ID's low byte
   const cols: number[] = [];
   for (let bit = 0; bit < 16; bit++) {
     const byteVal = 1 << (bit & 7);

@@ -11,7 +11,8 @@
 // The state fields are public so that the three parts can share them, as rxe's do through
 // struct rxe_qp; nothing outside endpoint/verbs/uroce touches them (the Qp interface is the API).
 
-import { encodeBth } from '../../../dissectors/wire/ib.js';
+import { encodeBth, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
+import { DEFAULT_PKEY } from '../../../dissectors/wire/views/ib.js';
 import {
   Access, AsyncEventType, Mtu, QpAttrMask, QpState, QpType, SendFlags, VerbsError, WcOpcode, WcStatus, WrOpcode,
   ackTimeoutMs, attrMaskOf, gidText, gidToIpv4, mtuBytes, qpStateName,
@@ -244,7 +245,7 @@ export class UroceQp implements Qp, EngineQp {
 
   private openTx(): void {
     this.bthTpl = encodeBth({
-      opcode: 0, se: false, migReq: false, padCount: 0, tver: 0, pkey: 0xffff, fecn: false, becn: false, resv6: 0,
+      opcode: 0, se: false, migReq: false, padCount: 0, tver: 0, pkey: DEFAULT_PKEY, fecn: false, becn: false, resv6: 0,
       destQp: this.destQpn, ackReq: false, resv7: 0, psn: 0,
     });
     const g = this.ah!.grh!;
@@ -253,14 +254,14 @@ export class UroceQp implements Qp, EngineQp {
     const tos = g.trafficClass & 0xff;
     this.closeTx();
     const o = openSocketSync({ address: this.engine.address, port: want, tos, ttl, sndbuf: 1 << 20, fallbackToAnyPort: true });
-    const tx: TxPort = { sock: o.exact ? o.sock : undefined, port: o.port, ttl, tos, net: new NetHeader(this.engine.address, this.remoteIp, o.port, 4791, ttl, tos), ...(o.fd !== undefined ? { fd: o.fd } : {}) };
+    const tx: TxPort = { sock: o.exact ? o.sock : undefined, port: o.port, ttl, tos, net: new NetHeader(this.engine.address, this.remoteIp, o.port, ROCE_V2_PORT, ttl, tos), ...(o.fd !== undefined ? { fd: o.fd } : {}) };
     this.tx = tx;
     const attach = (): void => {
       if (this.tx !== tx) { try { o.sock.close(); } catch { /* closed */ } return; } // QP reset/destroyed meanwhile
       tx.sock = o.sock;
       tx.port = o.port;
       o.sock.on('error', () => { this.engine.stats.txErrors++; });
-      (tx as { net: NetHeader }).net = new NetHeader(this.engine.address, this.remoteIp, o.port, 4791, ttl, tos);
+      (tx as { net: NetHeader }).net = new NetHeader(this.engine.address, this.remoteIp, o.port, ROCE_V2_PORT, ttl, tos);
       this.engine.flushQueued(tx, this.remoteIp);
     };
     if (o.exact) o.sock.on('error', () => { this.engine.stats.txErrors++; });

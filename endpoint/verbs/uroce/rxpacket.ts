@@ -6,8 +6,8 @@
 // cut short, PadCnt beyond the payload, a payload on an opcode that has none — so the QP
 // treats exactly the packets the codec calls malformed as malformed.
 
-import { opcodeInfo, BTH_LEN, ICRC_LEN, type IbOpcodeInfo } from '../../../dissectors/wire/ib.js';
-import { BthView, RethView, AethView } from '../../../dissectors/wire/views/ib.js';
+import { opcodeInfo, BTH_LEN, ICRC_LEN, IB_EXT_SIZE, type IbOpcodeInfo } from '../../../dissectors/wire/ib.js';
+import { BthView, RethView, AethView, IMMDT_FIELDS } from '../../../dissectors/wire/views/ib.js';
 import { u32 } from '../../../dissectors/wire/common.js';
 
 const EMPTY = new Uint8Array(0);
@@ -53,5 +53,5 @@ export class RxPacket {
   /** The payload (a view of the datagram, valid while the packet is being handled). */
   payload(): Uint8Array { return this.buf.subarray(this.payOff, this.payEnd); }
   /** ImmDt: the last extension header of every RC opcode that has one. */
-  get immDt(): number { return u32(this.buf, this.payOff - 4); }
+  get immDt(): number { return u32(this.buf, this.payOff - IB_EXT_SIZE.ImmDt + IMMDT_FIELDS.immDt.at); }
 }
