@@ -41,7 +41,7 @@ function esc(s: string): string {
 }
 
 /** A "nice" tick step (1, 2 or 5 × 10^k) giving about `n` ticks over `span`. */
-export function niceStep(span: number, n = 5): number {
+function niceStep(span: number, n = 5): number {
   if (!(span > 0)) return 1;
   const raw = span / n;
   const mag = 10 ** Math.floor(Math.log10(raw));

@@ -455,7 +455,7 @@ function openWriter(o: Opts, extra: { linktype?: number; snaplen?: number }): Ca
   return w;
 }
 
-export async function main(argv: string[]): Promise<void> {
+async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
   program.exitOverride((e) => { throw new CliError(e.message.replace(/^error: /, ''), e.exitCode === 0 ? 0 : 2); });
   // --help goes to stdout with a synchronous write: `smcdump --help | head` must not end in an

@@ -126,7 +126,7 @@ interface Opts {
   report?: string;
 }
 
-export async function main(argv: string[]): Promise<number> {
+async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
   try {
     program.parse(argv);
@@ -207,7 +207,7 @@ class NotSmcperf extends CliError {
  * server, in one line: our header echoed back (an echo server, e.g. smcping -l), another
  * control protocol version, other bytes (shown printable, never raw), a close or silence.
  */
-export function notSmcperf(line: string | undefined, header: string, readError?: string): string {
+function notSmcperf(line: string | undefined, header: string, readError?: string): string {
   const head = 'peer is not an smcperf server';
   const hint = 'use --raw for a plain sink/echo/source';
   if (line === undefined) {
@@ -239,7 +239,7 @@ function cpuClock(): () => CpuPercent {
 
 const fmtCpu = (c: CpuPercent): string => `${c.total.toFixed(1)}% (${c.user.toFixed(1)}%u/${c.system.toFixed(1)}%s)`;
 
-export function parseHeader(line: string): Header | string {
+function parseHeader(line: string): Header | string {
   if (!line.startsWith(`${MAGIC} `)) return 'not an smcperf control header';
   let j: unknown;
   try { j = JSON.parse(line.slice(MAGIC.length + 1)); } catch { return 'header is not JSON'; }
@@ -324,7 +324,7 @@ async function serve(o: Opts): Promise<number> {
 interface ServedConn { header?: Header; bytes: number; ms: number; error?: string; cpu?: CpuPercent }
 
 /** Memory the server's tests hold for their messages, against --max-memory. */
-export class MemoryBudget {
+class MemoryBudget {
   used = 0;
   constructor(readonly max: number) {}
   /** Take `n` bytes; false (nothing taken) when they do not fit. */
@@ -337,7 +337,7 @@ export class MemoryBudget {
 }
 
 /** What a test holds: reverse, one SIZE buffer it sends from; rr, one message being echoed. */
-export function testMemory(h: Header): number { return h.test === 'stream' ? 0 : h.size; }
+function testMemory(h: Header): number { return h.test === 'stream' ? 0 : h.size; }
 
 async function serveConn(s: Duplex, budget: MemoryBudget): Promise<ServedConn> {
   let line: string;
@@ -441,7 +441,7 @@ async function runTest(s: Duplex, h: Header): Promise<ServedConn> {
  * one: what the header promised tells them apart (a byte count not reached, or a timed test that
  * stopped well before its time).
  */
-export function incomplete(h: Header, bytes: number, ms: number): string | undefined {
+function incomplete(h: Header, bytes: number, ms: number): string | undefined {
   if (h.test !== 'stream') return undefined;
   if (h.bytes > 0 && bytes < h.bytes) return `${bytes} of ${h.bytes} bytes`;
   if (h.bytes === 0 && h.ms > 0 && bytes > 0 && ms < h.ms - Math.max(500, h.ms * 0.1)) return `stopped after ${(ms / 1000).toFixed(2)} s of ${(h.ms / 1000).toFixed(2)} s`;

@@ -94,7 +94,7 @@ interface Opts {
   tcpOption: boolean; requireSmcr?: boolean; json?: boolean; verbose?: number; control?: string | boolean; stateJson?: string;
 }
 
-export async function main(argv: string[]): Promise<number> {
+async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
   try {
     program.parse(argv);

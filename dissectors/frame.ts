@@ -21,7 +21,7 @@ import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
 import { blankBth, decodeIbPacketAt, decodeGrh, checkIcrc, icrcOk, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
 import { ClcStreams, type SegmentRole } from './clcstream.js';
 import { SendStreams, type SendPart } from './sendstream.js';
-import { ETHERNET_LEN, IPV6_LEN, SLL_LEN, SLL2_LEN, TCP_MIN_LEN, ipVersionAt } from './wire/views/net.js';
+import { ETHERNET_LEN, IPV4_MIN_LEN, IPV6_LEN, SLL_LEN, SLL2_LEN, TCP_MIN_LEN, UDP_LEN, ipVersionAt } from './wire/views/net.js';
 
 export type SmcProto = 'tcpopt' | 'clc' | 'llc' | 'cdc' | 'rdma' | 'roce';
 
@@ -190,7 +190,7 @@ export class FrameDecoder {
       const r = this.reused;
       const h = r ? r.ipv4 : blankIpv4Header();
       const n0 = out.issues.length;
-      decodeIpv4At(h, out.issues, b, off, t?.sub('IPv4', off, 20), Math.max(0, b.length - off) + this.cut);
+      decodeIpv4At(h, out.issues, b, off, t?.sub('IPv4', off, IPV4_MIN_LEN), Math.max(0, b.length - off) + this.cut);
       rebase(out.issues, n0, off);
       fitLast(t, h.headerLength);
       out.ip = { version: 4, src: h.src, dst: h.dst, header: h };
@@ -244,10 +244,10 @@ export class FrameDecoder {
     const r = this.reused;
     const h: UdpHeader = r ? r.udp : { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
     let n0 = out.issues.length;
-    decodeUdpAt(h, out.issues, b, off, end, t?.sub('UDP', off, 8), end - off + this.cut);
+    decodeUdpAt(h, out.issues, b, off, end, t?.sub('UDP', off, UDP_LEN), end - off + this.cut);
     rebase(out.issues, n0, off);
     out.udp = h;
-    const poff = off + 8;
+    const poff = off + UDP_LEN;
     out.payloadLength = Math.max(0, end - poff);
     if (!this.rocePorts.has(h.dstPort)) return;
     const ibTree = t?.sub('InfiniBand (RoCEv2)', poff, Math.max(0, end - poff));

@@ -30,7 +30,7 @@ export function connectError(host: string, port: number, e: unknown): string {
  * capture on lo sees such a run as one datagram, not one frame per packet — UROCE_NO_GSO=1 (or
  * --device with an explicit non-loopback address) keeps one datagram per packet.
  */
-export function withLoopbackGso(device: DeviceSpec): DeviceSpec {
+function withLoopbackGso(device: DeviceSpec): DeviceSpec {
   return device.provider === 'uroce' && device.gso === undefined && device.address.startsWith('127.') ? { ...device, gso: true } : device;
 }
 
@@ -126,7 +126,7 @@ export function listenSide(o: { bind?: string; device?: DeviceSpec; verbose?: bo
   return { addr, device, log };
 }
 
-export function tcpOptionWarning(prog: string, why: string | undefined): string {
+function tcpOptionWarning(prog: string, why: string | undefined): string {
   return `${prog}: TCP option 254 unavailable (${why ?? 'unknown'}); every connection falls back to TCP. `
     + 'Run as root (CAP_BPF + CAP_NET_ADMIN), or use --no-tcp-option toward a peer known to speak SMC.';
 }

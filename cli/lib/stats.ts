@@ -3,7 +3,7 @@
 export interface Stats { count: number; min: number; avg: number; max: number; mdev: number; p50: number; p90: number; p99: number; p999: number }
 
 /** Percentile of a sorted array (nearest rank). */
-export function percentile(sorted: readonly number[], p: number): number {
+function percentile(sorted: readonly number[], p: number): number {
   if (!sorted.length) return NaN;
   const k = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[k]!;

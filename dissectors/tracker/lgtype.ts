@@ -11,7 +11,7 @@ import { flat, stringPool } from './intern.js';
 import { append } from './lists.js';
 import { GroupState, type Sentence } from './group.js';
 
-export function lgTypeOf(lg: LinkGroup): LgType {
+function lgTypeOf(lg: LinkGroup): LgType {
   const up = lg.links.filter((l) => l.state === 'active');
   if (up.length === 0) return 'NONE';
   if (up.length === 1) return 'SINGLE';

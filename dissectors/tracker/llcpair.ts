@@ -12,7 +12,7 @@ import type { LlcMessage } from '../wire/llc.js';
 import type { Link, LinkGroup } from './model.js';
 
 /** RFC 7609 Appendix C / Linux SMC_LLC_WAIT_TIME: LLC responses are due within 2 s. */
-export const LLC_TIMEOUT_NS = 2_000_000_000n;
+const LLC_TIMEOUT_NS = 2_000_000_000n;
 /** How far a response may precede its request in capture order (capture-point reordering). */
 const REORDER_NS = 50_000_000n;
 

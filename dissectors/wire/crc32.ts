@@ -20,7 +20,7 @@ import { nativePath } from '../../native/paths.js';
 type NativeCrc = (data: Uint8Array, value?: number) => number;
 const nativeCrc32: NativeCrc | undefined = (zlib as unknown as { crc32?: NativeCrc }).crc32;
 /** Range length from which the native CRC is used (below it the call overhead dominates). */
-export const NATIVE_MIN = 256;
+const NATIVE_MIN = 256;
 
 interface IcrcAddon {
   /** CRC so far `crc`; feeds b[start + i] | mask[i] (inside b), then b[start + mask.length, end). */
@@ -46,7 +46,7 @@ function loadAddon(): IcrcAddon | undefined {
 }
 const addon = loadAddon();
 /** Range length from which the addon is used (its folding loop needs 64 bytes). */
-export const ADDON_MIN = 64;
+const ADDON_MIN = 64;
 const NO_MASK = new Uint8Array(0);
 
 /** The addon's per-frame check with numbers only (an addon built before it has none). */

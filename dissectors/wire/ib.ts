@@ -15,7 +15,7 @@ import { BTH_FIELDS, AETH_FIELDS, GRH_FIELDS, GRH_LEN, BthView, RethView, AethVi
 import { RETH_FIELDS, DETH_FIELDS, IMMDT_FIELDS, IETH_FIELDS, RDETH_FIELDS, XRCETH_FIELDS, FETH_FIELDS, ATOMIC_ETH_FIELDS, ATOMIC_ACK_ETH_FIELDS } from './views/ib.js';
 import { ImmDtView, IethView, RdethView, XrcethView, FethView, AtomicEthView, AtomicAckEthView } from './views/ib.js';
 import { addField, fieldBits, fieldMaskBytes, tableSize } from './views/field.js';
-import { ETHERTYPE, IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN } from './views/net.js';
+import { ETHERTYPE, IPV4_FIELDS, IPV4_MIN_LEN, IPV6_FIELDS, IPV6_LEN, UDP_FIELDS, UDP_LEN, ipVersionAt } from './views/net.js';
 
 // ---------------------------------------------------------------------------------------
 // Opcode table
@@ -35,7 +35,7 @@ export const IB_EXT_SIZE: Readonly<Record<IbExtHeader, number>> = {
 };
 
 export const BTH_LEN = tableSize(BTH_FIELDS);
-export { GRH_LEN };
+
 export const ICRC_LEN = 4;
 /** UDP destination port of RoCE v2. */
 export const ROCE_V2_PORT = 4791;
@@ -266,7 +266,7 @@ export interface Grh {
 const AETH_KINDS: readonly AethKind[] = ['ACK', 'RNR NAK', 'reserved', 'NAK'];
 
 /** NAK codes (AETH syndrome 011xxxxx). */
-export const NAK_NAMES: readonly string[] = [
+const NAK_NAMES: readonly string[] = [
   'PSN sequence error', 'invalid request', 'remote access error', 'remote operational error', 'invalid RD request',
 ];
 const NAK_TAGS: readonly string[] = [
@@ -274,13 +274,13 @@ const NAK_TAGS: readonly string[] = [
 ];
 
 /** RNR NAK timer code → minimum RNR delay in milliseconds (IBA table "Encoding for RNR NAK Timer"). */
-export const RNR_TIMER_MS: readonly number[] = [
+const RNR_TIMER_MS: readonly number[] = [
   655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92,
   2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52,
 ];
 
 /** ACK credit count code → number of credits (end-to-end flow control); code 31 = no credit information. */
-export const AETH_CREDITS: readonly number[] = [
+const AETH_CREDITS: readonly number[] = [
   0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
   256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768,
 ];
@@ -457,7 +457,7 @@ export function decodeReth(b: Uint8Array, t?: Tree): Decoded<Reth> {
   return r;
 }
 export function encodeReth(v: Reth): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.RETH); writeReth(o, 0, v); return o; }
-export function summarizeReth(v: Reth): string { return `va ${hxb(v.va)} rkey ${hx(v.rkey)} len ${v.dmaLen}`; }
+function summarizeReth(v: Reth): string { return `va ${hxb(v.va)} rkey ${hx(v.rkey)} len ${v.dmaLen}`; }
 
 export function decodeAeth(b: Uint8Array, t?: Tree): Decoded<Aeth> {
   const r = fixed(b, IB_EXT_SIZE.AETH, 'AETH', 'ib.truncated', readAeth);
@@ -489,7 +489,7 @@ export function decodeDeth(b: Uint8Array, t?: Tree): Decoded<Deth> {
   return r;
 }
 export function encodeDeth(v: Deth): Uint8Array { const o = new Uint8Array(IB_EXT_SIZE.DETH); writeDeth(o, 0, v); return o; }
-export function summarizeDeth(v: Deth): string { return `qkey ${hx(v.qkey)} srcqp ${hx(v.srcQp)}`; }
+function summarizeDeth(v: Deth): string { return `qkey ${hx(v.qkey)} srcqp ${hx(v.srcQp)}`; }
 
 export function decodeRdeth(b: Uint8Array, t?: Tree): Decoded<Rdeth> {
   const r = fixed(b, IB_EXT_SIZE.RDETH, 'RDETH', 'ib.truncated', readRdeth);
@@ -814,6 +814,8 @@ export const LRH_STANDIN = 8;
 const LRH_CRC = crc32UpdateFill(0, 0xff, LRH_STANDIN);
 /** The same stacks registered with the addon's trailer check (-1: none, computed in JS). */
 const V2_IPV4_CHECK = registerTrailerMask(V2_IPV4_OR, LRH_CRC);
+/** First byte of an IPv4 header without options (version 4, IHL 5): the stack V2_IPV4_CHECK registers. */
+const IPV4_PLAIN = (4 << IPV4_FIELDS.version.shift) | ((IPV4_MIN_LEN >> 2) << IPV4_FIELDS.ihl.shift);
 const V2_IPV6_CHECK = registerTrailerMask(V2_IPV6_OR, LRH_CRC);
 const V1_CHECK = registerTrailerMask(V1_OR, LRH_CRC);
 
@@ -841,8 +843,9 @@ function feedIb(c: number, b: Uint8Array, o: number, end: number): number {
 
 /** End of the RoCE v2 packet from the IP length fields, clamped to the frame. */
 function ipEnd(frame: Uint8Array, ipOff: number): number {
-  const ver = u8(frame, ipOff) >> 4;
-  const e = ver === 6 ? ipOff + 40 + u16(frame, ipOff + 4) : ipOff + u16(frame, ipOff + 2);
+  const e = ipVersionAt(frame, ipOff) === 6
+    ? ipOff + IPV6_LEN + u16(frame, ipOff + IPV6_FIELDS.payloadLength.at)
+    : ipOff + u16(frame, ipOff + IPV4_FIELDS.totalLength.at);
   return Math.min(e, frame.length);
 }
 
@@ -864,7 +867,7 @@ export function icrcRoceV2Ipv6(frame: Uint8Array, ipOff = 0, end = ipEnd(frame, 
 
 /** ICRC of a RoCE v2 packet; IPv4 or IPv6 chosen by the version nibble at `ipOff`. */
 export function icrcRoceV2(frame: Uint8Array, ipOff = 0, end = ipEnd(frame, ipOff)): number {
-  return u8(frame, ipOff) >> 4 === 6 ? icrcRoceV2Ipv6(frame, ipOff, end) : icrcRoceV2Ipv4(frame, ipOff, end);
+  return ipVersionAt(frame, ipOff) === 6 ? icrcRoceV2Ipv6(frame, ipOff, end) : icrcRoceV2Ipv4(frame, ipOff, end);
 }
 
 /** ICRC of a RoCE v1 packet whose GRH starts at `grhOff`; `end` defaults to GRH + PayLen (clamped). */
@@ -931,7 +934,7 @@ export function icrcOk(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): boole
   const e = icrcEnd(frame, off, kind);
   if (!icrcFits(frame, off, kind, e)) return false;
   // the common stacks (IPv4 without options, IPv6, GRH) in one call of the addon with numbers only
-  const id = kind === 'v1' ? V1_CHECK : u8(frame, off) >> 4 === 6 ? V2_IPV6_CHECK : u8(frame, off) === 0x45 ? V2_IPV4_CHECK : -1;
+  const id = kind === 'v1' ? V1_CHECK : ipVersionAt(frame, off) === 6 ? V2_IPV6_CHECK : u8(frame, off) === IPV4_PLAIN ? V2_IPV4_CHECK : -1;
   const r = trailerCheck(frame, off, id, e);
   if (r >= 0) return r === 1;
   return (kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e)) === u32le(frame, e - ICRC_LEN);
@@ -939,7 +942,7 @@ export function icrcOk(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): boole
 
 /** End of the RoCE packet at `off` by its own length field (GRH payload length, IP length). */
 function icrcEnd(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): number {
-  return kind === 'v1' ? Math.min(frame.length, off + GRH_LEN + u16(frame, off + 4)) : ipEnd(frame, off);
+  return kind === 'v1' ? Math.min(frame.length, off + GRH_LEN + u16(frame, off + GRH_FIELDS.payLen.at)) : ipEnd(frame, off);
 }
 
 /** [off, e) is captured and long enough for the headers and an ICRC. */

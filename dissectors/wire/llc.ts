@@ -28,7 +28,7 @@ import {
 } from './views/llc.js';
 
 export { LLC_MSG_SIZE } from './views/llc.js';
-export const LLC_V2_MAX_SIZE = 8192;
+const LLC_V2_MAX_SIZE = 8192;
 
 /** Type codes (low nibble; v2 = 0x20 | code). */
 export const LlcCode = {
@@ -87,7 +87,7 @@ export function deleteLinkReason(code: number): string {
 }
 
 /** ADD LINK / REQUEST ADD LINK reject reasons (byte 2 low nibble), formats.md §8.4. */
-export const ADD_LINK_REJECT_REASONS: Readonly<Record<number, string>> = {
+const ADD_LINK_REJECT_REASONS: Readonly<Record<number, string>> = {
   1: 'no alternate path',
 };
 

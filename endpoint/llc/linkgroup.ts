@@ -43,7 +43,7 @@ export type Role = 'client' | 'server';
 /** After our DELETE LINK (all) and the peer's first DELETE LINK: quiet time before the QPs go. */
 const LINGER_QUIET_MS = 300;
 /** Linux SMC_LINKS_PER_LGR_MAX: two paths plus the one that replaces an asymmetric link. */
-export const LINK_SLOTS = 3;
+const LINK_SLOTS = 3;
 /** ADD LINK CONTINUATION rounds before an SMC-Rv1 rkey exchange is abandoned (see rkeyExchange). */
 const MAX_CONT_ROUNDS = 128;
 /** DELETE LINK reasons (Linux SMC_LLC_DEL_*), see DELETE_LINK_REASONS. */

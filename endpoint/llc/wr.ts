@@ -33,7 +33,7 @@ export interface QpPeer {
 }
 
 /** QP settings Linux uses (net/smc/smc_ib.c). */
-export const SMC_QP = {
+const SMC_QP = {
   minRnrTimer: 5,
   timeout: 15,
   retryCnt: 7,

@@ -497,7 +497,7 @@ export class SmcSocket extends Duplex {
  * Node then never closes the handle: the socket stays open and keeps the process alive (an
  * SMC-R connection ended with end() and aborted afterwards, e.g. by closeAll(), did that).
  */
-export function resetTcp(tcp: Socket): void {
+function resetTcp(tcp: Socket): void {
   if (tcp.writableEnded) tcp.destroy();
   else tcp.resetAndDestroy();
 }

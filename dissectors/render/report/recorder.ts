@@ -16,13 +16,15 @@ import { gidOfIp } from '../../wire/common.js';
 /** Cursor points kept per connection direction before halving. */
 export const MAX_POINTS = 20_000;
 /** WRITE segments kept per connection direction before halving (merging neighbours). */
-export const MAX_WRITES = 20_000;
+const MAX_WRITES = 20_000;
 /** Time buckets per link before doubling the bucket width. */
 export const MAX_BUCKETS = 2_000;
 /** Ladder rows kept (one per frame with addresses); beyond, frames are counted, not drawn. */
-export const MAX_ROWS = 400_000;
+const MAX_ROWS = 400_000;
 
-export const FLAG_ALERT = 1, FLAG_RETX = 2, FLAG_WB = 4, FLAG_URG = 8, FLAG_FAILOVER = 16, FLAG_CLOSE = 32;
+const FLAG_ALERT = 1, FLAG_RETX = 2, FLAG_URG = 8, FLAG_FAILOVER = 16, FLAG_CLOSE = 32;
+/** Write-blocked flag bit (the recorder test reads rows by it). */
+export const FLAG_WB = 4;
 
 /** Row kinds (lane style in the ladder). */
 export const KINDS = ['tcp', 'clc', 'llc', 'cdc', 'write', 'ack', 'nak', 'roce'] as const;

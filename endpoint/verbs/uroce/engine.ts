@@ -60,7 +60,7 @@ export interface EngineStats {
   faultCorrupted: number;
 }
 
-export function emptyEngineStats(): EngineStats {
+function emptyEngineStats(): EngineStats {
   return {
     rxPackets: 0, rxBytes: 0, txPackets: 0, txBytes: 0, icrcErrors: 0, icrcIdRecovered: 0, malformed: 0,
     unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, txDatagrams: 0, txSends: 0, rxDatagrams: 0, rxBatches: 0, icrcSegmentIds: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
@@ -123,7 +123,7 @@ const FLUSH_AT = Number(process.env.UROCE_FLUSH_KB ?? 128) << 10;
 const ACK_EVERY = Number(process.env.UROCE_ACK_KB ?? 128) << 10;
 const MAX_DESC = 256;
 /** GSO limits: segments per send (the kernel's UDP_MAX_SEGMENTS is 64 before 6.x' 128) and the UDP payload limit. */
-export const GSO_MAX_SEGS = 64;
+const GSO_MAX_SEGS = 64;
 const GSO_MAX_BYTES = 65507;
 /** Native receive: datagrams per recvmmsg(2) and slot size (a GRO datagram is at most 64 KiB). */
 /** A/B switch for the transmit flush order (see scheduleFlush). */
