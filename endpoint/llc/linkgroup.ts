@@ -517,7 +517,7 @@ export class LinkGroup extends EventEmitter {
       const token = u32(b, 4); // the receiver's alert token (CDC bytes 4–7)
       const c = this.conns.get(token);
       if (!c) { this.stats.cdcDropped++; this.log(`${this.name}/L${link.id} CDC for unknown token 0x${token.toString(16)} dropped`); return; }
-      c.sink.receiveCdc(b.subarray(0, 44));
+      c.sink.receiveCdc(b.length === 44 ? b : b.subarray(0, 44)); // a CDC message is 44 bytes: no view
       return;
     }
     this.stats.llcIn++;
