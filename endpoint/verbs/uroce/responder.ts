@@ -123,15 +123,18 @@ function startWrite(qp: UroceQp, p: RxPacket): boolean {
   } else {
     const rkey = reth.rkey, va = reth.va;
     const mr = qp.dev.mrByRkey(rkey);
+    // one bigint subtraction, then numbers (as qp.ts' resolve: an offset far outside the MR
+    // loses precision in Number() but stays outside)
+    const off = mr ? Number(va - mr.addr) : -1;
     const why = !mr ? `rkey 0x${rkey.toString(16)} unknown`
       : mr.pd !== qp.pd ? `rkey 0x${rkey.toString(16)} belongs to another PD`
       : !(mr.access & Access.REMOTE_WRITE) ? `MR rkey 0x${rkey.toString(16)} has no remote write access`
       : !(qp.accessFlags & Access.REMOTE_WRITE) ? 'QP does not allow remote write'
-      : va < mr.addr || va + BigInt(len) > mr.addr + BigInt(mr.length) ? `va 0x${va.toString(16)}+${len} outside the MR`
+      : off < 0 || off + len > mr.length ? `va 0x${va.toString(16)}+${len} outside the MR`
       : '';
     if (why) { responderError(qp, NAK_REM_ACCESS, WcStatus.REM_ACCESS_ERR, AsyncEventType.QP_ACCESS_ERR, why); return false; }
     qp.wrBuf = mr!.buffer;
-    qp.wrOff = Number(va - mr!.addr);
+    qp.wrOff = off;
   }
   qp.wrLeft = len;
   qp.wrTotal = len;
