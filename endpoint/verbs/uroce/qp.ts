@@ -435,10 +435,21 @@ export class UroceQp implements Qp, EngineQp {
       if (wr.sgList.length > this.cap.maxRecvSge) throw new VerbsError('EINVAL', `post_recv: ${wr.sgList.length} SGEs > max_recv_sge ${this.cap.maxRecvSge}`, i);
       if (this.rq.length - this.rqHead >= this.cap.maxRecvWr) throw new VerbsError('ENOMEM', `post_recv: receive queue full (${this.cap.maxRecvWr} WRs)`, i);
       const err = this.resolveRecv(wr.sgList);
-      this.rq.push({ wrId: wr.wrId, segs: this.rSegs, length: this.rLength, localErr: err });
+      // an entry from the free list when there is one (no object per receive WR)
+      const r = this.recvFree.pop();
+      if (r) { r.wrId = wr.wrId; r.segs = this.rSegs; r.length = this.rLength; r.localErr = err; this.rq.push(r); }
+      else this.rq.push({ wrId: wr.wrId, segs: this.rSegs, length: this.rLength, localErr: err });
     }
   }
 
+
+  /** Completed receive WQEs for reuse (at most max_recv_wr). */
+  private readonly recvFree: RecvWqe[] = [];
+
+  /** A receive WQE completed successfully (the responder is done with it): reuse it. */
+  releaseRecv(r: RecvWqe): void {
+    if (this.recvFree.length < this.cap.maxRecvWr) this.recvFree.push(r);
+  }
 
   /** A send completion on the send CQ (libibverbs' opcode for the WR's). */
   pushSendWc(wrId: WrId, status: number, wrOpcode: number, len: number): void {

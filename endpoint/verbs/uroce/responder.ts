@@ -73,6 +73,7 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
       };
       if (info.withImmediate) wc.immData = p.immDt >>> 0;
       qp.recvCq.push(wc, p.bth.se);
+      qp.releaseRecv(r);
     }
   } else if (info.isWrite && !(p.bth.opcode & 0x10)) {
     const ends = info.isLast || info.isOnly;
@@ -94,6 +95,7 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
           wrId: r.wrId, status: WcStatus.SUCCESS, opcode: WcOpcode.RECV_RDMA_WITH_IMM, vendorErr: 0, byteLen: qp.wrTotal,
           immData: p.immDt >>> 0, qpNum: qp.qpNum, srcQp: qp.destQpn, wcFlags: WcFlags.WITH_IMM,
         }, p.bth.se);
+        qp.releaseRecv(r);
       }
     }
   } else {
