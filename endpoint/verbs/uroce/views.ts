@@ -21,6 +21,9 @@ export class ViewCache {
   /** Window of each entry (offset, length): compared without the views' getters. */
   private readonly offs: Int32Array;
   private readonly lens: Int32Array;
+  /** Per entry, the last window that missed and was not cached (see get()). */
+  private readonly candOffs: Int32Array;
+  private readonly candLens: Int32Array;
   private readonly mask: number;
 
   /** `entries`: a power of two. */
@@ -28,6 +31,8 @@ export class ViewCache {
     this.views = new Array<Uint8Array | undefined>(entries).fill(undefined);
     this.offs = new Int32Array(entries).fill(-1);
     this.lens = new Int32Array(entries);
+    this.candOffs = new Int32Array(entries).fill(-1);
+    this.candLens = new Int32Array(entries);
     this.mask = entries - 1;
   }
 
@@ -35,6 +40,15 @@ export class ViewCache {
   get(off: number, len: number): Uint8Array {
     const i = (off ^ (off >>> 7) ^ (off >>> 16) ^ Math.imul(len, 0x9e3779b1) >>> 25) & this.mask;
     if (this.offs[i] === off && this.lens[i] === len) return this.views[i]!;
+    // A window is cached the second time it misses in a row at its entry. A stream of windows
+    // that do not come back (a ring buffer's moving position) then makes plain short-lived
+    // views, as without the cache: a cached view outlives its first scavenge and is promoted,
+    // so caching every miss would move that garbage to the old generation.
+    if (this.candOffs[i] !== off || this.candLens[i] !== len) {
+      this.candOffs[i] = off;
+      this.candLens[i] = len;
+      return this.buf.subarray(off, off + len);
+    }
     this.offs[i] = off;
     this.lens[i] = len;
     return (this.views[i] = this.buf.subarray(off, off + len));
