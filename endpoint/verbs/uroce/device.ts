@@ -13,7 +13,6 @@ import { CompletionQueue } from '../cq.js';
 import { UroceEngine, type EngineStats } from './engine.js';
 import { UroceQp, type QpTuning } from './qp.js';
 import type { FaultConfig } from './faults.js';
-import { ViewCache } from './views.js';
 
 export interface UroceOptions {
   /** Local IPv4 address to speak RoCEv2 on (UDP 4791 is bound there). */
@@ -85,9 +84,6 @@ export class UroceMr implements Mr {
   constructor(readonly pd: UrocePd, readonly lkey: number, readonly addr: bigint, readonly buffer: Uint8Array, readonly access: number) {}
   get rkey(): number { return this.lkey; }
   get length(): number { return this.buffer.length; }
-  private views_: ViewCache | undefined;
-  /** Views over the buffer by window, for the requester's copies out of it (made on first use). */
-  get views(): ViewCache { return (this.views_ ??= new ViewCache(this.buffer)); }
   sge(offset = 0, length = this.buffer.length - offset): Sge {
     if (offset < 0 || length < 0 || offset + length > this.buffer.length) throw new RangeError(`sge(${offset}, ${length}) outside the ${this.buffer.length}-byte MR`);
     return { addr: this.addr + BigInt(offset), length, lkey: this.lkey };

@@ -173,8 +173,8 @@ export class UroceEngine {
   /** Native receive loop (undefined: dgram 'message' path). */
   private rx: RxHandle | undefined;
   private rxBuf: Uint8Array | undefined;
-  /** Views over rxBuf by window, reused (no view per received packet or payload copy). */
-  rxViews: ViewCache | undefined;
+  /** Views over rxBuf, one per received packet's window, reused (no view per packet). */
+  private rxViews: ViewCache | undefined;
   private rxMeta: Int32Array | undefined;
   /** True while a receive batch is being handled: ACKs are coalesced until its end. */
   inBatch = false;

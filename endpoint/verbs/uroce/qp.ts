@@ -324,7 +324,7 @@ export class UroceQp implements Qp, EngineQp {
       const mr: UroceMr | undefined = this.dev.mrByLkey(s.lkey);
       const off = mr ? Number(s.addr - mr.addr) : -1;
       if (!mr || mr.pd !== this.pd || off < 0 || off + s.length > mr.buffer.length) { err = WcStatus.LOC_PROT_ERR; break; }
-      w.addSeg(mr.buffer, mr.views, off, s.length);
+      w.addSeg(mr.buffer, off, s.length);
       length += s.length;
     }
     if (length > 0x80000000) err = WcStatus.LOC_LEN_ERR;
@@ -385,7 +385,7 @@ export class UroceQp implements Qp, EngineQp {
           data = r;
         }
         if (data.length > this.cap.maxInlineData) throw new VerbsError('EINVAL', `post_send: ${data.length} inline bytes > max_inline_data ${this.cap.maxInlineData}`, i);
-        if (data.length) w.addSeg(data, undefined, 0, data.length);
+        if (data.length) w.addSeg(data, 0, data.length);
         length = data.length;
       } else {
         if (wr.inlineData) throw new VerbsError('EINVAL', 'post_send: inlineData needs the INLINE flag', i);
@@ -471,7 +471,7 @@ export class UroceQp implements Qp, EngineQp {
   /** Engine entry point: a packet for this QPN that passed ICRC/P_Key/source checks. */
   receive(buf: Uint8Array): void {
     const p = rxPacket;
-    if (!p.parse(buf, this.engine.rxViews)) { this.engine.stats.malformed++; return; }
+    if (!p.parse(buf)) { this.engine.stats.malformed++; return; }
     this.stats.rxPackets++;
     this.stats.rxBytes += buf.length;
     if (p.info.isAck) { onResponse(this, p); return; }

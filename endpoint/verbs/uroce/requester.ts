@@ -15,7 +15,7 @@ import { QpState, WrOpcode } from '../types.js';
 import { PSN_MASK, psnDiff, type SendWqe } from './wqe.js';
 import { requesterError } from './completer.js';
 import type { UroceQp } from './qp.js';
-import { copyRun } from './views.js';
+import { copyBytes } from './views.js';
 
 /** Written per packet; one for all QPs (JavaScript is single-threaded, a packet is built in one go). */
 const txBth = new BthView();
@@ -66,7 +66,7 @@ function gatherInto(w: SendWqe, off: number, len: number, out: Uint8Array, at: n
   let o = 0;
   while (o < len) {
     const n = Math.min(lens[i]! - off, len - o);
-    copyRun(out, at + o, w.segBuf[i]!, w.segOff[i]! + off, n, w.segViews[i], 0);
+    copyBytes(out, at + o, w.segBuf[i]!, w.segOff[i]! + off, n);
     i++;
     o += n;
     off = 0;

@@ -14,6 +14,7 @@ import { BthView, AethView } from '../../../dissectors/wire/views/ib.js';
 import { Access, AsyncEventType, QpState, WcFlags, WcOpcode, WcStatus, type WorkCompletion } from '../types.js';
 import { PSN_MASK, psnDiff, NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP, AETH_NO_CREDITS, type RecvWqe } from './wqe.js';
 import type { RxPacket } from './rxpacket.js';
+import { copyBytes } from './views.js';
 import type { UroceQp } from './qp.js';
 
 const EMPTY = new Uint8Array(0);
@@ -59,7 +60,7 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
       responderError(qp, NAK_INV_REQ, WcStatus.LOC_LEN_ERR, AsyncEventType.QP_REQ_ERR, `SEND of more than the ${r.length}-byte receive buffer`);
       return;
     }
-    if (n) scatter(r, qp.curRecvOff, p, n);
+    if (n) scatter(r, qp.curRecvOff, p.buf, p.payOff, n);
     qp.curRecvOff += n;
     if (info.isLast || info.isOnly) {
       qp.inMsg = 0;
@@ -82,7 +83,7 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
       if (!startWrite(qp, p)) return;
     } else if (qp.inMsg !== 2) { invalidRequest(qp, `${info.name} without RDMA WRITE FIRST`); return; }
     if (n > qp.wrLeft) { invalidRequest(qp, `RDMA WRITE beyond its DMA length ${qp.wrTotal}`); return; }
-    if (n) { p.copyPayload(p.payOff, n, qp.wrBuf, qp.wrOff); qp.wrOff += n; qp.wrLeft -= n; }
+    if (n) { copyBytes(qp.wrBuf, qp.wrOff, p.buf, p.payOff, n); qp.wrOff += n; qp.wrLeft -= n; }
     if (ends) {
       if (qp.wrLeft !== 0) { invalidRequest(qp, `RDMA WRITE ended ${qp.wrLeft} bytes short of its DMA length ${qp.wrTotal}`); return; }
       qp.inMsg = 0;
@@ -220,9 +221,9 @@ function takeRecv(qp: UroceQp): RecvWqe | undefined {
 
 function hasRecv(qp: UroceQp): boolean { return qp.rqHead < qp.rq.length; }
 
-/** Scatter a SEND's payload (n bytes) over the receive WQE's SGEs from byte `off` of the message. */
-function scatter(r: RecvWqe, off: number, p: RxPacket, n: number): void {
-  const at = p.payOff;
+/** Scatter a SEND's payload (n bytes at data[at…]) over the receive WQE's SGEs from byte `off`
+ *  of the message (no view of the packet). */
+function scatter(r: RecvWqe, off: number, data: Uint8Array, at: number, n: number): void {
   const segs = r.segs;
   let i = 0;
   while (off >= segs[i]!.length) { off -= segs[i]!.length; i++; }
@@ -230,7 +231,7 @@ function scatter(r: RecvWqe, off: number, p: RxPacket, n: number): void {
   while (o < n) {
     const s = segs[i++]!;
     const k = Math.min(s.length - off, n - o);
-    p.copyPayload(at + o, k, s, off);
+    copyBytes(s, off, data, at + o, k);
     o += k;
     off = 0;
   }

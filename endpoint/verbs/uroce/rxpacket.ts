@@ -9,7 +9,6 @@
 import { opcodeInfo, BTH_LEN, ICRC_LEN, type IbOpcodeInfo } from '../../../dissectors/wire/ib.js';
 import { BthView, RethView, AethView } from '../../../dissectors/wire/views/ib.js';
 import { u32 } from '../../../dissectors/wire/common.js';
-import { copyRun, type ViewCache } from './views.js';
 
 const EMPTY = new Uint8Array(0);
 
@@ -25,18 +24,11 @@ export class RxPacket {
   payOff = 0;
   payEnd = 0;
 
-  /** The engine's view cache over the buffer `buf` is in (undefined: none), and buf's offset in it. */
-  private views: ViewCache | undefined;
-  private base = 0;
-
-  /** Point at one packet (BTH … ICRC) of an RC QP; false if it is malformed. `views`: the
-   *  engine's receive view cache (used when buf lies in its buffer). */
-  parse(buf: Uint8Array, views?: ViewCache): boolean {
+  /** Point at one packet (BTH … ICRC) of an RC QP; false if it is malformed. */
+  parse(buf: Uint8Array): boolean {
     const len = buf.length;
     if (len < BTH_LEN + ICRC_LEN) return false;
     this.buf = buf;
-    if (views !== undefined && buf.buffer === views.buf.buffer) { this.views = views; this.base = buf.byteOffset - views.buf.byteOffset; }
-    else this.views = undefined;
     const bth = this.bth.reset(buf, 0, len);
     const info = (this.info = opcodeInfo(bth.opcode));
     const bodyEnd = len - ICRC_LEN;
@@ -58,8 +50,6 @@ export class RxPacket {
   }
 
   get payloadLength(): number { return this.payEnd - this.payOff; }
-  /** Copy buf[at, at + n) (payload bytes) to dst[dOff …] without a new view per packet. */
-  copyPayload(at: number, n: number, dst: Uint8Array, dOff: number): void { copyRun(dst, dOff, this.buf, at, n, this.views, this.base); }
   /** ImmDt: the last extension header of every RC opcode that has one. */
   get immDt(): number { return u32(this.buf, this.payOff - 4); }
 }

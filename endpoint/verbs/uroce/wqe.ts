@@ -2,7 +2,6 @@
 // the work queue entries as the QP keeps them, and the NAK codes (AETH syndrome 011xxxxx).
 
 import type { WrId } from '../types.js';
-import type { ViewCache } from './views.js';
 
 export const PSN_MASK = 0xffffff;
 /** Signed distance a - b in 24-bit PSN space. */
@@ -28,10 +27,8 @@ export class SendWqe {
   immData: number | undefined = undefined;
   rkey = 0;
   remoteAddr = 0n;
-  /** Gather list: nSegs runs segBuf[i][segOff[i] … segOff[i] + segLen[i]); segViews[i] is the
-   *  MR's view cache over segBuf[i] (undefined for inline data). */
+  /** Gather list: nSegs runs segBuf[i][segOff[i] … segOff[i] + segLen[i]). */
   readonly segBuf: Uint8Array[] = [];
-  readonly segViews: Array<ViewCache | undefined> = [];
   readonly segOff: number[] = [];
   readonly segLen: number[] = [];
   nSegs = 0;
@@ -45,10 +42,9 @@ export class SendWqe {
   pooled = false;
 
   /** Append one gather run. */
-  addSeg(buf: Uint8Array, views: ViewCache | undefined, off: number, len: number): void {
+  addSeg(buf: Uint8Array, off: number, len: number): void {
     const i = this.nSegs++;
     this.segBuf[i] = buf;
-    this.segViews[i] = views;
     this.segOff[i] = off;
     this.segLen[i] = len;
   }
@@ -73,7 +69,7 @@ export class SendWqePool {
     if (w.pooled || this.n >= this.max) return; // never twice: two posts would share one entry
     w.pooled = true;
     // drop the references to the application's buffers (inline copies, MR buffers)
-    for (let i = 0; i < w.nSegs; i++) { w.segBuf[i] = EMPTY; w.segViews[i] = undefined; }
+    for (let i = 0; i < w.nSegs; i++) w.segBuf[i] = EMPTY;
     w.nSegs = 0;
     this.free[this.n++] = w;
   }
