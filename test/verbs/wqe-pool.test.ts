@@ -4,59 +4,33 @@
 // a completed entry. The peer is a plain UDP socket on loopback playing the responder by hand,
 // so which PSNs are acknowledged, and when the requester goes back, is exact.
 import test from 'ava';
-import dgram from 'node:dgram';
-import { once } from 'node:events';
-import { Access, QpState, SendFlags, WrOpcode, WcStatus } from '../../endpoint/verbs/index.js';
+import { Access, Mtu, SendFlags, WrOpcode, WcStatus } from '../../endpoint/verbs/index.js';
 import { openUroce, type UroceDevice } from '../../endpoint/verbs/uroce/index.js';
 import type { UroceQp } from '../../endpoint/verbs/uroce/qp.js';
-import { NetHeader } from '../../endpoint/verbs/uroce/icrc.js';
-import { encodeIbPacket, makeAeth, setIcrc, IB_OP } from '../../dissectors/wire/ib.js';
-import { collect, srcGid } from './common.js';
+import { IB_OP } from '../../dissectors/wire/ib.js';
+import { collect } from './common.js';
+import { handPeer, rtsToPeer } from './hand-peer.js';
 
 const A_IP = '127.0.0.33', PEER_IP = '127.0.0.34', PEER_QPN = 0x9a, SQ_PSN = 0x200;
 
 test('uroce send WQE pool: entries are reused only after completion; a go-back-N resend after reuse carries each WR\'s own bytes', async (t) => {
   const dev = await openUroce({ address: A_IP, window: 8 }) as UroceDevice;
-  const peer = dgram.createSocket('udp4');
-  peer.bind(4791, PEER_IP);
-  await once(peer, 'listening');
-  const got: Array<{ psn: number; payload: string }> = [];
-  let wake: (() => void) | undefined;
-  peer.on('message', (m: Buffer) => {
-    if (m[0] !== IB_OP.SEND_ONLY) return;
+  // each SEND ONLY as (PSN relative to SQ_PSN, payload without pad)
+  const peer = await handPeer(PEER_IP, A_IP, (m) => {
+    if (m[0] !== IB_OP.SEND_ONLY) return undefined;
     const pad = (m[1]! >> 4) & 3;
-    got.push({ psn: m.readUIntBE(9, 3) - SQ_PSN, payload: m.subarray(12, m.length - 4 - pad).toString('latin1') });
-    wake?.();
+    return { psn: m.readUIntBE(9, 3) - SQ_PSN, payload: m.subarray(12, m.length - 4 - pad).toString('latin1') };
   });
-  const waitFor = (n: number, ms: number): Promise<boolean> => new Promise((resolve) => {
-    if (got.length >= n) { resolve(true); return; }
-    const tm = setTimeout(() => { wake = undefined; resolve(false); }, ms);
-    wake = () => { if (got.length >= n) { clearTimeout(tm); wake = undefined; resolve(true); } };
-  });
+  const { got, waitFor } = peer;
   try {
     const pd = dev.allocPd();
     const cq = dev.createCq(64);
     const qp = pd.createQp({ sendCq: cq, recvCq: cq, cap: { maxSendWr: 4, maxRecvWr: 1, maxSendSge: 2, maxRecvSge: 1 } }) as UroceQp;
-    const g = srcGid(dev);
-    qp.modify({ qpState: QpState.INIT, pkeyIndex: 0, portNum: 1, qpAccessFlags: Access.LOCAL_WRITE });
-    qp.modify({
-      qpState: QpState.RTR, pathMtu: 1, destQpNum: PEER_QPN, rqPsn: 0, maxDestRdAtomic: 0, minRnrTimer: 1,
-      ahAttr: { isGlobal: true, portNum: 1, grh: { dgid: `::ffff:${PEER_IP}`, sgidIndex: g.index, hopLimit: 64, trafficClass: 0, flowLabel: 0 } },
-    });
-    // timeout 18 ≈ 1 s: the go-back below comes from the NAK, not from a timer
-    qp.modify({ qpState: QpState.RTS, sqPsn: SQ_PSN, timeout: 18, retryCnt: 7, rnrRetry: 7, maxRdAtomic: 0 });
+    rtsToPeer(dev, qp, PEER_IP, PEER_QPN, SQ_PSN, Mtu.MTU_256);
     const text = 'w0a:w0b:w1a:w1b:w2a:w2b:w3a:w3b:' + 'NEW4..NEW5..';
     const mem = new Uint8Array(Buffer.from(text, 'latin1'));
     const mr = pd.regMr(mem, Access.LOCAL_WRITE);
-    const net = new NetHeader(PEER_IP, A_IP, 4791, 4791, 64, 0);
-    const respond = (kind: 'ACK' | 'NAK', code: number, psn: number): Promise<void> => {
-      const ib = encodeIbPacket({
-        bth: { opcode: IB_OP.ACKNOWLEDGE, se: false, migReq: false, padCount: 0, tver: 0, pkey: 0xffff, fecn: false, becn: false, resv6: 0, destQp: qp.qpNum, ackReq: false, resv7: 0, psn: SQ_PSN + psn },
-        aeth: makeAeth(kind, code, 0), payload: new Uint8Array(0), padCount: 0, icrc: 0,
-      });
-      setIcrc(ib, net.icrc(ib, 0));
-      return new Promise((r) => peer.send(ib, 4791, A_IP, () => r()));
-    };
+    const respond = (kind: 'ACK' | 'NAK', code: number, psn: number): Promise<void> => peer.respond(kind, code, SQ_PSN + psn, qp.qpNum);
 
     // WRs 0–3 fill the send queue: two SGEs of 4 bytes each (gathered in reverse order)
     for (let i = 0; i < 4; i++) {

@@ -286,11 +286,12 @@ export class UroceQp implements Qp, EngineQp {
   private rLength = 0;
 
   /**
-   * A receive WR's scatter list as views into the MRs, in rSegs / rLength; returns 0 or the
-   * completion status of a bad SGE.
+   * A receive WR's scatter list as views into the MRs, in rSegs / rLength, or (with `w`) a send
+   * WR's gather list as (MR buffer, offset, length) runs into the WQE and its length in rLength;
+   * returns 0 or the completion status of a bad SGE.
    */
-  private resolve(sgl: readonly Sge[] | undefined): number {
-    const segs: Uint8Array[] = [];
+  private resolve(sgl: readonly Sge[] | undefined, w?: SendWqe): number {
+    const segs: Uint8Array[] | undefined = w ? undefined : [];
     let length = 0;
     let err = 0;
     for (const s of sgl ?? NO_SGES) {
@@ -300,34 +301,14 @@ export class UroceQp implements Qp, EngineQp {
       // one bigint subtraction per SGE; the bounds are then checked in numbers (an offset far
       // outside the MR loses precision in Number() but stays outside)
       const off = mr ? Number(s.addr - mr.addr) : -1;
-      if (!mr || mr.pd !== this.pd || off < 0 || off + s.length > mr.buffer.length || !(mr.access & Access.LOCAL_WRITE)) { err = WcStatus.LOC_PROT_ERR; break; }
-      segs.push(mr.buffer.subarray(off, off + s.length));
+      if (!mr || mr.pd !== this.pd || off < 0 || off + s.length > mr.buffer.length ||
+        (!w && !(mr.access & Access.LOCAL_WRITE))) { err = WcStatus.LOC_PROT_ERR; break; }
+      if (w) w.addSeg(mr.buffer, off, s.length); // a send: runs into the WQE, no view per SGE
+      else segs!.push(mr.buffer.subarray(off, off + s.length));
       length += s.length;
     }
     if (length > 0x80000000) err = WcStatus.LOC_LEN_ERR;
-    this.rSegs = segs;
-    this.rLength = length;
-    return err;
-  }
-
-  /**
-   * A send WR's gather list as (MR buffer, offset, length) runs into the WQE (no view per SGE),
-   * its length in rLength; returns 0 or the completion status of a bad SGE (the same checks
-   * as resolve()).
-   */
-  private resolveSend(sgl: readonly Sge[] | undefined, w: SendWqe): number {
-    let length = 0;
-    let err = 0;
-    for (const s of sgl ?? NO_SGES) {
-      if (!(s.length >= 0)) { err = WcStatus.LOC_LEN_ERR; break; }
-      if (s.length === 0) continue;
-      const mr: UroceMr | undefined = this.dev.mrByLkey(s.lkey);
-      const off = mr ? Number(s.addr - mr.addr) : -1;
-      if (!mr || mr.pd !== this.pd || off < 0 || off + s.length > mr.buffer.length) { err = WcStatus.LOC_PROT_ERR; break; }
-      w.addSeg(mr.buffer, off, s.length);
-      length += s.length;
-    }
-    if (length > 0x80000000) err = WcStatus.LOC_LEN_ERR;
+    if (segs) this.rSegs = segs;
     this.rLength = length;
     return err;
   }
@@ -390,7 +371,7 @@ export class UroceQp implements Qp, EngineQp {
       } else {
         if (wr.inlineData) throw new VerbsError('EINVAL', 'post_send: inlineData needs the INLINE flag', i);
         if ((wr.sgList?.length ?? 0) > this.cap.maxSendSge) throw new VerbsError('EINVAL', `post_send: ${wr.sgList!.length} SGEs > max_send_sge ${this.cap.maxSendSge}`, i);
-        err = this.resolveSend(wr.sgList, w);
+        err = this.resolve(wr.sgList, w);
         length = this.rLength;
       }
       const npkts = err ? 0 : Math.max(1, Math.ceil(length / this.mtu));
