@@ -520,7 +520,7 @@ export class LinkGroup extends EventEmitter {
       const token = u32(b, CDC_FIELDS.token.at); // the receiver's alert token
       const c = this.conns.get(token);
       if (!c) { this.stats.cdcDropped++; this.log(`${this.name}/L${link.id} CDC for unknown token 0x${token.toString(16)} dropped`); return; }
-      c.sink.receiveCdc(b.subarray(0, CDC_MSG_SIZE));
+      c.sink.receiveCdc(b.length === CDC_MSG_SIZE ? b : b.subarray(0, CDC_MSG_SIZE)); // the whole buffer when it is one CDC: no view
       return;
     }
     this.stats.llcIn++;

@@ -83,6 +83,8 @@ export class WrLink extends EventEmitter {
   readonly psn: number;
   private readonly sendMr: Mr;
   private readonly recvMr: Mr;
+  /** The view of each receive slot handed to 'message' last (reused: no view per message). */
+  private readonly recvViews: Array<Uint8Array | undefined> = [];
   private readonly freeSlots: number[] = [];
   /** Sends waiting for a slot, posted in order by releaseSlot. */
   private readonly sendQueue: Array<{ msg: Uint8Array; writes: readonly PendingWrite[]; done: SendDone }> = [];
@@ -326,7 +328,10 @@ export class WrLink extends EventEmitter {
       if (wc.opcode !== WcOpcode.RECV) return;
       const i = id % WRID_KIND;
       const off = i * this.bufSize;
-      const view = this.recvMr.buffer.subarray(off, off + wc.byteLen);
+      // the slot's last view again when the size repeats (CDC and LLC messages: 44 bytes); a
+      // view only names the slot's bytes, which the next post_recv lets the peer overwrite anyway
+      let view = this.recvViews[i];
+      if (view === undefined || view.length !== wc.byteLen) view = this.recvViews[i] = this.recvMr.buffer.subarray(off, off + wc.byteLen);
       this.stats.received++;
       try {
         this.emit('message', view);

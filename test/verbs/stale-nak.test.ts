@@ -5,52 +5,28 @@
 // entry holds any more, which skipped every work request not sent yet: the queue stalled with no
 // timer armed. The peer here is a plain UDP socket on loopback that plays the responder by hand.
 import test from 'ava';
-import dgram from 'node:dgram';
-import { once } from 'node:events';
-import { Access, QpState, SendFlags, WrOpcode, WcStatus } from '../../endpoint/verbs/index.js';
+import { Access, Mtu, SendFlags, WrOpcode, WcStatus } from '../../endpoint/verbs/index.js';
 import { openUroce, type UroceDevice } from '../../endpoint/verbs/uroce/index.js';
-import { NetHeader } from '../../endpoint/verbs/uroce/icrc.js';
-import { encodeIbPacket, makeAeth, setIcrc, IB_OP } from '../../dissectors/wire/ib.js';
-import { collect, srcGid } from './common.js';
+import { IB_OP } from '../../dissectors/wire/ib.js';
+import { collect } from './common.js';
+import { handPeer, rtsToPeer } from './hand-peer.js';
 
 const A_IP = '127.0.0.31', PEER_IP = '127.0.0.32', PEER_QPN = 0x99, SQ_PSN = 0x100;
 
 test('uroce requester: a stale duplicate NAK (PSN below the oldest unacknowledged) is dropped; the send queue keeps moving', async (t) => {
   const dev = await openUroce({ address: A_IP, window: 4 }) as UroceDevice;
-  const peer = dgram.createSocket('udp4');
-  peer.bind(4791, PEER_IP);
-  await once(peer, 'listening');
-  const got: number[] = []; // PSNs of the requests the peer received
-  let wake: (() => void) | undefined;
-  peer.on('message', (m: Buffer) => { if (m[0] === IB_OP.SEND_ONLY) { got.push(m.readUIntBE(9, 3)); wake?.(); } });
-  const waitFor = (n: number, ms: number): Promise<boolean> => new Promise((resolve) => {
-    if (got.length >= n) { resolve(true); return; }
-    const tm = setTimeout(() => { wake = undefined; resolve(false); }, ms);
-    wake = () => { if (got.length >= n) { clearTimeout(tm); wake = undefined; resolve(true); } };
-  });
+  // PSNs of the requests the peer received
+  const peer = await handPeer(PEER_IP, A_IP, (m) => (m[0] === IB_OP.SEND_ONLY ? m.readUIntBE(9, 3) : undefined));
+  const { got, waitFor } = peer;
   try {
     const pd = dev.allocPd();
     const cq = dev.createCq(64);
     const qp = pd.createQp({ sendCq: cq, recvCq: cq, cap: { maxSendWr: 64, maxRecvWr: 1, maxSendSge: 1, maxRecvSge: 1 } });
-    const g = srcGid(dev);
-    qp.modify({ qpState: QpState.INIT, pkeyIndex: 0, portNum: 1, qpAccessFlags: Access.LOCAL_WRITE });
-    qp.modify({
-      qpState: QpState.RTR, pathMtu: 3, destQpNum: PEER_QPN, rqPsn: 0, maxDestRdAtomic: 0, minRnrTimer: 1,
-      ahAttr: { isGlobal: true, portNum: 1, grh: { dgid: `::ffff:${PEER_IP}`, sgidIndex: g.index, hopLimit: 64, trafficClass: 0, flowLabel: 0 } },
-    });
     // timeout 18 ≈ 1 s: a retransmission timer would not hide the stall inside the test's waits
-    qp.modify({ qpState: QpState.RTS, sqPsn: SQ_PSN, timeout: 18, retryCnt: 7, rnrRetry: 7, maxRdAtomic: 0 });
+    rtsToPeer(dev, qp, PEER_IP, PEER_QPN, SQ_PSN, Mtu.MTU_1024);
     const mem = new Uint8Array(64);
     const mr = pd.regMr(mem, Access.LOCAL_WRITE);
-    const net = new NetHeader(PEER_IP, A_IP, 4791, 4791, 64, 0);
-    const respond = (kind: 'ACK' | 'NAK', code: number, psn: number): Promise<void> => {
-      const ib = encodeIbPacket({
-        bth: { opcode: IB_OP.ACKNOWLEDGE, se: false, migReq: false, padCount: 0, tver: 0, pkey: 0xffff, fecn: false, becn: false, resv6: 0, destQp: qp.qpNum, ackReq: false, resv7: 0, psn },
-        aeth: makeAeth(kind, code, 0), payload: new Uint8Array(0), padCount: 0, icrc: 0,
-      });
-      setIcrc(ib, net.icrc(ib, 0));
-      return new Promise((r) => peer.send(ib, 4791, A_IP, () => r()));
-    };
+    const respond = (kind: 'ACK' | 'NAK', code: number, psn: number): Promise<void> => peer.respond(kind, code, psn, qp.qpNum);
 
     // 10 one-packet SENDs; the window lets 4 out
     for (let i = 0; i < 10; i++) qp.postSend({ wrId: i, opcode: WrOpcode.SEND, sendFlags: SendFlags.SIGNALED, sgList: [mr.sge(0, 8)] });

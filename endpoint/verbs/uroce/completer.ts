@@ -83,6 +83,7 @@ function completeUpTo(qp: UroceQp, psn: number): void {
     qp.sqHead++;
     qp.stats.messagesSent++;
     if (w.signaled) qp.pushSendWc(w.wrId, WcStatus.SUCCESS, w.opcode, w.length);
+    qp.wqePool.release(w); // acknowledged: none of its packets can be resent
   }
   if (qp.sqHead > 256 && qp.sqHead * 2 > qp.sq.length) {
     qp.sq = qp.sq.slice(qp.sqHead);
@@ -112,6 +113,7 @@ export function requesterError(qp: UroceQp, status: number, _reason: string): vo
   if (w) {
     qp.sqHead++;
     qp.pushSendWc(w.wrId, status, w.opcode, 0);
+    qp.wqePool.release(w);
   }
   qp.toError();
 }

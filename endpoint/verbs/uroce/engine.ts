@@ -21,6 +21,7 @@ import type { CaptureWriter } from '../../../capture/writer.js';
 import { IcrcChecker, type NetHeader } from './icrc.js';
 import { FaultInjector, type FaultConfig } from './faults.js';
 import { openSocket, openFd, errnoName, sockHelperError, loadSockHelper, type SockHelper, type RxHandle } from './sockets.js';
+import { ViewCache } from './views.js';
 
 export interface EngineStats {
   rxPackets: number;
@@ -90,6 +91,8 @@ export interface TxPort {
   fd?: number;
   /** Staging buffer: this turn's packets back to back, built in place by the QP (txAlloc). */
   stage?: Uint8Array;
+  /** Views over the stage handed out by txAlloc, reused by window (no view per packet). */
+  stageViews?: ViewCache;
   stageW?: number;
   /** Datagram descriptors over the stage: (offset, length, GSO segment size) triples. */
   desc?: Int32Array;
@@ -171,6 +174,8 @@ export class UroceEngine {
   /** Native receive loop (undefined: dgram 'message' path). */
   private rx: RxHandle | undefined;
   private rxBuf: Uint8Array | undefined;
+  /** Views over rxBuf, one per received packet's window, reused (no view per packet). */
+  private rxViews: ViewCache | undefined;
   private rxMeta: Int32Array | undefined;
   /** True while a receive batch is being handled: ACKs are coalesced until its end. */
   inBatch = false;
@@ -202,6 +207,7 @@ export class UroceEngine {
       // The receive socket is read by the helper's loop, never by dgram.
       const fd = openFd(h, sopts);
       e.rxBuf = new Uint8Array(RX_SLOTS * RX_SLOT);
+      e.rxViews = new ViewCache(e.rxBuf);
       e.rxMeta = new Int32Array(RX_SLOTS * 4);
       // GRO changes nothing on the wire or in a capture; it only lets a GSO send from a
       // loopback peer arrive whole. Elsewhere off (a NIC's GRO would merge a kernel peer's packets).
@@ -283,7 +289,7 @@ export class UroceEngine {
     if (port.stageW! + len > FLUSH_AT || port.nDesc! >= MAX_DESC) this.flushPort(port);
     const o = port.stageW!;
     port.stageW = o + len;
-    return st.subarray(o, o + len);
+    return port.stageViews!.get(o, len);
   }
 
   /** The port's staging buffer (made on first use), or undefined without the helper's batched path. */
@@ -295,7 +301,9 @@ export class UroceEngine {
     port.nDesc = 0;
     port.gOpen = false;
     port.gsoOk = this.helper.gsoSupported(port.fd) === 1;
-    return (port.stage = new Uint8Array(STAGE_BYTES));
+    port.stage = new Uint8Array(STAGE_BYTES);
+    port.stageViews = new ViewCache(port.stage);
+    return port.stage;
   }
 
   /**
@@ -531,7 +539,7 @@ export class UroceEngine {
 
   /** One batch from the native receive loop: n datagrams (GRO ones cut into their packets). */
   private onBatch(n: number): void {
-    const meta = this.rxMeta!, buf = this.rxBuf!, st = this.stats;
+    const meta = this.rxMeta!, views = this.rxViews!, st = this.stats;
     st.rxBatches++;
     this.inBatch = true;
     this.rxTurn = this.afterOn;
@@ -549,10 +557,10 @@ export class UroceEngine {
           for (let o = 0, k = 0; o < len; o += seg, k++) {
             // A packet from the network never takes the process down: anything unexpected
             // while handling one is counted (malformed) and the packet dropped.
-            try { this.onPacket(buf.subarray(base + o, base + Math.min(len, o + seg)), src, port, k); } catch { st.malformed++; }
+            try { this.onPacket(views.get(base + o, Math.min(len - o, seg)), src, port, k); } catch { st.malformed++; }
           }
         } else {
-          try { this.onPacket(buf.subarray(base, base + len), src, port, 0); } catch { st.malformed++; }
+          try { this.onPacket(views.get(base, len), src, port, 0); } catch { st.malformed++; }
         }
       }
     } finally {

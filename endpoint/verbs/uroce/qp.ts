@@ -24,7 +24,7 @@ import type { UroceEngine, EngineQp, TxPort } from './engine.js';
 import { NetHeader } from './icrc.js';
 import { openSocketSync } from './sockets.js';
 import type { UroceDevice, UroceMr } from './device.js';
-import { PSN_MASK, type SendWqe, type RecvWqe } from './wqe.js';
+import { PSN_MASK, SendWqePool, type SendWqe, type RecvWqe } from './wqe.js';
 import { RxPacket } from './rxpacket.js';
 import { pump } from './requester.js';
 import { onRequest, flushAck } from './responder.js';
@@ -97,6 +97,8 @@ export class UroceQp implements Qp, EngineQp {
 
   // send queue: requester and completer (rxe: qp->sq, qp->req, qp->comp)
   sq: SendWqe[] = [];
+  /** Completed send WQEs for reuse (bounded by the send queue depth). */
+  readonly wqePool: SendWqePool;
   /** Oldest WQE not completed. */
   sqHead = 0;
   /** PSN the next posted WQE gets. */
@@ -151,6 +153,7 @@ export class UroceQp implements Qp, EngineQp {
       // like rxe: the inline capacity reported is at least what the SQ entries hold
       maxInlineData: Math.max(c.maxInlineData ?? 0, lim.maxInlineData),
     };
+    this.wqePool = new SendWqePool(this.cap.maxSendWr);
     this.sendCq = init.sendCq as CompletionQueue;
     this.recvCq = init.recvCq as CompletionQueue;
     this.sqSigAll = init.sqSigAll === true;
@@ -284,11 +287,12 @@ export class UroceQp implements Qp, EngineQp {
   private rLength = 0;
 
   /**
-   * The gather/scatter list as views into the MRs, in rSegs / rLength; returns 0 or the
-   * completion status of a bad SGE.
+   * A receive WR's scatter list as views into the MRs, in rSegs / rLength, or (with `w`) a send
+   * WR's gather list as (MR buffer, offset, length) runs into the WQE and its length in rLength;
+   * returns 0 or the completion status of a bad SGE.
    */
-  private resolve(sgl: readonly Sge[] | undefined, forRecv: boolean): number {
-    const segs: Uint8Array[] = [];
+  private resolve(sgl: readonly Sge[] | undefined, w?: SendWqe): number {
+    const segs: Uint8Array[] | undefined = w ? undefined : [];
     let length = 0;
     let err = 0;
     for (const s of sgl ?? NO_SGES) {
@@ -299,12 +303,13 @@ export class UroceQp implements Qp, EngineQp {
       // outside the MR loses precision in Number() but stays outside)
       const off = mr ? Number(s.addr - mr.addr) : -1;
       if (!mr || mr.pd !== this.pd || off < 0 || off + s.length > mr.buffer.length ||
-        (forRecv && !(mr.access & Access.LOCAL_WRITE))) { err = WcStatus.LOC_PROT_ERR; break; }
-      segs.push(mr.buffer.subarray(off, off + s.length));
+        (!w && !(mr.access & Access.LOCAL_WRITE))) { err = WcStatus.LOC_PROT_ERR; break; }
+      if (w) w.addSeg(mr.buffer, off, s.length); // a send: runs into the WQE, no view per SGE
+      else segs!.push(mr.buffer.subarray(off, off + s.length));
       length += s.length;
     }
     if (length > 0x80000000) err = WcStatus.LOC_LEN_ERR;
-    this.rSegs = segs;
+    if (segs) this.rSegs = segs;
     this.rLength = length;
     return err;
   }
@@ -322,7 +327,7 @@ export class UroceQp implements Qp, EngineQp {
       this.rLength = c.length;
       return 0;
     }
-    const err = this.resolve(sgl, true);
+    const err = this.resolve(sgl);
     if (s && !err && s.length > 0) this.recvCache.set(sgl, { addr: s.addr, length: s.length, lkey: s.lkey, mr: this.dev.mrByLkey(s.lkey)!, segs: this.rSegs });
     return err;
   }
@@ -348,7 +353,7 @@ export class UroceQp implements Qp, EngineQp {
       const isWrite = op === WrOpcode.RDMA_WRITE || op === WrOpcode.RDMA_WRITE_WITH_IMM;
       if (isWrite && !wr.rdma) throw new VerbsError('EINVAL', 'post_send: RDMA WRITE without rdma.remoteAddr/rkey', i);
       if ((op === WrOpcode.SEND_WITH_IMM || op === WrOpcode.RDMA_WRITE_WITH_IMM) && wr.immData === undefined) throw new VerbsError('EINVAL', 'post_send: WITH_IMM without immData', i);
-      let segs: Uint8Array[];
+      const w = this.wqePool.take();
       let length: number;
       let err = 0;
       if (flags & SendFlags.INLINE) {
@@ -362,20 +367,20 @@ export class UroceQp implements Qp, EngineQp {
           data = r;
         }
         if (data.length > this.cap.maxInlineData) throw new VerbsError('EINVAL', `post_send: ${data.length} inline bytes > max_inline_data ${this.cap.maxInlineData}`, i);
-        segs = data.length ? [data] : [];
+        if (data.length) w.addSeg(data, 0, data.length);
         length = data.length;
       } else {
         if (wr.inlineData) throw new VerbsError('EINVAL', 'post_send: inlineData needs the INLINE flag', i);
         if ((wr.sgList?.length ?? 0) > this.cap.maxSendSge) throw new VerbsError('EINVAL', `post_send: ${wr.sgList!.length} SGEs > max_send_sge ${this.cap.maxSendSge}`, i);
-        err = this.resolve(wr.sgList, false);
-        segs = this.rSegs; length = this.rLength;
+        err = this.resolve(wr.sgList, w);
+        length = this.rLength;
       }
       const npkts = err ? 0 : Math.max(1, Math.ceil(length / this.mtu));
-      const w: SendWqe = {
-        wrId: wr.wrId, opcode: op, signaled: this.sqSigAll || (flags & SendFlags.SIGNALED) !== 0,
-        solicited: (flags & SendFlags.SOLICITED) !== 0, immData: wr.immData, rkey: wr.rdma?.rkey ?? 0, remoteAddr: wr.rdma?.remoteAddr ?? 0n,
-        segs, length, firstPsn: this.nextPsn, lastPsn: (this.nextPsn + Math.max(npkts, 1) - 1) & PSN_MASK, npkts, localErr: err,
-      };
+      w.wrId = wr.wrId; w.opcode = op; w.signaled = this.sqSigAll || (flags & SendFlags.SIGNALED) !== 0;
+      w.solicited = (flags & SendFlags.SOLICITED) !== 0; w.immData = wr.immData;
+      w.rkey = wr.rdma?.rkey ?? 0; w.remoteAddr = wr.rdma?.remoteAddr ?? 0n;
+      w.length = length; w.firstPsn = this.nextPsn; w.lastPsn = (this.nextPsn + Math.max(npkts, 1) - 1) & PSN_MASK;
+      w.npkts = npkts; w.localErr = err;
       this.nextPsn = (this.nextPsn + npkts) & PSN_MASK;
       this.sq.push(w);
     }
@@ -412,10 +417,21 @@ export class UroceQp implements Qp, EngineQp {
       if (wr.sgList.length > this.cap.maxRecvSge) throw new VerbsError('EINVAL', `post_recv: ${wr.sgList.length} SGEs > max_recv_sge ${this.cap.maxRecvSge}`, i);
       if (this.rq.length - this.rqHead >= this.cap.maxRecvWr) throw new VerbsError('ENOMEM', `post_recv: receive queue full (${this.cap.maxRecvWr} WRs)`, i);
       const err = this.resolveRecv(wr.sgList);
-      this.rq.push({ wrId: wr.wrId, segs: this.rSegs, length: this.rLength, localErr: err });
+      // an entry from the free list when there is one (no object per receive WR)
+      const r = this.recvFree.pop();
+      if (r) { r.wrId = wr.wrId; r.segs = this.rSegs; r.length = this.rLength; r.localErr = err; this.rq.push(r); }
+      else this.rq.push({ wrId: wr.wrId, segs: this.rSegs, length: this.rLength, localErr: err });
     }
   }
 
+
+  /** Completed receive WQEs for reuse (at most max_recv_wr). */
+  private readonly recvFree: RecvWqe[] = [];
+
+  /** A receive WQE completed successfully (the responder is done with it): reuse it. */
+  releaseRecv(r: RecvWqe): void {
+    if (this.recvFree.length < this.cap.maxRecvWr) this.recvFree.push(r);
+  }
 
   /** A send completion on the send CQ (libibverbs' opcode for the WR's). */
   pushSendWc(wrId: WrId, status: number, wrOpcode: number, len: number): void {
@@ -473,7 +489,11 @@ export class UroceQp implements Qp, EngineQp {
   private flushAll(): void {
     this.stopTimers();
     this.ackPending = false;
-    for (let i = this.sqHead; i < this.sq.length; i++) this.pushSendWc(this.sq[i]!.wrId, WcStatus.WR_FLUSH_ERR, this.sq[i]!.opcode, 0);
+    for (let i = this.sqHead; i < this.sq.length; i++) {
+      const w = this.sq[i]!;
+      this.pushSendWc(w.wrId, WcStatus.WR_FLUSH_ERR, w.opcode, 0);
+      this.wqePool.release(w);
+    }
     this.sq = []; this.sqHead = 0; this.txIdx = 0; this.txPkt = 0;
     if (this.curRecv) {
       this.pushRecvWc({ wrId: this.curRecv.wrId, status: WcStatus.WR_FLUSH_ERR, opcode: WcOpcode.RECV, vendorErr: 0, byteLen: 0, qpNum: this.qpNum, srcQp: this.destQpn, wcFlags: 0 }, false);

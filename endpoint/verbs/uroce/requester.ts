@@ -15,6 +15,7 @@ import { QpState, WrOpcode } from '../types.js';
 import { PSN_MASK, psnDiff, type SendWqe } from './wqe.js';
 import { requesterError } from './completer.js';
 import type { UroceQp } from './qp.js';
+import { copyBytes } from './views.js';
 
 /** Written per packet; one for all QPs (JavaScript is single-threaded, a packet is built in one go). */
 const txBth = new BthView();
@@ -57,16 +58,16 @@ export function pump(qp: UroceQp): void {
   armTimer(qp);
 }
 
-/** Copy `len` bytes of the WQE's gather list from offset `off` into out[at …]. */
+/** Copy `len` bytes of the WQE's gather list from offset `off` into out[at …] (no views). */
 function gatherInto(w: SendWqe, off: number, len: number, out: Uint8Array, at: number): void {
-  const segs = w.segs;
+  const lens = w.segLen;
   let i = 0;
-  while (i < segs.length && off >= segs[i]!.length) { off -= segs[i]!.length; i++; }
+  while (i < w.nSegs && off >= lens[i]!) { off -= lens[i]!; i++; }
   let o = 0;
   while (o < len) {
-    const s = segs[i++]!;
-    const n = Math.min(s.length - off, len - o);
-    out.set(off === 0 && n === s.length ? s : s.subarray(off, off + n), at + o);
+    const n = Math.min(lens[i]! - off, len - o);
+    copyBytes(out, at + o, w.segBuf[i]!, w.segOff[i]! + off, n);
+    i++;
     o += n;
     off = 0;
   }

@@ -14,6 +14,7 @@ import { BthView, AethView } from '../../../dissectors/wire/views/ib.js';
 import { Access, AsyncEventType, QpState, WcFlags, WcOpcode, WcStatus, type WorkCompletion } from '../types.js';
 import { PSN_MASK, psnDiff, NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP, AETH_NO_CREDITS, type RecvWqe } from './wqe.js';
 import type { RxPacket } from './rxpacket.js';
+import { copyBytes } from './views.js';
 import type { UroceQp } from './qp.js';
 
 const EMPTY = new Uint8Array(0);
@@ -59,7 +60,7 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
       responderError(qp, NAK_INV_REQ, WcStatus.LOC_LEN_ERR, AsyncEventType.QP_REQ_ERR, `SEND of more than the ${r.length}-byte receive buffer`);
       return;
     }
-    if (n) scatter(r, qp.curRecvOff, p.payload());
+    if (n) scatter(r, qp.curRecvOff, p.buf, p.payOff, n);
     qp.curRecvOff += n;
     if (info.isLast || info.isOnly) {
       qp.inMsg = 0;
@@ -72,6 +73,7 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
       };
       if (info.withImmediate) wc.immData = p.immDt >>> 0;
       qp.recvCq.push(wc, p.bth.se);
+      qp.releaseRecv(r);
     }
   } else if (info.isWrite && !(p.bth.opcode & 0x10)) {
     const ends = info.isLast || info.isOnly;
@@ -81,7 +83,7 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
       if (!startWrite(qp, p)) return;
     } else if (qp.inMsg !== 2) { invalidRequest(qp, `${info.name} without RDMA WRITE FIRST`); return; }
     if (n > qp.wrLeft) { invalidRequest(qp, `RDMA WRITE beyond its DMA length ${qp.wrTotal}`); return; }
-    if (n) { qp.wrBuf.set(p.payload(), qp.wrOff); qp.wrOff += n; qp.wrLeft -= n; }
+    if (n) { copyBytes(qp.wrBuf, qp.wrOff, p.buf, p.payOff, n); qp.wrOff += n; qp.wrLeft -= n; }
     if (ends) {
       if (qp.wrLeft !== 0) { invalidRequest(qp, `RDMA WRITE ended ${qp.wrLeft} bytes short of its DMA length ${qp.wrTotal}`); return; }
       qp.inMsg = 0;
@@ -93,6 +95,7 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
           wrId: r.wrId, status: WcStatus.SUCCESS, opcode: WcOpcode.RECV_RDMA_WITH_IMM, vendorErr: 0, byteLen: qp.wrTotal,
           immData: p.immDt >>> 0, qpNum: qp.qpNum, srcQp: qp.destQpn, wcFlags: WcFlags.WITH_IMM,
         }, p.bth.se);
+        qp.releaseRecv(r);
       }
     }
   } else {
@@ -122,15 +125,18 @@ function startWrite(qp: UroceQp, p: RxPacket): boolean {
   } else {
     const rkey = reth.rkey, va = reth.va;
     const mr = qp.dev.mrByRkey(rkey);
+    // one bigint subtraction, then numbers (as qp.ts' resolve: an offset far outside the MR
+    // loses precision in Number() but stays outside)
+    const off = mr ? Number(va - mr.addr) : -1;
     const why = !mr ? `rkey 0x${rkey.toString(16)} unknown`
       : mr.pd !== qp.pd ? `rkey 0x${rkey.toString(16)} belongs to another PD`
       : !(mr.access & Access.REMOTE_WRITE) ? `MR rkey 0x${rkey.toString(16)} has no remote write access`
       : !(qp.accessFlags & Access.REMOTE_WRITE) ? 'QP does not allow remote write'
-      : va < mr.addr || va + BigInt(len) > mr.addr + BigInt(mr.length) ? `va 0x${va.toString(16)}+${len} outside the MR`
+      : off < 0 || off + len > mr.length ? `va 0x${va.toString(16)}+${len} outside the MR`
       : '';
     if (why) { responderError(qp, NAK_REM_ACCESS, WcStatus.REM_ACCESS_ERR, AsyncEventType.QP_ACCESS_ERR, why); return false; }
     qp.wrBuf = mr!.buffer;
-    qp.wrOff = Number(va - mr!.addr);
+    qp.wrOff = off;
   }
   qp.wrLeft = len;
   qp.wrTotal = len;
@@ -215,16 +221,17 @@ function takeRecv(qp: UroceQp): RecvWqe | undefined {
 
 function hasRecv(qp: UroceQp): boolean { return qp.rqHead < qp.rq.length; }
 
-/** Scatter a SEND's payload over the receive WQE's SGEs from byte `off` of the message. */
-function scatter(r: RecvWqe, off: number, data: Uint8Array): void {
+/** Scatter a SEND's payload (n bytes at data[at…]) over the receive WQE's SGEs from byte `off`
+ *  of the message (no view of the packet). */
+function scatter(r: RecvWqe, off: number, data: Uint8Array, at: number, n: number): void {
   const segs = r.segs;
   let i = 0;
   while (off >= segs[i]!.length) { off -= segs[i]!.length; i++; }
   let o = 0;
-  while (o < data.length) {
+  while (o < n) {
     const s = segs[i++]!;
-    const k = Math.min(s.length - off, data.length - o);
-    s.set(data.subarray(o, o + k), off);
+    const k = Math.min(s.length - off, n - o);
+    copyBytes(s, off, data, at + o, k);
     o += k;
     off = 0;
   }

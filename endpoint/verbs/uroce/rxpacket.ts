@@ -50,8 +50,6 @@ export class RxPacket {
   }
 
   get payloadLength(): number { return this.payEnd - this.payOff; }
-  /** The payload (a view of the datagram, valid while the packet is being handled). */
-  payload(): Uint8Array { return this.buf.subarray(this.payOff, this.payEnd); }
   /** ImmDt: the last extension header of every RC opcode that has one. */
   get immDt(): number { return u32(this.buf, this.payOff - IB_EXT_SIZE.ImmDt + IMMDT_FIELDS.immDt.at); }
 }

@@ -13,22 +13,69 @@ export const NAK_SEQ = 0, NAK_INV_REQ = 1, NAK_REM_ACCESS = 2, NAK_REM_OP = 3;
 /** AETH credit count "no credit information" (rxe sends it on every ACK). */
 export const AETH_NO_CREDITS = 31;
 
-export interface SendWqe {
-  wrId: WrId;
-  opcode: number;
-  signaled: boolean;
-  solicited: boolean;
-  immData: number | undefined;
-  rkey: number;
-  remoteAddr: bigint;
-  segs: Uint8Array[];
-  length: number;
-  firstPsn: number;
-  lastPsn: number;
-  npkts: number;
+/**
+ * A send work queue entry. Entries are reused from the QP's free list (SendWqePool): one is
+ * released only when it has completed (acknowledged, or flushed/failed), i.e. when no packet
+ * of it can be sent or resent any more. The gather list is kept as (buffer, offset, length)
+ * triples in arrays the entry keeps across reuses: no view and no array per work request.
+ */
+export class SendWqe {
+  wrId: WrId = 0;
+  opcode = 0;
+  signaled = false;
+  solicited = false;
+  immData: number | undefined = undefined;
+  rkey = 0;
+  remoteAddr = 0n;
+  /** Gather list: nSegs runs segBuf[i][segOff[i] … segOff[i] + segLen[i]). */
+  readonly segBuf: Uint8Array[] = [];
+  readonly segOff: number[] = [];
+  readonly segLen: number[] = [];
+  nSegs = 0;
+  length = 0;
+  firstPsn = 0;
+  lastPsn = 0;
+  npkts = 0;
   /** Local error found at post (completes with it when its turn comes). */
-  localErr: number;
+  localErr = 0;
+  /** In the free list (SendWqePool). */
+  pooled = false;
+
+  /** Append one gather run. */
+  addSeg(buf: Uint8Array, off: number, len: number): void {
+    const i = this.nSegs++;
+    this.segBuf[i] = buf;
+    this.segOff[i] = off;
+    this.segLen[i] = len;
+  }
 }
+
+/** A QP's free send WQEs, at most `max` (its send queue depth) kept. */
+export class SendWqePool {
+  private readonly free: SendWqe[] = [];
+  private n = 0;
+  constructor(private readonly max: number) {}
+
+  /** A WQE to fill (nSegs 0; every other field is set by the poster). */
+  take(): SendWqe {
+    if (this.n === 0) return new SendWqe();
+    const w = this.free[--this.n]!;
+    w.pooled = false;
+    return w;
+  }
+
+  /** `w` completed: nothing refers to it any more but the queue slots already passed. */
+  release(w: SendWqe): void {
+    if (w.pooled || this.n >= this.max) return; // never twice: two posts would share one entry
+    w.pooled = true;
+    // drop the references to the application's buffers (inline copies, MR buffers)
+    for (let i = 0; i < w.nSegs; i++) w.segBuf[i] = EMPTY;
+    w.nSegs = 0;
+    this.free[this.n++] = w;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
 
 export interface RecvWqe {
   wrId: WrId;

@@ -1,0 +1,49 @@
+// Packet bytes without a typed-array view per packet (docs/uroce.md round 10).
+//
+// A `subarray` costs an object of ~100 bytes and its share of a minor GC; an rr round trip made
+// ~28 of them. Two ways around it, used where each fits:
+//  - copyBytes: the QP code copies (buffer, offset, length) runs itself — a loop for the short
+//    runs SMC-R sends (CDC messages, small writes), a view only for long ones, where its cost
+//    is small against the copy.
+//  - ViewCache: the ICRC code (icrc.ts, the wire layer) takes a packet as one Uint8Array of its
+//    exact extent. A view is an immutable window, so handing out the same object again for the
+//    same (offset, length) of the same buffer is the same as making a new one; request/response
+//    traffic repeats a few windows of the staging and receive buffers, so nearly every lookup
+//    hits. A holder of a view sees what the buffer holds, reused or not: the cache adds no
+//    lifetime rule that a fresh view did not have.
+
+/** Runs up to this many bytes are copied by a loop. A microbenchmark alone favours set() of a
+ *  new view above ~16 bytes (~45 ns against ~1.6 ns a byte), but in the rr A/B between two
+ *  processes the loops used less CPU than copies through cached views (round 10): SMC-R's
+ *  runs (44-byte CDCs, small writes) stay loops. */
+const SHORT_COPY = 128;
+
+/** Copy n bytes from src[sOff…] to dst[dOff…] (different buffers, or non-overlapping). */
+export function copyBytes(dst: Uint8Array, dOff: number, src: Uint8Array, sOff: number, n: number): void {
+  if (n <= SHORT_COPY) {
+    for (let i = 0; i < n; i++) dst[dOff + i] = src[sOff + i]!;
+    return;
+  }
+  dst.set(src.subarray(sOff, sOff + n), dOff);
+}
+
+/** Entries of a cache (a power of two): direct-mapped by a hash of offset and length. */
+const ENTRIES = 128;
+
+export class ViewCache {
+  private readonly views: Array<Uint8Array | undefined> = new Array<Uint8Array | undefined>(ENTRIES).fill(undefined);
+  /** Window of each entry (offset, length): compared without the views' getters. */
+  private readonly offs = new Int32Array(ENTRIES).fill(-1);
+  private readonly lens = new Int32Array(ENTRIES);
+
+  constructor(readonly buf: Uint8Array) {}
+
+  /** buf[off, off + len) as a view (the cached one if this window was handed out before). */
+  get(off: number, len: number): Uint8Array {
+    const i = (off ^ (off >>> 7) ^ (off >>> 16) ^ Math.imul(len, 0x9e3779b1) >>> 25) & (ENTRIES - 1);
+    if (this.offs[i] === off && this.lens[i] === len) return this.views[i]!;
+    this.offs[i] = off;
+    this.lens[i] = len;
+    return (this.views[i] = this.buf.subarray(off, off + len));
+  }
+}
