@@ -10,7 +10,7 @@
 
 import { ibPadFor, rnrTimerMs, IB_OP, IB_EXT_SIZE, BTH_LEN, ICRC_LEN } from '../../../dissectors/wire/ib.js';
 import { put32 } from '../../../dissectors/wire/common.js';
-import { BthView, RethView } from '../../../dissectors/wire/views/ib.js';
+import { BthView, IMMDT_FIELDS, RethView } from '../../../dissectors/wire/views/ib.js';
 import { QpState, WrOpcode } from '../types.js';
 import { PSN_MASK, psnDiff, type SendWqe } from './wqe.js';
 import { requesterError } from './completer.js';
@@ -114,7 +114,7 @@ function sendRequest(qp: UroceQp, w: SendWqe, k: number, psn: number, windowAck:
     r.rkey = w.rkey;
     r.dmaLen = w.length;
   }
-  if (withImm) put32(pkt, hdr - 4, w.immData! >>> 0);
+  if (withImm) put32(pkt, hdr - IB_EXT_SIZE.ImmDt + IMMDT_FIELDS.immDt.at, w.immData! >>> 0);
   if (len) gatherInto(w, off, len, pkt, hdr);
   for (let i = hdr + len, e = hdr + len + pad; i < e; i++) pkt[i] = 0;
   qp.stats.txPackets++;
