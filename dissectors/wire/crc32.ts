@@ -15,6 +15,7 @@
 
 import * as zlib from 'node:zlib';
 import { createRequire } from 'node:module';
+import { isMainThread } from 'node:worker_threads';
 import { nativePath } from '../../native/paths.js';
 
 type NativeCrc = (data: Uint8Array, value?: number) => number;
@@ -49,8 +50,11 @@ const addon = loadAddon();
 const ADDON_MIN = 64;
 const NO_MASK = new Uint8Array(0);
 
+// The bound buffer and the masks are the addon's process-wide state, so only the main thread
+// uses check(): a worker thread binding its own buffer would race with it (workers keep the
+// crc32Masked path, which takes its buffer per call).
 /** The addon's per-frame check with numbers only (an addon built before it has none). */
-const checker = addon && typeof addon.check === 'function' && typeof addon.bind === 'function' && typeof addon.setMask === 'function' ? addon : undefined;
+const checker = addon && isMainThread && typeof addon.check === 'function' && typeof addon.bind === 'function' && typeof addon.setMask === 'function' ? addon : undefined;
 let masksUsed = 0;
 /** Length of each registered mask (a range must hold it and the 4-byte trailer). */
 const maskLen: number[] = [];

@@ -173,7 +173,8 @@ static napi_value crc32_masked(napi_env env, napi_callback_info info) {
  * frames live in once (the capture reader's block buffer: one bind per buffer, not per frame),
  * registers each header-stack mask once, and then asks per frame with offsets into that buffer.
  * The JS side (dissectors/wire/crc32.ts) keeps the bound ArrayBuffer referenced, so its memory
- * stays valid while it is bound; a frame of another buffer binds that one first.
+ * stays valid while it is bound; a frame of another buffer binds that one first. This state is
+ * process-wide, not per thread: only the main thread calls bind/setMask/check (crc32.ts).
  */
 #define MASKS 8
 #define MASK_MAX 64
