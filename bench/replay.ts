@@ -20,6 +20,8 @@ import { cloneFrame, type CapturedFrame } from '../capture/types.js';
 import { PcapWriter } from '../capture/writer.js';
 import { FrameDecoder } from '../dissectors/frame.js';
 import { Tracker } from '../dissectors/tracker/tracker.js';
+import { ETHERNET_FIELDS, ETHERNET_LEN, ETHERTYPE, IPV4_FIELDS, IPV4_MIN_LEN } from '../dissectors/wire/views/net.js';
+import { u16 } from '../dissectors/wire/common.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pcaps = join(root, 'pcaps');
@@ -94,6 +96,12 @@ async function buildSynthetic(path: string, target: number): Promise<number> {
 /** A first-contact capture repeated with each copy's IPv4 addresses rewritten (headers and the
  *  GIDs inside CLC/LLC that carry them), so every copy is a new link group with its own
  *  connections and QPs. ICRCs go stale: replay it with --no-icrc. */
+/** The IPv4 header's offset in an untagged Ethernet frame. */
+const IP = ETHERNET_LEN;
+function isIpv4(d: Uint8Array): boolean {
+  return d.length >= IP + IPV4_MIN_LEN && u16(d, ETHERNET_FIELDS.ethertype.at) === ETHERTYPE.IPV4;
+}
+
 async function buildMany(path: string, copies: number): Promise<number> {
   const src = await openCapture(join(pcaps, 'b-second-contact.pcap'));
   const frames: CapturedFrame[] = [];
@@ -102,8 +110,8 @@ async function buildMany(path: string, copies: number): Promise<number> {
   const ips: number[][] = [];
   for (const f of frames) {
     const d = f.data;
-    if (d.length < 34 || d[12] !== 0x08 || d[13] !== 0x00) continue;
-    for (const o of [26, 30]) { const a = [...d.subarray(o, o + 4)]; if (!ips.some((x) => x.join() === a.join())) ips.push(a); }
+    if (!isIpv4(d)) continue;
+    for (const o of [IP + IPV4_FIELDS.src.at, IP + IPV4_FIELDS.dst.at]) { const a = [...d.subarray(o, o + 4)]; if (!ips.some((x) => x.join() === a.join())) ips.push(a); }
   }
   const span = frames[frames.length - 1]!.tsNs - frames[0]!.tsNs + 1_000_000n;
   const w = new PcapWriter(path, { nanosecond: true });
@@ -115,7 +123,11 @@ async function buildMany(path: string, copies: number): Promise<number> {
         const from = Buffer.from(a), to = Buffer.from([10, (r >> 8) & 0xff, r & 0xff, a[3]! + k]);
         for (let i = d.indexOf(from); i >= 0; i = d.indexOf(from, i + 4)) to.copy(d, i);
       });
-      if (d.length >= 34 && d[12] === 0x08 && d[13] === 0x00) { d.writeUInt16BE(0, 24); d.writeUInt16BE(ipv4Checksum(d.subarray(14, 14 + (d[14]! & 0x0f) * 4)), 24); }
+      if (isIpv4(d)) {
+        const sum = IP + IPV4_FIELDS.checksum.at;
+        d.writeUInt16BE(0, sum);
+        d.writeUInt16BE(ipv4Checksum(d.subarray(IP, IP + ((d[IP + IPV4_FIELDS.ihl.at]! >> IPV4_FIELDS.ihl.shift) & IPV4_FIELDS.ihl.mask) * 4)), sum);
+      }
       w.write({ ...f, data: d, tsNs: f.tsNs + span * BigInt(r) });
       n++;
     }
