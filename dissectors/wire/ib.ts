@@ -871,7 +871,7 @@ export function icrcRoceV2(frame: Uint8Array, ipOff = 0, end = ipEnd(frame, ipOf
 }
 
 /** ICRC of a RoCE v1 packet whose GRH starts at `grhOff`; `end` defaults to GRH + PayLen (clamped). */
-export function icrcRoceV1(frame: Uint8Array, grhOff = 0, end = Math.min(frame.length, grhOff + GRH_LEN + u16(frame, grhOff + 4))): number {
+export function icrcRoceV1(frame: Uint8Array, grhOff = 0, end = Math.min(frame.length, grhOff + GRH_LEN + u16(frame, grhOff + GRH_FIELDS.payLen.at))): number {
   return feedStack(LRH_CRC, frame, grhOff, V1_OR, end - ICRC_LEN);
 }
 
