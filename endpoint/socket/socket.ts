@@ -427,8 +427,10 @@ export class SmcSocket extends Duplex {
         // would give it — without push()'s checks and the read-more tick it queues after
         // every chunk (a _read that finds the ring empty: pull() runs on the CDC's 'readable').
         // A reader that pauses in its handler stops flowing: the next chunks are pushed and
-        // buffered as before. The first chunk goes through push() (it marks the stream read).
-        if (this.readableFlowing === true && this.readableLength === 0 && this.readableDidRead) this.emit('data', b);
+        // buffered as before. The first chunk goes through push() (it marks the stream read),
+        // and so does every chunk of a reader with setEncoding (push() decodes, keeping a
+        // character split across chunks whole).
+        if (this.readableFlowing === true && this.readableLength === 0 && this.readableDidRead && this.readableEncoding === null) this.emit('data', b);
         else if (!this.push(b)) this.reading = false;
         continue;
       }

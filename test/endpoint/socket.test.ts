@@ -222,6 +222,27 @@ test.serial("SMC-R mode: a flowing reader that pauses inside 'data' gets nothing
   stop();
 });
 
+test.serial("SMC-R mode: a reader with setEncoding gets strings on every 'data', also on the direct delivery path", async (t) => {
+  const { a, b, stop } = await smcPair({ rmbeA: 16384, rmbeB: 16384 });
+  a.resume();
+  b.setEncoding('utf8');
+  const text = 'smc-r \u00e9\u00e8 '.repeat(20_000); // multi-byte characters, split across chunks
+  let got = '', buffers = 0;
+  b.on('data', (d: string | Buffer) => { if (typeof d !== 'string') buffers++; got += String(d); });
+  const ended = new Promise<void>((r) => b.once('end', () => r()));
+  const bytes = Buffer.from(text, 'utf8');
+  for (let off = 0; off < bytes.length; off += 999) {
+    if (!a.write(bytes.subarray(off, off + 999))) await new Promise((r) => a.once('drain', r));
+  }
+  a.end();
+  await ended;
+  t.is(buffers, 0, "every 'data' is a string");
+  t.is(got, text);
+  b.end();
+  await Promise.all([closed(a), closed(b)]);
+  stop();
+});
+
 /** Read `s` through setOnread into a small reused buffer; pauses once after `pauseAt` bytes and resumes later. */
 function onreadSink(s: SmcSocket, bufSize: number, pauseAt: number): { digest: Promise<string>; bytes: () => number; pauses: () => number; maxChunk: () => number } {
   const h = createHash('sha256');
