@@ -188,6 +188,17 @@ const CORK_IN_FLIGHT = 1;
  *   'abort' (reason)  the connection was aborted (locally, by the peer, or link down)
  *   'closed' ({ aborted, reason }) the connection reached CLOSED: token and buffers may be freed
  */
+/** A CDC posted through the transport's callback API, waiting for its acknowledgement: what
+ *  onCdcAcked needs, and the callback handed to the transport (made once per record). */
+interface CdcPost {
+  /** Between the post and the transport's one call of `done`. */
+  busy: boolean;
+  sentAt: number;
+  seq: number | undefined;
+  epoch: number;
+  done: (e: Error | undefined) => void;
+}
+
 export class CdcConnection extends EventEmitter {
   readonly localToken: number;
   readonly peerToken: number;
@@ -637,24 +648,21 @@ export class CdcConnection extends EventEmitter {
     const sentAt = this.sent;
     const epoch = this.linkEpoch;
     this.cdcInFlight++;
-    const failed = (e: Error): void => {
-      // posted on a link we have failed over from: the replay covers it
-      if (epoch !== this.linkEpoch) return;
-      this.cdcInFlight--;
-      this.localAbort(`CDC send failed: ${e.message}`, false);
-    };
     const cb = this.transport.sendCdcCb;
     if (cb) {
       // The acknowledgement is handled as it comes (smc_cdc_tx_handler runs in the completion
       // handler too); a failure is handled after the current job, as a rejected promise was:
-      // it must not abort the connection from inside the flush that is posting.
+      // it must not abort the connection from inside the flush that is posting. What the
+      // acknowledgement needs travels in a pooled record with its callback made once (two
+      // closures per CDC before).
+      const rec = this.cdcPostFree.pop() ?? this.newCdcPost();
+      rec.busy = true;
+      rec.sentAt = sentAt; rec.seq = seq; rec.epoch = epoch;
       try {
-        cb.call(this.transport, bytes, (e) => {
-          if (e === undefined) this.onCdcAcked(sentAt, seq, epoch);
-          else queueMicrotask(() => failed(e));
-        });
+        cb.call(this.transport, bytes, rec.done);
       } catch (e) {
-        queueMicrotask(() => failed(e as Error));
+        if (rec.busy) this.releaseCdcPost(rec);
+        queueMicrotask(() => this.cdcFailed(epoch, e as Error));
       }
       return;
     }
@@ -664,7 +672,40 @@ export class CdcConnection extends EventEmitter {
     } catch (e) {
       p = Promise.reject(e);
     }
-    p.then(() => this.onCdcAcked(sentAt, seq, epoch), failed);
+    p.then(() => this.onCdcAcked(sentAt, seq, epoch), (e: Error) => this.cdcFailed(epoch, e));
+  }
+
+  /** Posted CDCs' records for reuse (at most as many as were ever in flight at once). */
+  private readonly cdcPostFree: CdcPost[] = [];
+
+  private newCdcPost(): CdcPost {
+    const rec: CdcPost = { busy: false, sentAt: 0, seq: undefined, epoch: 0, done: () => undefined };
+    rec.done = (e) => this.cdcPostDone(rec, e);
+    return rec;
+  }
+
+  /** The transport called a record's callback: free the record first (the handlers below may
+   *  post the next CDC into it), then act on the copies. A second call is ignored: the record
+   *  may already carry another CDC. */
+  private cdcPostDone(rec: CdcPost, e: Error | undefined): void {
+    if (!rec.busy) return;
+    const sentAt = rec.sentAt, seq = rec.seq, epoch = rec.epoch;
+    this.releaseCdcPost(rec);
+    if (e === undefined) this.onCdcAcked(sentAt, seq, epoch);
+    else queueMicrotask(() => this.cdcFailed(epoch, e));
+  }
+
+  private releaseCdcPost(rec: CdcPost): void {
+    rec.busy = false;
+    this.cdcPostFree.push(rec);
+  }
+
+  /** A CDC will never be acknowledged. */
+  private cdcFailed(epoch: number, e: Error): void {
+    // posted on a link we have failed over from: the replay covers it
+    if (epoch !== this.linkEpoch) return;
+    this.cdcInFlight--;
+    this.localAbort(`CDC send failed: ${e.message}`, false);
   }
 
   /** smc_cdc_tx_handler: the CDC (and the writes before it) reached the peer. */

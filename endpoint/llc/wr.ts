@@ -13,6 +13,7 @@ import {
   Access, QpState, WrOpcode, SendFlags, WcStatus, WcOpcode, wcStatusStr,
   type Cq, type Mr, type Mtu, type Pd, type Qp, type RecvWr, type SendWr, type Sge, type WorkCompletion,
 } from '../verbs/index.js';
+import { emptyWc } from '../verbs/cq.js';
 
 /** Sizes and depths of one link (Linux: SMC_WR_BUF_CNT = 16 sends, 3× that receives). */
 export interface WrOptions {
@@ -59,10 +60,11 @@ export const MAX_WRITES_PER_MSG = 4;
 
 const NO_WRITES: readonly PendingWrite[] = [];
 
-// Work request ids: kind × 2^40 + index, plain numbers (safe integers; both providers take
-// them): bigint ids cost an allocation per arithmetic step and a slower Map key, several
-// times per message on the hot path.
-const WRID_KIND = 2 ** 40;
+// Work request ids: kind × 2^28 + index, plain numbers (both providers take them): bigint ids
+// cost an allocation per arithmetic step and a slower Map key, several times per message on
+// the hot path. Every id is below 2^30, a small integer to V8: an id above that is a heap
+// number, boxed anew each time it is stored into a work request, WQE or completion (round 11).
+const WRID_KIND = 2 ** 28;
 const WRID_SEND = 1 * WRID_KIND;
 const WRID_WRITE = 2 * WRID_KIND;
 const WRID_RECV = 3 * WRID_KIND;
@@ -104,6 +106,8 @@ export class WrLink extends EventEmitter {
   private nextSendId = 0;
   private downReason: string | undefined;
   private readonly onCompletion = (): void => this.drain();
+  /** The entry drain() polls into (handle() reads it before the next poll). */
+  private readonly wc: WorkCompletion = emptyWc();
   stats = { sent: 0, received: 0, writes: 0, writeBytes: 0 };
 
   constructor(readonly pd: Pd, o: WrOptions = {}) {
@@ -304,9 +308,9 @@ export class WrLink extends EventEmitter {
   private drain(): void {
     for (;;) {
       if (this.destroyed) return; // a handler destroyed the link (and its CQ) under us
-      // one completion at a time: no array per drain
-      const wc = this.cq.pollOne();
-      if (!wc) break;
+      // one completion at a time into the link's own entry: no array and no object per drain
+      const wc = this.wc;
+      if (!this.cq.pollInto(wc)) break;
       this.handle(wc);
     }
     if (!this.destroyed && (this.downReason === undefined || this.cq.pending > 0)) this.cq.reqNotify();

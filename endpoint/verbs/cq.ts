@@ -8,17 +8,22 @@
 // IBV_EVENT_CQ_ERR; later completions are dropped and counted.
 
 import { EventEmitter } from 'node:events';
-import { VerbsError, WcStatus, type Cq, type WorkCompletion } from './types.js';
+import { VerbsError, WcStatus, type Cq, type WcOpcode, type WorkCompletion, type WrId } from './types.js';
 import { microtask } from '../microtask.js';
 
 export class CompletionQueue extends EventEmitter implements Cq {
   readonly cqe: number;
-  /** Completions q[head, tail); slots before head are cleared. The array is reused: once
-   *  drained, head and tail go back to 0 and later pushes store into the slots already there
-   *  (a new array per drain, grown again by every push, was an allocation per message). */
-  private readonly q: (WorkCompletion | undefined)[] = [];
+  /**
+   * Completions in a ring of slot objects owned by the CQ: entry i of the queue is
+   * ring[(head + i) & mask]. A slot is filled in place by push()/pushWc() and never leaves the
+   * CQ: pollOne()/poll() hand out copies (the caller keeps them), pollInto() fills the caller's
+   * object (ibv_poll_cq's caller-provided array). So a slot can be refilled as soon as it was
+   * polled, and the data path allocates no completion object per message (round 11).
+   */
+  private ring: WorkCompletion[] = [];
+  private mask = -1;
   private head = 0;
-  private tail = 0;
+  private count = 0;
   private armed = 0; // 0 off, 1 any, 2 solicited only
   private notifyScheduled = false;
   private waiters: (() => void)[] = [];
@@ -37,15 +42,21 @@ export class CompletionQueue extends EventEmitter implements Cq {
     this.cqe = cqe;
   }
 
-  get pending(): number { return this.tail - this.head; }
+  get pending(): number { return this.count; }
 
   /** The notification, made once (a closure per completion event otherwise). */
   private readonly notifyFn = (): void => { this.notifyScheduled = false; if (!this.destroyed) this.emit('completion'); };
 
   /** Provider side: add a completion. `solicited`: the completion of a message with SE set. */
   push(wc: WorkCompletion, solicited = false): void {
+    this.pushWc(wc.wrId, wc.status, wc.opcode, wc.byteLen, wc.qpNum, wc.srcQp, wc.wcFlags, wc.immData, solicited, wc.vendorErr);
+  }
+
+  /** push() without a completion object: the fields go straight into the CQ's slot. */
+  pushWc(wrId: WrId, status: WcStatus, opcode: WcOpcode, byteLen: number, qpNum: number, srcQp: number, wcFlags: number,
+    immData: number | undefined, solicited: boolean, vendorErr = 0): void {
     if (this.destroyed) return;
-    if (this.overrun || this.pending >= this.cqe) {
+    if (this.overrun || this.count >= this.cqe) {
       this.dropped++;
       if (!this.overrun) {
         this.overrun = true;
@@ -53,8 +64,11 @@ export class CompletionQueue extends EventEmitter implements Cq {
       }
       return;
     }
-    this.q[this.tail++] = wc;
-    if (this.armed === 1 || (this.armed === 2 && (solicited || wc.status !== WcStatus.SUCCESS))) {
+    if (this.count > this.mask) this.grow();
+    const w = this.ring[(this.head + this.count++) & this.mask]!;
+    w.wrId = wrId; w.status = status; w.opcode = opcode; w.vendorErr = vendorErr; w.byteLen = byteLen;
+    w.immData = immData; w.qpNum = qpNum; w.srcQp = srcQp; w.wcFlags = wcFlags;
+    if (this.armed === 1 || (this.armed === 2 && (solicited || status !== WcStatus.SUCCESS))) {
       this.armed = 0;
       if (!this.notifyScheduled) {
         this.notifyScheduled = true;
@@ -68,35 +82,48 @@ export class CompletionQueue extends EventEmitter implements Cq {
     }
   }
 
+  /** Double the ring (the queue in order from slot 0), at least 16 slots. Slots are only ever
+   *  added, so a full CQ of `cqe` entries costs `cqe` objects once, not one per completion. */
+  private grow(): void {
+    const size = Math.max(16, (this.mask + 1) * 2);
+    const next: WorkCompletion[] = [];
+    for (let i = 0; i < this.count; i++) next.push(this.ring[(this.head + i) & this.mask]!);
+    while (next.length < size) next.push(emptyWc());
+    this.ring = next;
+    this.mask = size - 1;
+    this.head = 0;
+  }
+
   poll(max = 16): WorkCompletion[] {
-    const n = Math.min(max, this.pending);
-    if (n <= 0) return [];
-    const out = this.q.slice(this.head, this.head + n) as WorkCompletion[];
-    this.q.fill(undefined, this.head, this.head + n);
-    this.head += n;
-    this.compact();
+    const n = Math.min(max, this.count);
+    const out: WorkCompletion[] = [];
+    for (let i = 0; i < n; i++) out.push(this.pollOne()!);
     return out;
   }
 
-  /** Take one completion, or undefined. */
+  /** Take one completion (a copy the caller keeps), or undefined. */
   pollOne(): WorkCompletion | undefined {
-    if (this.head >= this.tail) return undefined;
-    const wc = this.q[this.head];
-    this.q[this.head++] = undefined;
-    this.compact();
+    if (this.count === 0) return undefined;
+    const wc = copyWc(this.ring[this.head]!);
+    this.take();
     return wc;
   }
 
-  /** Drained: start over at slot 0. Never drained (a consumer that polls less than arrives):
-   *  move the waiting ones to the front once half the array is behind head. */
-  private compact(): void {
-    if (this.head === this.tail) { this.head = 0; this.tail = 0; }
-    else if (this.head > 4096 && this.head * 2 > this.tail) {
-      this.q.copyWithin(0, this.head, this.tail);
-      this.q.fill(undefined, this.tail - this.head, this.tail);
-      this.tail -= this.head;
-      this.head = 0;
-    }
+  /** Fill `out` with the oldest completion and remove it; false (out untouched) when empty. */
+  pollInto(out: WorkCompletion): boolean {
+    if (this.count === 0) return false;
+    const w = this.ring[this.head]!;
+    out.wrId = w.wrId; out.status = w.status; out.opcode = w.opcode; out.vendorErr = w.vendorErr; out.byteLen = w.byteLen;
+    out.immData = w.immData; out.qpNum = w.qpNum; out.srcQp = w.srcQp; out.wcFlags = w.wcFlags;
+    this.take();
+    return true;
+  }
+
+  /** The head slot was read: drop its wrId (it may be an application's object) and advance. */
+  private take(): void {
+    this.ring[this.head]!.wrId = 0;
+    this.head = (this.head + 1) & this.mask;
+    if (--this.count === 0) this.head = 0;
   }
 
   reqNotify(solicitedOnly = false): void {
@@ -148,4 +175,16 @@ export class CompletionQueue extends EventEmitter implements Cq {
   }
 
   get isDestroyed(): boolean { return this.destroyed; }
+}
+
+/** A completion with every field present (one shape for every slot and every pollInto target). */
+export function emptyWc(): WorkCompletion {
+  return { wrId: 0, status: WcStatus.SUCCESS, opcode: 0 as WcOpcode, vendorErr: 0, byteLen: 0, immData: undefined, qpNum: 0, srcQp: 0, wcFlags: 0 };
+}
+
+/** A completion the caller keeps: immData only when there is one (as providers push it). */
+function copyWc(w: WorkCompletion): WorkCompletion {
+  const wc: WorkCompletion = { wrId: w.wrId, status: w.status, opcode: w.opcode, vendorErr: w.vendorErr, byteLen: w.byteLen, qpNum: w.qpNum, srcQp: w.srcQp, wcFlags: w.wcFlags };
+  if (w.immData !== undefined) wc.immData = w.immData;
+  return wc;
 }

@@ -367,6 +367,12 @@ export interface Cq {
   poll(max?: number): WorkCompletion[];
   /** The oldest completion (removed), or undefined when empty: poll(1) without the array. */
   pollOne(): WorkCompletion | undefined;
+  /**
+   * ibv_poll_cq with a caller-provided entry: fills `wc` with the oldest completion (removed)
+   * and returns true, or returns false when empty. No object per completion: the caller reuses
+   * `wc` (every field is overwritten, immData with undefined when there is none).
+   */
+  pollInto(wc: WorkCompletion): boolean;
   /** Arm the CQ: the next completion (solicited or error only, if asked) emits 'completion' once. */
   reqNotify(solicitedOnly?: boolean): void;
   on(event: 'completion', listener: () => void): this;

@@ -13,6 +13,7 @@ import { CompletionQueue } from '../cq.js';
 import { UroceEngine, type EngineStats } from './engine.js';
 import { UroceQp, type QpTuning } from './qp.js';
 import type { FaultConfig } from './faults.js';
+import { exactAddr } from './views.js';
 
 export interface UroceOptions {
   /** Local IPv4 address to speak RoCEv2 on (UDP 4791 is bound there). */
@@ -81,7 +82,11 @@ function ibMtuForLink(linkMtu: number): Mtu {
 
 export class UroceMr implements Mr {
   private dead = false;
-  constructor(readonly pd: UrocePd, readonly lkey: number, readonly addr: bigint, readonly buffer: Uint8Array, readonly access: number) {}
+  /** addr as a number when exact, else -1 (offsets into the MR without bigint arithmetic). */
+  readonly addrNum: number;
+  constructor(readonly pd: UrocePd, readonly lkey: number, readonly addr: bigint, readonly buffer: Uint8Array, readonly access: number) {
+    this.addrNum = exactAddr(addr);
+  }
   get rkey(): number { return this.lkey; }
   get length(): number { return this.buffer.length; }
   sge(offset = 0, length = this.buffer.length - offset): Sge {

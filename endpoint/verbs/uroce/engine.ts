@@ -94,6 +94,10 @@ export interface TxPort {
   /** Views over the stage handed out by txAlloc, reused by window (no view per packet). */
   stageViews?: ViewCache;
   stageW?: number;
+  /** The packet txAlloc handed out last (at stage[txLastOff …], the end of the stage) until
+   *  emit() stages it: compared by identity, not through the views' buffer getter (a C++ call). */
+  txLast?: Uint8Array | undefined;
+  txLastOff?: number;
   /** Datagram descriptors over the stage: (offset, length, GSO segment size) triples. */
   desc?: Int32Array;
   nDesc?: number;
@@ -110,6 +114,19 @@ export interface TxPort {
   gOpen?: boolean;
   /** Something was ever sent through dgram on this socket (its libuv queue may hold packets). */
   viaDgram?: boolean;
+}
+
+/**
+ * A TxPort with every field present from the start, in one order: the engine reads a port's
+ * fields per packet, and a port whose fields were added one by one (stage on first use, the
+ * GSO run on the first packet) went through several hidden classes, so those reads were
+ * polymorphic inline-cache calls in optimized code (round 11).
+ */
+export function newTxPort(sock: dgram.Socket | undefined, port: number, ttl: number, tos: number, net: NetHeader, fd: number | undefined): TxPort {
+  return {
+    sock, port, net, ttl, tos, queue: undefined, fd, stage: undefined, stageViews: undefined, stageW: 0, txLast: undefined, txLastOff: 0, desc: undefined, nDesc: 0,
+    stageIp: undefined, stageIpNum: 0, gsoOk: false, gSeg: 0, gCount: 0, gBytes: 0, gEnd: 0, gOpen: false, viaDgram: false,
+  };
 }
 
 type Tap = (frame: CapturedFrame) => void;
@@ -289,7 +306,10 @@ export class UroceEngine {
     if (port.stageW! + len > FLUSH_AT || port.nDesc! >= MAX_DESC) this.flushPort(port);
     const o = port.stageW!;
     port.stageW = o + len;
-    return port.stageViews!.get(o, len);
+    const v = port.stageViews!.get(o, len);
+    port.txLast = v;
+    port.txLastOff = o;
+    return v;
   }
 
   /** The port's staging buffer (made on first use), or undefined without the helper's batched path. */
@@ -369,19 +389,20 @@ export class UroceEngine {
     st.txBytes += pkt.length;
     const stage = this.stageOf(port);
     if (stage && port.nDesc! > 0 && port.stageIp !== ip) this.flushPort(port);
-    if (stage && (pkt.buffer !== stage.buffer || pkt.byteOffset - stage.byteOffset + pkt.length !== port.stageW)) {
+    if (stage && pkt !== port.txLast) {
       // not the packet txAlloc handed out last (an ACK, a fault copy): copy it into the stage
       const c = this.txAlloc(port, pkt.length);
       c.set(pkt);
       pkt = c;
     }
-    if (!stage || pkt.buffer !== stage.buffer) {
+    if (!stage || pkt !== port.txLast) { // no stage, or larger than it
       setIcrc(pkt, port.net.icrc(pkt, 0));
       if (flip >= 0) pkt[flip] = pkt[flip]! ^ 0x5a;
       this.sendDgram(port, pkt, ip);
       return;
     }
-    const off = pkt.byteOffset - stage.byteOffset;
+    port.txLast = undefined; // staged now: a second emit of it would be a copy
+    const off = port.txLastOff!;
     const len = pkt.length;
     const d = port.desc!;
     let id = 0;
@@ -446,6 +467,7 @@ export class UroceEngine {
     const stage = port.stage;
     port.nDesc = 0;
     port.stageW = 0;
+    port.txLast = undefined;
     port.gOpen = false;
     if (!n || !stage || !port.sock) return;
     const d = port.desc!;

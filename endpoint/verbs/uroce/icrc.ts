@@ -33,6 +33,8 @@ import { IPV4_FIELDS, IPV4_MIN_LEN, Ipv4View, UDP_LEN, UdpView } from '../../../
 
 /** IPv4 without options + UDP: what the kernel puts before each RoCEv2 packet it sends for us. */
 const NET_LEN = IPV4_MIN_LEN + UDP_LEN;
+/** Entries of a NetHeader's prefix table (a power of two). */
+const PREFIX_SLOTS = 256;
 
 /**
  * A 28-byte IPv4 + UDP header model (built with the project's codecs); `setLength()` patches the
@@ -63,22 +65,24 @@ export class NetHeader {
     return this.bytes;
   }
 
-  /** CRC prefixes (icrcPrefix of this header) by IB length and IP ID: only those two fields vary. */
-  private readonly prefixes = new Map<number, number>();
+  /** CRC prefixes (icrcPrefix of this header) by IB length and IP ID, the only two fields that
+   *  vary: a direct-mapped table (key = length × 64 + ID), no Map lookup per packet. */
+  private readonly pKeys = new Int32Array(PREFIX_SLOTS).fill(-1);
+  private readonly pVals = new Uint32Array(PREFIX_SLOTS);
 
   /** ICRC of `ib` (BTH … ICRC slot) sent with this header and IP ID `id`. */
   icrc(ib: Uint8Array, id = 0): number {
-    const key = id < 64 ? ib.length * 64 + id : -1;
-    let p = key >= 0 ? this.prefixes.get(key) : undefined;
-    if (p === undefined) {
-      this.setLength(ib.length);
+    const len = ib.length;
+    const key = id < 64 ? len * 64 + id : -1;
+    const slot = (key ^ (key >>> 9)) & (PREFIX_SLOTS - 1);
+    let p: number;
+    if (key >= 0 && this.pKeys[slot] === key) p = this.pVals[slot]!;
+    else {
+      this.setLength(len);
       if (id !== 0) this.ip.id = id;
       p = icrcPrefix('ipv4', this.bytes);
       if (id !== 0) this.ip.id = 0;
-      if (key >= 0) {
-        if (this.prefixes.size >= 512) this.prefixes.clear();
-        this.prefixes.set(key, p);
-      }
+      if (key >= 0) { this.pKeys[slot] = key; this.pVals[slot] = p; }
     }
     return icrcFromPrefix(p, ib);
   }
@@ -169,6 +173,9 @@ export class IcrcChecker {
   constructor(readonly local: string) {}
 
   private lastHdr: NetHeader | undefined;
+  /** The last source's state (a Map lookup per packet otherwise); dropped with the map. */
+  private lastSrc = '';
+  private lastState: SourceState | undefined;
 
   private header(src: string, srcPort: number): NetHeader {
     const l = this.lastHdr;
@@ -190,12 +197,14 @@ export class IcrcChecker {
   check(pkt: Uint8Array, src: string, srcPort: number, hint = 0): IcrcVerdict {
     const h = this.header(src, srcPort);
     const got = readIcrc(pkt);
-    let s = this.sources.get(src);
+    let s = this.lastSrc === src ? this.lastState : this.sources.get(src);
     if (!s) {
-      if (this.sources.size > 4096) this.sources.clear();
+      if (this.sources.size > 4096) { this.sources.clear(); this.lastState = undefined; this.lastSrc = ''; }
       s = { zero: 0, recovered: 0, lastId: -1 };
       this.sources.set(src, s);
     }
+    this.lastSrc = src;
+    this.lastState = s;
     if (hint !== 0 && h.icrc(pkt, hint) === got) { s.zero++; this.lastId = hint; return 'exact'; }
     const c0 = h.icrc(pkt, 0);
     if (c0 === got) { s.zero++; this.lastId = 0; return 'exact'; }

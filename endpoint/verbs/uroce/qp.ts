@@ -16,16 +16,17 @@ import { DEFAULT_PKEY } from '../../../dissectors/wire/views/ib.js';
 import {
   Access, AsyncEventType, Mtu, QpAttrMask, QpState, QpType, SendFlags, VerbsError, WcOpcode, WcStatus, WrOpcode,
   ackTimeoutMs, attrMaskOf, gidText, gidToIpv4, mtuBytes, qpStateName,
-  type AhAttr, type Pd, type Qp, type QpAttr, type QpCap, type QpInitAttr, type QpStats, type RecvWr, type SendWr, type Sge, type WorkCompletion, type WrId,
+  type AhAttr, type Pd, type Qp, type QpAttr, type QpCap, type QpInitAttr, type QpStats, type RecvWr, type SendWr, type Sge, type WrId,
 } from '../types.js';
 import { checkTransition } from '../qpstate.js';
 import type { CompletionQueue } from '../cq.js';
-import type { UroceEngine, EngineQp, TxPort } from './engine.js';
+import { newTxPort, type UroceEngine, type EngineQp, type TxPort } from './engine.js';
 import { NetHeader } from './icrc.js';
 import { openSocketSync } from './sockets.js';
 import type { UroceDevice, UroceMr } from './device.js';
 import { PSN_MASK, SendWqePool, type SendWqe, type RecvWqe } from './wqe.js';
 import { RxPacket } from './rxpacket.js';
+import { addrOffset } from './views.js';
 import { pump } from './requester.js';
 import { onRequest, flushAck } from './responder.js';
 import { onResponse, onTimeout } from './completer.js';
@@ -257,7 +258,7 @@ export class UroceQp implements Qp, EngineQp {
     const tos = g.trafficClass & 0xff;
     this.closeTx();
     const o = openSocketSync({ address: this.engine.address, port: want, tos, ttl, sndbuf: 1 << 20, fallbackToAnyPort: true });
-    const tx: TxPort = { sock: o.exact ? o.sock : undefined, port: o.port, ttl, tos, net: new NetHeader(this.engine.address, this.remoteIp, o.port, ROCE_V2_PORT, ttl, tos), ...(o.fd !== undefined ? { fd: o.fd } : {}) };
+    const tx = newTxPort(o.exact ? o.sock : undefined, o.port, ttl, tos, new NetHeader(this.engine.address, this.remoteIp, o.port, ROCE_V2_PORT, ttl, tos), o.fd);
     this.tx = tx;
     const attach = (): void => {
       if (this.tx !== tx) { try { o.sock.close(); } catch { /* closed */ } return; } // QP reset/destroyed meanwhile
@@ -299,9 +300,9 @@ export class UroceQp implements Qp, EngineQp {
       if (!(s.length >= 0)) { err = WcStatus.LOC_LEN_ERR; break; }
       if (s.length === 0) continue;
       const mr: UroceMr | undefined = this.dev.mrByLkey(s.lkey);
-      // one bigint subtraction per SGE; the bounds are then checked in numbers (an offset far
-      // outside the MR loses precision in Number() but stays outside)
-      const off = mr ? Number(s.addr - mr.addr) : -1;
+      // the offset in numbers (a bigint subtraction only for an address a number cannot hold);
+      // the bounds are then checked in numbers
+      const off = mr ? addrOffset(s.addr, mr.addr, mr.addrNum) : -1;
       if (!mr || mr.pd !== this.pd || off < 0 || off + s.length > mr.buffer.length ||
         (!w && !(mr.access & Access.LOCAL_WRITE))) { err = WcStatus.LOC_PROT_ERR; break; }
       if (w) w.addSeg(mr.buffer, off, s.length); // a send: runs into the WQE, no view per SGE
@@ -411,7 +412,7 @@ export class UroceQp implements Qp, EngineQp {
       if (this.destroyed) throw new VerbsError('EINVAL', 'post_recv on a destroyed QP', i);
       if (this._state === QpState.RESET) throw new VerbsError('EINVAL', `post_recv: QP ${this.qpNum} is in RESET`, i);
       if (this._state === QpState.ERR) {
-        this.pushRecvWc({ wrId: wr.wrId, status: WcStatus.WR_FLUSH_ERR, opcode: WcOpcode.RECV, vendorErr: 0, byteLen: 0, qpNum: this.qpNum, srcQp: this.destQpn, wcFlags: 0 }, false);
+        this.flushRecvWc(wr.wrId);
         continue;
       }
       if (wr.sgList.length > this.cap.maxRecvSge) throw new VerbsError('EINVAL', `post_recv: ${wr.sgList.length} SGEs > max_recv_sge ${this.cap.maxRecvSge}`, i);
@@ -436,12 +437,12 @@ export class UroceQp implements Qp, EngineQp {
   /** A send completion on the send CQ (libibverbs' opcode for the WR's). */
   pushSendWc(wrId: WrId, status: number, wrOpcode: number, len: number): void {
     const opcode = wrOpcode === WrOpcode.RDMA_WRITE || wrOpcode === WrOpcode.RDMA_WRITE_WITH_IMM ? WcOpcode.RDMA_WRITE : WcOpcode.SEND;
-    const wc: WorkCompletion = { wrId, status: status as WorkCompletion['status'], opcode, vendorErr: 0, byteLen: len, qpNum: this.qpNum, srcQp: 0, wcFlags: 0 };
-    this.sendCq.push(wc, false);
+    this.sendCq.pushWc(wrId, status as WcStatus, opcode, len, this.qpNum, 0, 0, undefined, false);
   }
 
-  private pushRecvWc(wc: WorkCompletion, solicited: boolean): void {
-    this.recvCq.push(wc, solicited);
+  /** A receive WR flushed (QP in ERR). */
+  private flushRecvWc(wrId: WrId): void {
+    this.recvCq.pushWc(wrId, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, this.qpNum, this.destQpn, 0, undefined, false);
   }
 
   private pump(): void { pump(this); }
@@ -496,11 +497,11 @@ export class UroceQp implements Qp, EngineQp {
     }
     this.sq = []; this.sqHead = 0; this.txIdx = 0; this.txPkt = 0;
     if (this.curRecv) {
-      this.pushRecvWc({ wrId: this.curRecv.wrId, status: WcStatus.WR_FLUSH_ERR, opcode: WcOpcode.RECV, vendorErr: 0, byteLen: 0, qpNum: this.qpNum, srcQp: this.destQpn, wcFlags: 0 }, false);
+      this.flushRecvWc(this.curRecv.wrId);
       this.curRecv = undefined;
     }
     for (let i = this.rqHead; i < this.rq.length; i++) {
-      this.pushRecvWc({ wrId: this.rq[i]!.wrId, status: WcStatus.WR_FLUSH_ERR, opcode: WcOpcode.RECV, vendorErr: 0, byteLen: 0, qpNum: this.qpNum, srcQp: this.destQpn, wcFlags: 0 }, false);
+      this.flushRecvWc(this.rq[i]!.wrId);
     }
     this.rq = []; this.rqHead = 0;
     this.inMsg = 0;

@@ -10,12 +10,12 @@
 
 import { ibPadFor, rnrTimerMs, IB_OP, IB_EXT_SIZE, BTH_LEN, ICRC_LEN } from '../../../dissectors/wire/ib.js';
 import { put32 } from '../../../dissectors/wire/common.js';
-import { BthView, IMMDT_FIELDS, RethView } from '../../../dissectors/wire/views/ib.js';
+import { BthView, IMMDT_FIELDS, RETH_FIELDS, RethView } from '../../../dissectors/wire/views/ib.js';
 import { QpState, WrOpcode } from '../types.js';
 import { PSN_MASK, psnDiff, type SendWqe } from './wqe.js';
 import { requesterError } from './completer.js';
 import type { UroceQp } from './qp.js';
-import { copyBytes } from './views.js';
+import { copyBytes, exactAddr, writeAddr } from './views.js';
 
 /** Written per packet; one for all QPs (JavaScript is single-threaded, a packet is built in one go). */
 const txBth = new BthView();
@@ -110,7 +110,10 @@ function sendRequest(qp: UroceQp, w: SendWqe, k: number, psn: number, windowAck:
   if (withReth) {
     // straight into the packet through the RETH view (no RETH array and object per WRITE)
     const r = txReth.reset(pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.RETH);
-    r.va = w.remoteAddr;
+    // the VA from a number when exact (the 64-bit field's setter works in bigints: several per WRITE)
+    const va = exactAddr(w.remoteAddr);
+    if (va >= 0) writeAddr(pkt, BTH_LEN + RETH_FIELDS.va.at, va);
+    else r.va = w.remoteAddr;
     r.rkey = w.rkey;
     r.dmaLen = w.length;
   }

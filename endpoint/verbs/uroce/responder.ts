@@ -10,11 +10,11 @@
 // AETH views: no allocation per ACK.
 
 import { IB_OP, IB_EXT_SIZE, BTH_LEN, ICRC_LEN } from '../../../dissectors/wire/ib.js';
-import { BthView, AethView } from '../../../dissectors/wire/views/ib.js';
-import { Access, AsyncEventType, QpState, WcFlags, WcOpcode, WcStatus, type WorkCompletion } from '../types.js';
+import { BthView, AethView, RETH_FIELDS } from '../../../dissectors/wire/views/ib.js';
+import { Access, AsyncEventType, QpState, WcFlags, WcOpcode, WcStatus } from '../types.js';
 import { PSN_MASK, psnDiff, NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP, AETH_NO_CREDITS, type RecvWqe } from './wqe.js';
 import type { RxPacket } from './rxpacket.js';
-import { copyBytes } from './views.js';
+import { copyBytes, readAddr } from './views.js';
 import type { UroceQp } from './qp.js';
 
 const EMPTY = new Uint8Array(0);
@@ -67,12 +67,9 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
       qp.curRecv = undefined;
       qp.msn = (qp.msn + 1) & PSN_MASK;
       qp.stats.messagesReceived++;
-      const wc: WorkCompletion = {
-        wrId: r.wrId, status: WcStatus.SUCCESS, opcode: WcOpcode.RECV, vendorErr: 0, byteLen: qp.curRecvOff,
-        qpNum: qp.qpNum, srcQp: qp.destQpn, wcFlags: info.withImmediate ? WcFlags.WITH_IMM : 0,
-      };
-      if (info.withImmediate) wc.immData = p.immDt >>> 0;
-      qp.recvCq.push(wc, p.bth.se);
+      const imm = info.withImmediate;
+      qp.recvCq.pushWc(r.wrId, WcStatus.SUCCESS, WcOpcode.RECV, qp.curRecvOff, qp.qpNum, qp.destQpn, imm ? WcFlags.WITH_IMM : 0,
+        imm ? p.immDt >>> 0 : undefined, p.bth.se);
       qp.releaseRecv(r);
     }
   } else if (info.isWrite && !(p.bth.opcode & 0x10)) {
@@ -91,10 +88,8 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
       qp.stats.messagesReceived++;
       if (info.withImmediate) {
         const r = takeRecv(qp)!;
-        qp.recvCq.push({
-          wrId: r.wrId, status: WcStatus.SUCCESS, opcode: WcOpcode.RECV_RDMA_WITH_IMM, vendorErr: 0, byteLen: qp.wrTotal,
-          immData: p.immDt >>> 0, qpNum: qp.qpNum, srcQp: qp.destQpn, wcFlags: WcFlags.WITH_IMM,
-        }, p.bth.se);
+        qp.recvCq.pushWc(r.wrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, qp.wrTotal, qp.qpNum, qp.destQpn, WcFlags.WITH_IMM,
+          p.immDt >>> 0, p.bth.se);
         qp.releaseRecv(r);
       }
     }
@@ -123,16 +118,17 @@ function startWrite(qp: UroceQp, p: RxPacket): boolean {
   if (len === 0) {
     qp.wrBuf = EMPTY; qp.wrOff = 0;
   } else {
-    const rkey = reth.rkey, va = reth.va;
+    const rkey = reth.rkey;
     const mr = qp.dev.mrByRkey(rkey);
-    // one bigint subtraction, then numbers (as qp.ts' resolve: an offset far outside the MR
-    // loses precision in Number() but stays outside)
-    const off = mr ? Number(va - mr.addr) : -1;
+    // the VA and its offset in numbers when exact (no bigint per WRITE), else one bigint
+    // subtraction (an offset far outside the MR loses precision in Number() but stays outside)
+    const vaNum = readAddr(p.buf, BTH_LEN + RETH_FIELDS.va.at);
+    const off = !mr ? -1 : vaNum >= 0 && mr.addrNum >= 0 ? vaNum - mr.addrNum : Number(reth.va - mr.addr);
     const why = !mr ? `rkey 0x${rkey.toString(16)} unknown`
       : mr.pd !== qp.pd ? `rkey 0x${rkey.toString(16)} belongs to another PD`
       : !(mr.access & Access.REMOTE_WRITE) ? `MR rkey 0x${rkey.toString(16)} has no remote write access`
       : !(qp.accessFlags & Access.REMOTE_WRITE) ? 'QP does not allow remote write'
-      : off < 0 || off + len > mr.length ? `va 0x${va.toString(16)}+${len} outside the MR`
+      : off < 0 || off + len > mr.length ? `va 0x${reth.va.toString(16)}+${len} outside the MR`
       : '';
     if (why) { responderError(qp, NAK_REM_ACCESS, WcStatus.REM_ACCESS_ERR, AsyncEventType.QP_ACCESS_ERR, why); return false; }
     qp.wrBuf = mr!.buffer;
@@ -200,7 +196,7 @@ function responderError(qp: UroceQp, nakCode: number, recvStatus: number, event:
   if (qp.curRecv) {
     const r = qp.curRecv;
     qp.curRecv = undefined;
-    qp.recvCq.push({ wrId: r.wrId, status: recvStatus as WorkCompletion['status'], opcode: WcOpcode.RECV, vendorErr: 0, byteLen: 0, qpNum: qp.qpNum, srcQp: qp.destQpn, wcFlags: 0 }, false);
+    qp.recvCq.pushWc(r.wrId, recvStatus as WcStatus, WcOpcode.RECV, 0, qp.qpNum, qp.destQpn, 0, undefined, false);
   }
   qp.toError();
   qp.dev.emitAsync({ type: event, qp, reason });
