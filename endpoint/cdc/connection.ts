@@ -56,6 +56,9 @@
 // smc_cdc_cursor_to_host), not a violation.
 
 import { EventEmitter } from 'node:events';
+// module bindings, not globals: Node's globals are looked up per use (an inline-cache call in
+// optimized code) on the data path
+import { Buffer } from 'node:buffer';
 import {
   CDC_MSG_SIZE, CDC_TYPE, CDC_PROD_WRITE_BLOCKED, CDC_PROD_URG_PENDING, CDC_PROD_URG_PRESENT,
   CDC_CONN_PEER_DONE_WRITING, CDC_CONN_PEER_CONN_CLOSED, CDC_CONN_PEER_CONN_ABORT,
@@ -68,6 +71,7 @@ import {
 import { hex32 } from '../../dissectors/wire/common.js';
 import type { CdcBuffers, CdcTransport } from './transport.js';
 import { microtask } from '../microtask.js';
+import { pointView } from '../viewpoint.js';
 
 /** Writes the data path's CDCs (one view for all connections: a CDC is written in one go). */
 const txCdc = new CdcView();
@@ -611,7 +615,8 @@ export class CdcConnection extends EventEmitter {
     this.txSeq = (this.txSeq + 1) & 0xffff;
     // Written through the CDC view into one buffer per connection (the transport copies it into
     // a send slot before it returns): no message object, cursor objects or array per CDC.
-    const v = txCdc.reset(this.cdcOut, 0);
+    const v = txCdc;
+    pointView(v, this.cdcOut, 0, this.cdcOut.length); // not reset(): endpoint/viewpoint.ts
     v.type = CDC_TYPE;
     v.length = CDC_MSG_SIZE;
     v.seq = this.txSeq;

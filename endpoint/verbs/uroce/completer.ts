@@ -4,6 +4,8 @@
 // with the status libibverbs reports and move the QP to ERR — and the retransmission timeout
 // (retry_cnt consecutive timeouts, then IBV_WC_RETRY_EXC_ERR).
 
+// a module binding: the global `performance` is an accessor, looked up per call on the data path
+import { performance } from 'node:perf_hooks';
 import { QpState, WcStatus } from '../types.js';
 import { PSN_MASK, psnDiff, NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP } from './wqe.js';
 import { pump, goBack, txPsn, armTimer, waitRnr } from './requester.js';

@@ -8,6 +8,8 @@
 // template with this packet's fields written through the wire layer's BTH view; the engine
 // adds the ICRC and sends the turn's packets in batches. No allocation per packet.
 
+// a module binding: the global `performance` is an accessor, looked up per call on the data path
+import { performance } from 'node:perf_hooks';
 import { ibPadFor, rnrTimerMs, IB_OP, IB_EXT_SIZE, BTH_LEN, ICRC_LEN } from '../../../dissectors/wire/ib.js';
 import { put32 } from '../../../dissectors/wire/common.js';
 import { BthView, IMMDT_FIELDS, RETH_FIELDS, RethView } from '../../../dissectors/wire/views/ib.js';
@@ -16,6 +18,7 @@ import { PSN_MASK, psnDiff, type SendWqe } from './wqe.js';
 import { requesterError } from './completer.js';
 import type { UroceQp } from './qp.js';
 import { copyBytes, exactAddr, writeAddr } from './views.js';
+import { pointView } from '../../viewpoint.js';
 
 /** Written per packet; one for all QPs (JavaScript is single-threaded, a packet is built in one go). */
 const txBth = new BthView();
@@ -101,7 +104,8 @@ function sendRequest(qp: UroceQp, w: SendWqe, k: number, psn: number, windowAck:
   // payload, pad; the engine adds the ICRC.
   const pkt = qp.engine.txAlloc(qp.tx!, hdr + len + pad + ICRC_LEN);
   pkt.set(qp.bthTpl, 0);
-  const b = txBth.reset(pkt, 0, BTH_LEN);
+  const b = txBth;
+  pointView(b, pkt, 0, BTH_LEN); // not reset(): endpoint/viewpoint.ts
   b.opcode = requestOpcode(isWrite, imm, first, last);
   b.se = last && w.solicited && (!isWrite || imm);
   b.padCount = pad;
@@ -109,7 +113,8 @@ function sendRequest(qp: UroceQp, w: SendWqe, k: number, psn: number, windowAck:
   b.psn = psn;
   if (withReth) {
     // straight into the packet through the RETH view (no RETH array and object per WRITE)
-    const r = txReth.reset(pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.RETH);
+    const r = txReth;
+    pointView(r, pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.RETH);
     // the VA from a number when exact (the 64-bit field's setter works in bigints: several per WRITE)
     const va = exactAddr(w.remoteAddr);
     if (va >= 0) writeAddr(pkt, BTH_LEN + RETH_FIELDS.va.at, va);
