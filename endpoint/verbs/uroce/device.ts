@@ -88,6 +88,8 @@ export class UroceMr implements Mr {
     this.addrNum = exactAddr(addr);
   }
   get rkey(): number { return this.lkey; }
+  /** Not deregistered. */
+  get live(): boolean { return !this.dead; }
   get length(): number { return this.buffer.length; }
   sge(offset = 0, length = this.buffer.length - offset): Sge {
     if (offset < 0 || length < 0 || offset + length > this.buffer.length) throw new RangeError(`sge(${offset}, ${length}) outside the ${this.buffer.length}-byte MR`);

@@ -24,7 +24,7 @@ import { newTxPort, type UroceEngine, type EngineQp, type TxPort } from './engin
 import { NetHeader } from './icrc.js';
 import { openSocketSync } from './sockets.js';
 import type { UroceDevice, UroceMr } from './device.js';
-import { PSN_MASK, SendWqePool, type SendWqe, type RecvWqe } from './wqe.js';
+import { PSN_MASK, SendWqePool, type SendWqe, type RecvWqe, type ResolvedRecv } from './wqe.js';
 import { RxPacket } from './rxpacket.js';
 import { addrOffset } from './views.js';
 import { pump } from './requester.js';
@@ -319,21 +319,31 @@ export class UroceQp implements Qp, EngineQp {
    * A receive WR's scatter list resolved, cached per sgList array: SMC-R re-posts the same
    * receive WRs for every message. The cache holds while the array still names the same
    * address, length and key and its MR is still registered (else it is resolved again).
+   * `hint`: the entry the WQE being refilled was resolved from last (a WR re-posted as soon as
+   * its completion was handled gets its own WQE back from the free list: no WeakMap lookup).
    */
-  private resolveRecv(sgl: readonly Sge[]): number {
+  private resolveRecv(sgl: readonly Sge[], hint: RecvWqe | undefined): number {
     const s = sgl.length === 1 ? sgl[0]! : undefined;
-    const c = s && this.recvCache.get(sgl);
-    if (c && c.addr === s!.addr && c.length === s!.length && c.lkey === s!.lkey && this.dev.mrByLkey(c.lkey) === c.mr) {
+    const c = !s ? undefined : hint !== undefined && hint.sgl === sgl ? hint.resolved : this.recvCache.get(sgl);
+    if (c && c.addr === s!.addr && c.length === s!.length && c.lkey === s!.lkey && c.mr.live) {
       this.rSegs = c.segs;
       this.rLength = c.length;
+      this.rResolved = c;
       return 0;
     }
+    this.rResolved = undefined;
     const err = this.resolve(sgl);
-    if (s && !err && s.length > 0) this.recvCache.set(sgl, { addr: s.addr, length: s.length, lkey: s.lkey, mr: this.dev.mrByLkey(s.lkey)!, segs: this.rSegs });
+    if (s && !err && s.length > 0) {
+      const e: ResolvedRecv = { addr: s.addr, length: s.length, lkey: s.lkey, mr: this.dev.mrByLkey(s.lkey)!, segs: this.rSegs };
+      this.recvCache.set(sgl, e);
+      this.rResolved = e;
+    }
     return err;
   }
 
-  private readonly recvCache = new WeakMap<readonly Sge[], { addr: bigint; length: number; lkey: number; mr: UroceMr; segs: Uint8Array[] }>();
+  /** resolveRecv's cache entry for the list it resolved (undefined: not cacheable). */
+  private rResolved: ResolvedRecv | undefined;
+  private readonly recvCache = new WeakMap<readonly Sge[], ResolvedRecv>();
 
   postSend(wrs: SendWr | readonly SendWr[]): void {
     // one WR or a chain, without an array for the one
@@ -417,11 +427,12 @@ export class UroceQp implements Qp, EngineQp {
       }
       if (wr.sgList.length > this.cap.maxRecvSge) throw new VerbsError('EINVAL', `post_recv: ${wr.sgList.length} SGEs > max_recv_sge ${this.cap.maxRecvSge}`, i);
       if (this.rq.length - this.rqHead >= this.cap.maxRecvWr) throw new VerbsError('ENOMEM', `post_recv: receive queue full (${this.cap.maxRecvWr} WRs)`, i);
-      const err = this.resolveRecv(wr.sgList);
       // an entry from the free list when there is one (no object per receive WR)
       const r = this.recvFree.pop();
-      if (r) { r.wrId = wr.wrId; r.segs = this.rSegs; r.length = this.rLength; r.localErr = err; this.rq.push(r); }
-      else this.rq.push({ wrId: wr.wrId, segs: this.rSegs, length: this.rLength, localErr: err });
+      const err = this.resolveRecv(wr.sgList, r);
+      const sgl = this.rResolved ? wr.sgList : undefined;
+      if (r) { r.wrId = wr.wrId; r.segs = this.rSegs; r.length = this.rLength; r.localErr = err; r.sgl = sgl; r.resolved = this.rResolved; this.rq.push(r); }
+      else this.rq.push({ wrId: wr.wrId, segs: this.rSegs, length: this.rLength, localErr: err, sgl, resolved: this.rResolved });
     }
   }
 

@@ -1,7 +1,8 @@
 // What the requester, responder and completer of a uroce QP share: 24-bit PSN arithmetic,
 // the work queue entries as the QP keeps them, and the NAK codes (AETH syndrome 011xxxxx).
 
-import type { WrId } from '../types.js';
+import type { Sge, WrId } from '../types.js';
+import type { UroceMr } from './device.js';
 
 export const PSN_MASK = 0xffffff;
 /** Signed distance a - b in 24-bit PSN space. */
@@ -82,4 +83,10 @@ export interface RecvWqe {
   segs: Uint8Array[];
   length: number;
   localErr: number;
+  /** The scatter list this entry was filled from, and its resolution (QP's receive cache). */
+  sgl: readonly Sge[] | undefined;
+  resolved: ResolvedRecv | undefined;
 }
+
+/** A one-SGE receive list resolved into its MR: valid while the SGE still names these and the MR is live. */
+export interface ResolvedRecv { addr: bigint; length: number; lkey: number; mr: UroceMr; segs: Uint8Array[] }
