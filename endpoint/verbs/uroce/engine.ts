@@ -11,6 +11,7 @@
 // call per batch, and the QPs' ACKs are coalesced per batch.
 
 import type dgram from 'node:dgram';
+import { NotifyBatch, beginNotifyBatch, endNotifyBatch } from '../cq.js';
 import { setIcrc, readIcrc, BTH_LEN, ICRC_LEN, IB_OP, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
 import { AETH_FIELDS, BTH_FIELDS as B, DEFAULT_PKEY, PKEY_MEMBERSHIP } from '../../../dissectors/wire/views/ib.js';
 import { parseIpv4, u16, u24, u32 } from '../../../dissectors/wire/common.js';
@@ -203,6 +204,8 @@ export class UroceEngine {
    *  flush is a check-phase one, as before). */
   private afterOn = false;
   private readonly ackQps: Array<EngineQp | undefined> = [];
+  /** Completion notifications of the receive batch running (delivered at its end). */
+  private readonly notifies = new NotifyBatch();
   private nAcks = 0;
   private readonly ipTexts = new Map<number, string>();
 
@@ -564,6 +567,7 @@ export class UroceEngine {
     const meta = this.rxMeta!, views = this.rxViews!, st = this.stats;
     st.rxBatches++;
     this.inBatch = true;
+    beginNotifyBatch(this.notifies);
     this.rxTurn = this.afterOn;
     let sinceAck = 0;
     try {
@@ -587,6 +591,9 @@ export class UroceEngine {
       }
     } finally {
       this.inBatch = false;
+      // the batch's completion notifications, now that every packet of it is handled (what
+      // their microtasks did first thing after the batch before)
+      endNotifyBatch(this.notifies);
       // The batch's ACKs are built in the transmit flush, after the application has reacted
       // to the completions (microtasks): requests it posts go first, the ACK (a shorter packet)
       // then ends their GSO run, so a request and the ACK leave as one datagram — one wake-up
