@@ -71,7 +71,6 @@ import {
 import { hex32 } from '../../dissectors/wire/common.js';
 import type { CdcBuffers, CdcTransport } from './transport.js';
 import { microtask } from '../microtask.js';
-import { pointView } from '../viewpoint.js';
 
 /** Writes the data path's CDCs (one view for all connections: a CDC is written in one go). */
 const txCdc = new CdcView();
@@ -616,7 +615,7 @@ export class CdcConnection extends EventEmitter {
     // Written through the CDC view into one buffer per connection (the transport copies it into
     // a send slot before it returns): no message object, cursor objects or array per CDC.
     const v = txCdc;
-    pointView(v, this.cdcOut, 0, this.cdcOut.length); // not reset(): endpoint/viewpoint.ts
+    v.reset(this.cdcOut, 0, this.cdcOut.length);
     v.type = CDC_TYPE;
     v.length = CDC_MSG_SIZE;
     v.seq = this.txSeq;

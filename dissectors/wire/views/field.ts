@@ -107,31 +107,32 @@ function writeUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 | 4, l
 export function defineView<T extends FieldTable>(name: string, table: T): new () => ViewOf<T> {
   const cls = { [name]: class extends ViewBase {} }[name]!;
   for (const [field, spec] of Object.entries(table)) {
-    if ('size' in spec) Object.defineProperty(cls.prototype, field, accessor(spec));
+    if ('size' in spec) Object.defineProperty(cls.prototype, field, accessor(spec, tagOf(name, field)));
   }
   // reset() of its own per class: one shared ViewBase.reset sees every view class and stays a
   // call on the hot path; a per-class copy is monomorphic and inlined like the getters.
-  Object.defineProperty(cls.prototype, 'reset', { value: compileReset(), writable: true, configurable: true });
+  Object.defineProperty(cls.prototype, 'reset', { value: compileReset(tagOf(name, 'reset')), writable: true, configurable: true });
   return cls as unknown as new () => ViewOf<T>;
 }
 
-/** getter/setter pair for one field. Separate closures per shape keep each one small and
- *  monomorphic for V8 (the common 1/2/3/4-byte big-endian cases do no bit juggling they do not need). */
-function accessor(s: FieldSpec): PropertyDescriptor {
+/**
+ * The comment that makes a generated function's source unique to its class and field. V8 caches
+ * what `new Function` compiles by source text, so two classes' functions with the same text
+ * (every class's reset(), two classes' fields at the same offset) would be one function with one
+ * type feedback: its loads and stores of `this.buf`/`this.off` would see every view class and go
+ * megamorphic (a generic IC call each: a BTH reset + 3 sets + 1 get 17 ns in a fresh process,
+ * 32-43 ns once other views had run, docs/uroce.md round 11). Names come from our own tables.
+ */
+function tagOf(view: string, field: string): string {
+  return `/* ${`${view}.${field}`.replace(/[^A-Za-z0-9_.]/g, '')} */`;
+}
+
+/** getter/setter pair for one field, each generated with the field's constants in its code
+ *  (small, monomorphic, inlined by V8; see tagOf for why each has a source of its own). */
+function accessor(s: FieldSpec, tag: string): PropertyDescriptor {
   const at = s.at;
   const le = s.le === true;
-  if (s.size === 8) {
-    return {
-      get: compileGetter64(at, le),
-      set(this: ViewBase, v: bigint): void {
-        const hi = Number((v >> 32n) & 0xffffffffn), lo = Number(v & 0xffffffffn);
-        const o = this.off + at;
-        if (le) { writeUint(this.buf, o, this.end, 4, true, lo); writeUint(this.buf, o + 4, this.end, 4, true, hi); }
-        else { writeUint(this.buf, o, this.end, 4, false, hi); writeUint(this.buf, o + 4, this.end, 4, false, lo); }
-      },
-      enumerable: true,
-    };
-  }
+  if (s.size === 8) return { get: compileGetter64(at, le, tag), set: compileSetter64(at, le, tag), enumerable: true };
   const size = s.size;
   const shift = s.shift ?? 0;
   const full = size === 4 ? 0xffffffff : (1 << (8 * size)) - 1;
@@ -140,10 +141,29 @@ function accessor(s: FieldSpec): PropertyDescriptor {
   // Getters are generated with the field's constants written into their code: each field gets
   // its own small function, which V8 inlines at the call site (closures made from one shared
   // function body would share one type feedback and stay calls: 7x slower, measured).
-  const get = compileGetter(at, size, le, shift, mask, s.bool === true);
-  if (s.bool) return { get, set(this: ViewBase, v: boolean): void { setBits(this, at, size, le, shift, mask, v ? mask : 0); }, enumerable: true };
-  if (whole) return { get, set(this: ViewBase, v: number): void { writeUint(this.buf, this.off + at, this.end, size, le, v >>> 0); }, enumerable: true };
-  return { get, set(this: ViewBase, v: number): void { setBits(this, at, size, le, shift, mask, v); }, enumerable: true };
+  const get = compileGetter(at, size, le, shift, mask, s.bool === true, tag);
+  return { get, set: compileSetter(at, size, le, shift, mask, whole, s.bool === true, tag), enumerable: true };
+}
+
+/** The setter of one field: the view's loads in its own code, the byte work in the shared
+ *  writeUint/setBits (they only touch a Uint8Array, so their feedback stays monomorphic). */
+function compileSetter(at: number, size: 1 | 2 | 3 | 4, le: boolean, shift: number, mask: number, whole: boolean, bool: boolean, tag: string): (v: number | boolean) => void {
+  const value = bool ? `(v ? ${mask} : 0)` : 'v';
+  const body = whole && !bool
+    ? `writeUint(this.buf, this.off + ${at}, this.end, ${size}, ${le}, v >>> 0);`
+    : `setBits(this.buf, this.off + ${at}, this.end, ${size}, ${le}, ${shift}, ${mask}, ${value});`;
+  // new Function: the source above is built from numbers and our own names only, never from input
+  return new Function('writeUint', 'setBits', `return function set(v) { ${tag}\n    ${body}\n};`)(writeUint, setBits) as (v: number | boolean) => void;
+}
+
+/** The setter of one 64-bit field (two 32-bit words in the field's byte order). */
+function compileSetter64(at: number, le: boolean, tag: string): (v: bigint) => void {
+  const body = `
+    const hi = Number((v >> 32n) & 0xffffffffn), lo = Number(v & 0xffffffffn);
+    const b = this.buf, o = this.off + ${at}, end = this.end;
+    ${le ? 'writeUint(b, o, end, 4, true, lo); writeUint(b, o + 4, end, 4, true, hi);' : 'writeUint(b, o, end, 4, false, hi); writeUint(b, o + 4, end, 4, false, lo);'}`;
+  // new Function: the source above is built from numbers and our own names only, never from input
+  return new Function('writeUint', `return function set(v) { ${tag}${body}\n};`)(writeUint) as (v: bigint) => void;
 }
 
 /** Reads a 64-bit field that may run past `end` (bytes there read as 0). */
@@ -156,7 +176,7 @@ function read64(v: ViewBase, at: number, le: boolean): bigint {
 
 /** A 64-bit getter of its own per field (like compileGetter: one shared closure for every
  *  64-bit field would stay a polymorphic call). Only numbers go into the code. */
-function compileGetter64(at: number, le: boolean): () => bigint {
+function compileGetter64(at: number, le: boolean, tag: string): () => bigint {
   const word = (first: number, lsbFirst: boolean): string => {
     const idx = lsbFirst ? [3, 2, 1, 0] : [0, 1, 2, 3];
     return `(((b[o + ${first + idx[0]!}] << 24) | (b[o + ${first + idx[1]!}] << 16) | (b[o + ${first + idx[2]!}] << 8) | b[o + ${first + idx[3]!}]) >>> 0)`;
@@ -168,12 +188,12 @@ function compileGetter64(at: number, le: boolean): () => bigint {
     if (o + 8 > this.end) return read64(this, ${at}, ${le});
     return (BigInt(${hi}) << 32n) | BigInt(${lo});`;
   // new Function: the source above is built from numbers only, never from input
-  return new Function('read64', `return function get() {${body}\n};`)(read64) as () => bigint;
+  return new Function('read64', `return function get() { ${tag}${body}\n};`)(read64) as () => bigint;
 }
 
-function compileReset(): ViewBase['reset'] {
-  // new Function: fixed source, no input in it
-  return new Function(`return function reset(buf, off = 0, end = buf.length) {
+function compileReset(tag: string): ViewBase['reset'] {
+  // new Function: fixed source and our own names, no input in it
+  return new Function(`return function reset(buf, off = 0, end = buf.length) { ${tag}
     this.buf = buf;
     this.off = off;
     this.end = end < buf.length ? end : buf.length;
@@ -183,7 +203,7 @@ function compileReset(): ViewBase['reset'] {
 
 /** `function () { … }` reading one field of `this` (a ViewBase): the byte expression for the
  *  whole-field case, readUint() when the field runs past `end`. Only numbers go into the code. */
-function compileGetter(at: number, size: 1 | 2 | 3 | 4, le: boolean, shift: number, mask: number, bool: boolean): () => number | boolean {
+function compileGetter(at: number, size: 1 | 2 | 3 | 4, le: boolean, shift: number, mask: number, bool: boolean, tag: string): () => number | boolean {
   const byte = (i: number): string => `b[o + ${i}]`;
   const parts: string[] = [];
   for (let i = 0; i < size; i++) {
@@ -200,14 +220,13 @@ function compileGetter(at: number, size: 1 | 2 | 3 | 4, le: boolean, shift: numb
     if (o + ${size} > this.end) { const r = readUint(b, o, this.end, ${size}, ${le}); return ${fin('r')}; }
     return ${fin(raw)};`;
   // new Function: the source above is built from numbers only, never from input
-  return new Function('readUint', `return function get() {${body}\n};`)(readUint) as () => number | boolean;
+  return new Function('readUint', `return function get() { ${tag}${body}\n};`)(readUint) as () => number | boolean;
 }
 
-function setBits(v: ViewBase, at: number, size: 1 | 2 | 3 | 4, le: boolean, shift: number, mask: number, value: number): void {
-  const o = v.off + at;
-  const old = readUint(v.buf, o, v.end, size, le);
+function setBits(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 | 4, le: boolean, shift: number, mask: number, value: number): void {
+  const old = readUint(b, o, end, size, le);
   const m = (mask << shift) >>> 0;
-  writeUint(v.buf, o, v.end, size, le, ((old & ~m) | ((value & mask) << shift)) >>> 0);
+  writeUint(b, o, end, size, le, ((old & ~m) | ((value & mask) << shift)) >>> 0);
 }
 
 function swap32(x: number): number {

@@ -18,7 +18,6 @@ import { PSN_MASK, psnDiff, type SendWqe } from './wqe.js';
 import { requesterError } from './completer.js';
 import type { UroceQp } from './qp.js';
 import { copyBytes, exactAddr, writeAddr } from './views.js';
-import { pointView } from '../../viewpoint.js';
 
 /** Written per packet; one for all QPs (JavaScript is single-threaded, a packet is built in one go). */
 const txBth = new BthView();
@@ -105,7 +104,7 @@ function sendRequest(qp: UroceQp, w: SendWqe, k: number, psn: number, windowAck:
   const pkt = qp.engine.txAlloc(qp.tx!, hdr + len + pad + ICRC_LEN);
   pkt.set(qp.bthTpl, 0);
   const b = txBth;
-  pointView(b, pkt, 0, BTH_LEN); // not reset(): endpoint/viewpoint.ts
+  b.reset(pkt, 0, BTH_LEN);
   b.opcode = requestOpcode(isWrite, imm, first, last);
   b.se = last && w.solicited && (!isWrite || imm);
   b.padCount = pad;
@@ -114,7 +113,7 @@ function sendRequest(qp: UroceQp, w: SendWqe, k: number, psn: number, windowAck:
   if (withReth) {
     // straight into the packet through the RETH view (no RETH array and object per WRITE)
     const r = txReth;
-    pointView(r, pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.RETH);
+    r.reset(pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.RETH);
     // the VA from a number when exact (the 64-bit field's setter works in bigints: several per WRITE)
     const va = exactAddr(w.remoteAddr);
     if (va >= 0) writeAddr(pkt, BTH_LEN + RETH_FIELDS.va.at, va);

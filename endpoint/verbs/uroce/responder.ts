@@ -15,7 +15,6 @@ import { Access, AsyncEventType, QpState, WcFlags, WcOpcode, WcStatus } from '..
 import { PSN_MASK, psnDiff, NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP, AETH_NO_CREDITS, type RecvWqe } from './wqe.js';
 import type { RxPacket } from './rxpacket.js';
 import { copyBytes, readAddr } from './views.js';
-import { pointView } from '../../viewpoint.js';
 import type { UroceQp } from './qp.js';
 
 const EMPTY = new Uint8Array(0);
@@ -153,11 +152,11 @@ function sendAck(qp: UroceQp, kind: number, code: number, psn: number): void {
   const pkt = qp.engine.txAlloc(qp.tx, ACK_LEN);
   pkt.set(qp.bthTpl, 0);
   const b = ackBth;
-  pointView(b, pkt, 0, BTH_LEN); // not reset(): endpoint/viewpoint.ts
+  b.reset(pkt, 0, BTH_LEN);
   b.opcode = IB_OP.ACKNOWLEDGE;
   b.psn = psn & PSN_MASK;
   const a = ackAeth;
-  pointView(a, pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.AETH);
+  a.reset(pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.AETH);
   a.syndrome = (kind << 5) | (code & 31);
   a.msn = qp.msn & PSN_MASK;
   qp.stats.txPackets++;

@@ -9,7 +9,6 @@
 import { opcodeInfo, BTH_LEN, ICRC_LEN, IB_EXT_SIZE, type IbOpcodeInfo } from '../../../dissectors/wire/ib.js';
 import { BthView, RethView, AethView, IMMDT_FIELDS } from '../../../dissectors/wire/views/ib.js';
 import { u32 } from '../../../dissectors/wire/common.js';
-import { pointView } from '../../viewpoint.js';
 
 const EMPTY = new Uint8Array(0);
 
@@ -31,15 +30,14 @@ export class RxPacket {
     if (len < BTH_LEN + ICRC_LEN) return false;
     this.buf = buf;
     const bth = this.bth;
-    pointView(bth, buf, 0, len);
+    bth.reset(buf, 0, len);
     const info = (this.info = opcodeInfo(bth.opcode));
     const bodyEnd = len - ICRC_LEN;
     const o = BTH_LEN + info.headerLength;
     if (o > bodyEnd) return false;
-    // RC extension headers: a RETH or an AETH is always the first one (IBA 9.3, table 38);
-    // re-pointed with pointView, not reset() (see endpoint/viewpoint.ts)
-    pointView(this.reth, buf, BTH_LEN, bodyEnd);
-    pointView(this.aeth, buf, BTH_LEN, bodyEnd);
+    // RC extension headers: a RETH or an AETH is always the first one (IBA 9.3, table 38)
+    this.reth.reset(buf, BTH_LEN, bodyEnd);
+    this.aeth.reset(buf, BTH_LEN, bodyEnd);
     const avail = bodyEnd - o;
     let pad = bth.padCount;
     if (pad > avail) {
