@@ -82,8 +82,10 @@ static uint32_t tail(uint32_t r, const uint8_t *p, size_t n) {
 }
 
 static int have_clmul = 0;
+#ifdef ICRC_X86
 /* VPCLMULQDQ on 512-bit registers (AVX-512): the 64-byte fold step in one instruction pair. */
 static int have_vclmul = 0;
+#endif
 
 #ifdef ICRC_X86
 #define LOAD(p) _mm_loadu_si128((const __m128i *)(p))
