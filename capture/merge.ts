@@ -45,8 +45,13 @@ export class MergedReader {
   private readonly heads: Array<CapturedFrame | null> = [];
   private last = -1;
   private started = false;
+  /** The only reader when there is one file: its frames need no merging (no heads, no
+   *  timestamp comparison), so next() hands them straight on. */
+  private readonly only: CaptureReader | undefined;
 
-  private constructor(readonly readers: CaptureReader[], readonly paths: string[]) {}
+  private constructor(readonly readers: CaptureReader[], readonly paths: string[]) {
+    this.only = readers.length === 1 ? readers[0] : undefined;
+  }
 
   /** Open every file before reading any (an unreadable one is reported before output starts). */
   static open(paths: readonly string[]): MergedReader {
@@ -76,6 +81,7 @@ export class MergedReader {
 
   /** The earliest next frame of all files (valid until the following next()), or null. */
   next(): CapturedFrame | null {
+    if (this.only !== undefined) return this.only.next();
     if (!this.started) {
       this.started = true;
       for (const r of this.readers) this.heads.push(r.next());

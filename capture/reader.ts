@@ -186,6 +186,12 @@ class StreamReader implements CaptureReader {
 
   private buf: Uint8Array;
   private dv: DataView;
+  /** buf's ArrayBuffer and byte offset when buf is a plain Uint8Array (the reader's own block,
+   *  or bytes handed in): frames are then made with `new Uint8Array(ab, off, len)`, about 15 ns
+   *  cheaper per frame than `subarray()` (no species lookup). undefined: a subclass (a Buffer
+   *  handed to readCaptureBuffer), whose frames stay `subarray()` views of the same class. */
+  private ab: ArrayBufferLike | undefined;
+  private abOff = 0;
   /** Parse position in buf, end of valid bytes in buf, file offset of buf[0]. */
   private pos = 0;
   private end = 0;
@@ -227,6 +233,7 @@ class StreamReader implements CaptureReader {
       this.srcEof = false;
     }
     this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+    this.bindViews();
 
     if (!this.ensure(4)) {
       const n = this.remaining();
@@ -297,6 +304,19 @@ class StreamReader implements CaptureReader {
 
   // ---- buffer management ----
 
+  /** Set what frameView() makes views with, for the current buf. */
+  private bindViews(): void {
+    const plain = Object.getPrototypeOf(this.buf) === Uint8Array.prototype;
+    this.ab = plain ? this.buf.buffer : undefined;
+    this.abOff = this.buf.byteOffset;
+  }
+
+  /** buf[start, start + len) as a view of the same class as buf: what `subarray` gives. */
+  private frameView(start: number, len: number): Uint8Array {
+    const ab = this.ab;
+    return ab !== undefined ? new Uint8Array(ab, this.abOff + start, len) : this.buf.subarray(start, start + len);
+  }
+
   /** Bytes of the input not yet consumed (exact for files and memory; for pipes after EOF). */
   private remaining(): number {
     return this.positional ? this.fileSize - this.base - this.pos : this.end - this.pos;
@@ -321,6 +341,7 @@ class StreamReader implements CaptureReader {
       nb.set(this.buf.subarray(0, this.end));
       this.buf = nb;
       this.dv = new DataView(nb.buffer, nb.byteOffset, nb.byteLength);
+      this.bindViews();
     }
     while (this.end < n) {
       let got: number;
@@ -372,7 +393,7 @@ class StreamReader implements CaptureReader {
     const sec = dv.getUint32(p, le);
     const frac = dv.getUint32(p + 4, le);
     const f = this.reuse ? this.frame : new MutableFrame();
-    f.data = this.buf.subarray(p + h, p + total);
+    f.data = this.frameView(p + h, caplen);
     f.caplen = caplen;
     f.origlen = dv.getUint32(p + 12, le);
     if (sec !== this.tsKey) {
@@ -426,7 +447,7 @@ class StreamReader implements CaptureReader {
           const hi = dv.getUint32(p + 12, le);
           const lo = dv.getUint32(p + 16, le);
           const f = this.reuse ? this.frame : new MutableFrame();
-          f.data = this.buf.subarray(p + 28, p + 28 + caplen);
+          f.data = this.frameView(p + 28, caplen);
           f.caplen = caplen;
           f.origlen = dv.getUint32(p + 24, le);
           if (ifc.tsMul !== 0) {
@@ -465,7 +486,7 @@ class StreamReader implements CaptureReader {
           let caplen = Math.min(origlen, blen - 16);
           if (ifc.snaplen !== 0 && caplen > ifc.snaplen) caplen = ifc.snaplen;
           const f = this.reuse ? this.frame : new MutableFrame();
-          f.data = this.buf.subarray(p + 12, p + 12 + caplen);
+          f.data = this.frameView(p + 12, caplen);
           f.caplen = caplen;
           f.origlen = origlen;
           f.tsNs = 0n;

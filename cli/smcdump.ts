@@ -260,7 +260,11 @@ class Dump {
     // compact tracker reads it and the line is written at once), the decoder refills one
     // record per layer instead of making new ones (-V and --json keep their own)
     const reuse = compact && o.tree !== true && o.json !== true;
-    this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc, reuse });
+    // an SMC item's one-line summary is read only by the line, -V, --json, the ladder and the
+    // report; -q and --summary without them print none (the tracker never reads it)
+    const report = o.summary === true || o.follow !== undefined || o.ladder === true;
+    const summaries = !(o.quiet === true || report) || o.tree === true || o.json === true || o.ladder === true || o.ladderSvg !== undefined || o.report !== undefined;
+    this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc, reuse, summaries });
     this.chalk = makeChalk(o.color && !o.json);
     const legacy: Record<Opts['time'], TimeMode> = { abs: 'hms', epoch: 'epoch', rel: 'rel', none: 'none' };
     const mode = o.t > 0 ? timeModeForTCount(o.t) : legacy[o.time];
@@ -269,7 +273,7 @@ class Dump {
     this.parts = parts.supported ? parts : undefined;
     this.seq = o.absoluteTcpSequenceNumbers ? undefined : new TcpRelative();
     this.lineOpts = { chalk: this.chalk, time: '', link: undefined, seq: undefined, number: o.number !== false };
-    this.report = o.summary === true || o.follow !== undefined || o.ladder === true;
+    this.report = report;
     this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg && !o.report;
     // reuseNote: one note object refilled per frame; only where nothing keeps a note past its
     // frame (the follow/report/ladder/state consumers are outside compact mode)

@@ -86,6 +86,14 @@ export interface FrameDecoderOptions {
    * ladder, the report or the endpoint comparison, which keep frames or their parts).
    */
   reuse?: boolean;
+  /**
+   * Write each SMC item's one-line `summary` (default true). With false every item's summary is
+   * '' and the summarize functions never run: smcdump turns it off where nothing shows them (-q
+   * and --summary without --json, the ladder or the report: the tracker and the tables never
+   * read an item's summary), which saves their text per CLC/LLC/CDC and, as they are then never
+   * hot, their optimizing compile at start-up.
+   */
+  summaries?: boolean;
 }
 
 /** The records a reusing decoder refills frame after frame (FrameDecoderOptions.reuse). */
@@ -101,6 +109,8 @@ export class FrameDecoder {
   private readonly checkIcrc: boolean;
   /** Set when the caller asked for reuse (and no tree: a -V frame keeps its own records). */
   private readonly reused: Reused | undefined;
+  /** FrameDecoderOptions.summaries. */
+  private readonly summaries: boolean;
   private readonly clc = new ClcStreams();
   private readonly sends = new SendStreams();
   private n = 0;
@@ -113,6 +123,7 @@ export class FrameDecoder {
     this.wantTree = opts.tree === true;
     this.checkIcrc = opts.icrc !== false;
     this.reused = opts.reuse === true && !this.wantTree ? new Reused() : undefined;
+    this.summaries = opts.summaries !== false;
   }
 
   decode(f: CapturedFrame): DecodedFrame {
@@ -221,7 +232,7 @@ export class FrameDecoder {
     fitLast(t, h.headerLength);
     out.tcp = h;
     // Option 254/253 were decoded by the TCP codec (issues included); surface them as SMC items.
-    for (const o of h.options) if (o.exp) out.smc.push({ proto: 'tcpopt', value: o.exp, summary: summarizeTcpOpt(o.exp) });
+    for (const o of h.options) if (o.exp) out.smc.push({ proto: 'tcpopt', value: o.exp, summary: this.summaries ? summarizeTcpOpt(o.exp) : '' });
     const poff = off + h.headerLength;
     const payload = poff <= b.length ? b.subarray(poff) : new Uint8Array(0);
     out.payloadLength = payload.length;
@@ -235,7 +246,7 @@ export class FrameDecoder {
       const d = decodeClc(m.bytes, t && m.offsetInFrame >= 0 ? t.sub('SMC CLC', msgOff, m.bytes.length) : t?.sub('SMC CLC (reassembled)', poff, payload.length));
       // Issues of a reassembled message refer to the message; anchor them at the payload start.
       push(out.issues, d.issues, msgOff);
-      out.smc.push({ proto: 'clc', value: d.value, summary: summarizeClc(d.value), frames: m.frames });
+      out.smc.push({ proto: 'clc', value: d.value, summary: this.summaries ? summarizeClc(d.value) : '', frames: m.frames });
     }
   }
 
@@ -308,11 +319,11 @@ export class FrameDecoder {
     if (msg[0] === 0xfe) {
       const d = decodeCdc(msg, sub);
       push(out.issues, d.issues, payloadOff);
-      out.smc.push({ proto: 'cdc', value: d.value, summary: summarizeCdc(d.value) });
+      out.smc.push({ proto: 'cdc', value: d.value, summary: this.summaries ? summarizeCdc(d.value) : '' });
     } else {
       const d = decodeLlc(msg, sub);
       push(out.issues, d.issues, payloadOff);
-      const item: SmcItem = { proto: 'llc', value: d.value, summary: summarizeLlc(d.value) };
+      const item: SmcItem = { proto: 'llc', value: d.value, summary: this.summaries ? summarizeLlc(d.value) : '' };
       if (s.frames) item.frames = s.frames;
       out.smc.push(item);
     }

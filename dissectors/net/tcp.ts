@@ -11,7 +11,7 @@
 // Decoding never throws.
 
 import type { Decoded, Issue } from '../wire/common.js';
-import { Tree, hex, issue, put16, put32, u16, u32, u8 } from '../wire/common.js';
+import { StringSink, Tree, hex, issue, put16, put32, u16, u32, u8, type TextSink } from '../wire/common.js';
 import { addField, bitPicker, bitsOf, entryAt } from '../wire/views/field.js';
 import { SACK_BLOCK_FIELDS as S, TCP_FIELDS as F, TCP_MIN_LEN, TCP_OPTION_FIELDS as O, TcpView } from '../wire/views/net.js';
 import { decodeTcpOpt, encodeTcpOpt, type TcpOpt } from '../wire/tcpopt.js';
@@ -488,18 +488,32 @@ export interface TcpSummaryContext {
  * prefixed with `10.55.0.1.34608 > 10.55.0.2.12345: ` when addresses are given.
  */
 export function summarizeTcp(v: TcpHeader, payloadLength = 0, c?: TcpSummaryContext): string {
-  let s = c?.src !== undefined && c.dst !== undefined ? `${c.src}.${v.srcPort} > ${c.dst}.${v.dstPort}: ` : '';
-  s += `Flags [${summarizeTcpFlags(v.flags)}]`;
+  const s = new StringSink();
+  writeTcpSummary(s, v, payloadLength, c);
+  return s.s;
+}
+
+/** summarizeTcp() written into a sink piece by piece (smcdump's output buffer takes the numbers
+ *  as digits: no string per number and no joined line). */
+export function writeTcpSummary(s: TextSink, v: TcpHeader, payloadLength = 0, c?: TcpSummaryContext): void {
+  if (c?.src !== undefined && c.dst !== undefined) {
+    s.text(c.src); s.text('.'); s.dec(v.srcPort); s.text(' > '); s.text(c.dst); s.text('.'); s.dec(v.dstPort); s.text(': ');
+  }
+  s.text('Flags [');
+  s.text(summarizeTcpFlags(v.flags));
+  s.text(']');
   const f = v.flags;
   if (payloadLength > 0 || f.syn || f.fin || f.rst) {
     const seq = c?.seqBase !== undefined ? (v.seq - c.seqBase) >>> 0 : v.seq;
-    s += `, seq ${seq}`;
-    if (payloadLength > 0) s += `:${(seq + payloadLength) >>> 0}`;
+    s.text(', seq ');
+    s.dec(seq);
+    if (payloadLength > 0) { s.text(':'); s.dec((seq + payloadLength) >>> 0); }
   }
-  if (f.ack) s += `, ack ${c?.ackBase !== undefined ? (v.ack - c.ackBase) >>> 0 : v.ack}`;
-  s += `, win ${v.window}`;
-  if (f.urg) s += `, urg ${v.urgentPointer}`;
-  if (v.options.length) s += `, options [${summarizeTcpOptions(v.options)}]`;
-  s += `, length ${payloadLength}`;
-  return s;
+  if (f.ack) { s.text(', ack '); s.dec(c?.ackBase !== undefined ? (v.ack - c.ackBase) >>> 0 : v.ack); }
+  s.text(', win ');
+  s.dec(v.window);
+  if (f.urg) { s.text(', urg '); s.dec(v.urgentPointer); }
+  if (v.options.length) { s.text(', options ['); s.text(summarizeTcpOptions(v.options)); s.text(']'); }
+  s.text(', length ');
+  s.dec(payloadLength);
 }

@@ -3,7 +3,7 @@
 import type { ChalkInstance } from 'chalk';
 import type { DecodedFrame } from '../frame.js';
 import type { FrameNote } from '../tracker/model.js';
-import { summarizeTcp } from '../net/tcp.js';
+import { summarizeTcp, writeTcpSummary } from '../net/tcp.js';
 import { writeIbSummary } from '../wire/ib.js';
 import { StringSink, type TextSink } from '../wire/common.js';
 import { ETHERTYPE } from '../wire/views/net.js';
@@ -103,6 +103,15 @@ function tags(s: TextSink, n: FrameNote, c: ChalkInstance | undefined): void {
 
 function body(s: TextSink, d: DecodedFrame, c: ChalkInstance | undefined, seq: LineOptions['seq'], withLink: boolean): void {
   const ip = d.ip;
+  if (d.tcp && ip && !c && !d.smc.some((i) => i.proto === 'clc')) {
+    // no colour and no CLC: the segment's line goes into the sink piece by piece (the text the
+    // coloured path below builds as strings)
+    const h = d.tcp;
+    s.text(ip.src); s.text('.'); s.dec(h.srcPort); s.text(' > '); s.text(ip.dst); s.text('.'); s.dec(h.dstPort); s.text(': ');
+    writeTcpSummary(s, h, d.payloadLength, seq);
+    s.text(d.tcpRole === 'clc-part' ? ' [CLC segment, reassembled later]' : d.tcpRole === 'out-of-order' ? ' [out of order]' : d.tcpRole === 'retransmission' ? ' [retransmission]' : '');
+    return;
+  }
   if (d.tcp && ip) {
     const ends = `${ip.src}.${d.tcp.srcPort} > ${ip.dst}.${d.tcp.dstPort}:`;
     const clc = d.smc.filter((i) => i.proto === 'clc');

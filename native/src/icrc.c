@@ -5,7 +5,9 @@
 // Why native: a frame's ICRC covers ~1 KiB; Node's zlib.crc32 runs about 2.7 GB/s there (no
 // SIMD in its build), a JS slicing-by-8 loop 1.3 GB/s. Carry-less multiplication (PCLMULQDQ)
 // folds 64 bytes per step: ~10 GB/s, and the call itself costs ~60 ns — measured in
-// docs/smcdump.md (performance).
+// docs/smcdump.md (performance). Where the CPU has VPCLMULQDQ on 512-bit registers the 64-byte
+// step is one instruction pair (a 1 KiB frame's check 70 -> 39 ns in C); SMCSCOPE_CRC_NO512=1
+// keeps the 128-bit loop (tests, A/B).
 //
 // Folding (Gopal et al., "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ",
 // Intel, 2009): four 128-bit accumulators are multiplied by x^(512±32) mod P and xor-ed with
@@ -20,6 +22,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -63,7 +66,26 @@ static uint32_t bytewise(uint32_t r, const uint8_t *p, size_t n) {
   return r;
 }
 
+/* The folding's tail (under 16 bytes): eight bytes a step through the slicing tables, then byte
+ * by byte. A byte at a time it was ~7 ns of a 1 KiB frame's check for 8 bytes (a chain of
+ * dependent table loads), here one step. */
+static uint32_t tail(uint32_t r, const uint8_t *p, size_t n) {
+  if (n >= 8) {
+    uint32_t lo = r ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+    r = st[7][lo & 0xff] ^ st[6][(lo >> 8) & 0xff] ^ st[5][(lo >> 16) & 0xff] ^ st[4][lo >> 24] ^
+        st[3][hi & 0xff] ^ st[2][(hi >> 8) & 0xff] ^ st[1][(hi >> 16) & 0xff] ^ st[0][hi >> 24];
+    p += 8;
+    n -= 8;
+  }
+  return bytewise(r, p, n);
+}
+
 static int have_clmul = 0;
+#ifdef ICRC_X86
+/* VPCLMULQDQ on 512-bit registers (AVX-512): the 64-byte fold step in one instruction pair. */
+static int have_vclmul = 0;
+#endif
 
 #ifdef ICRC_X86
 #define LOAD(p) _mm_loadu_si128((const __m128i *)(p))
@@ -75,14 +97,18 @@ static inline __m128i fold16(__m128i acc, __m128i k, __m128i next) {
   return _mm_xor_si128(_mm_xor_si128(CLMUL(acc, k, 0x00), CLMUL(acc, k, 0x11)), next);
 }
 
-/* Raw register over p[0, len), len >= 64. */
+/* The fold constants for a 64-byte step (x^(512+32), x^(512-32) mod P) and a 16-byte step
+ * (x^(128+32), x^(128-32) mod P). */
+#define K64_HI 0x01c6e41596LL
+#define K64_LO 0x0154442bd4LL
+#define K16_HI 0x00ccaa009eLL
+#define K16_LO 0x01751997d0LL
+
+/* The four 16-byte accumulators of the first 64 bytes, folded on to the end of p[0, len) (len
+ * counts from the end of those 64 bytes), reduced to the raw register. */
 __attribute__((target("pclmul,sse4.1")))
-static uint32_t fold(uint32_t r, const uint8_t *p, size_t len) {
-  __m128i x1 = _mm_xor_si128(LOAD(p), _mm_cvtsi32_si128((int)r));
-  __m128i x2 = LOAD(p + 16), x3 = LOAD(p + 32), x4 = LOAD(p + 48);
-  __m128i k = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL); /* x^(512+32), x^(512-32) mod P */
-  p += 64;
-  len -= 64;
+static uint32_t fold_rest(__m128i x1, __m128i x2, __m128i x3, __m128i x4, const uint8_t *p, size_t len) {
+  __m128i k = _mm_set_epi64x(K64_HI, K64_LO);
   while (len >= 64) {
     x1 = fold16(x1, k, LOAD(p));
     x2 = fold16(x2, k, LOAD(p + 16));
@@ -91,7 +117,7 @@ static uint32_t fold(uint32_t r, const uint8_t *p, size_t len) {
     p += 64;
     len -= 64;
   }
-  k = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL); /* x^(128+32), x^(128-32) mod P */
+  k = _mm_set_epi64x(K16_HI, K16_LO);
   x1 = fold16(x1, k, x2);
   x1 = fold16(x1, k, x3);
   x1 = fold16(x1, k, x4);
@@ -112,16 +138,59 @@ static uint32_t fold(uint32_t r, const uint8_t *p, size_t len) {
   t = CLMUL(_mm_and_si128(x1, low32), k, 0x10);
   t = CLMUL(_mm_and_si128(t, low32), k, 0x00);
   x1 = _mm_xor_si128(x1, t);
-  return bytewise((uint32_t)_mm_extract_epi32(x1, 1), p, len);
+  return tail((uint32_t)_mm_extract_epi32(x1, 1), p, len);
+}
+
+/* Raw register over p[0, len), len >= 64, with m[0, 64) OR-ed over its first 64 bytes when m is
+ * given: a masked header stack (up to 64 bytes, zero-padded) rides in the first loads instead of
+ * a table pass of its own (~20 ns of a 1 KiB frame's check). */
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t fold(uint32_t r, const uint8_t *p, const uint8_t *m, size_t len) {
+  __m128i x1 = LOAD(p), x2 = LOAD(p + 16), x3 = LOAD(p + 32), x4 = LOAD(p + 48);
+  if (m) {
+    x1 = _mm_or_si128(x1, LOAD(m));
+    x2 = _mm_or_si128(x2, LOAD(m + 16));
+    x3 = _mm_or_si128(x3, LOAD(m + 32));
+    x4 = _mm_or_si128(x4, LOAD(m + 48));
+  }
+  x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)r));
+  return fold_rest(x1, x2, x3, x4, p + 64, len - 64);
+}
+
+/* fold() with the 64-byte steps on one 512-bit register: each 128-bit lane is one of the four
+ * accumulators, so a step is two VPCLMULQDQ and one three-way XOR instead of eight PCLMULQDQ and
+ * eight XORs. The lanes then go on as fold()'s four accumulators (same constants, same result). */
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.1")))
+static uint32_t fold512(uint32_t r, const uint8_t *p, const uint8_t *m, size_t len) {
+  __m512i z = _mm512_loadu_si512((const void *)p);
+  if (m) z = _mm512_or_si512(z, _mm512_loadu_si512((const void *)m));
+  z = _mm512_xor_si512(z, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)r)));
+  const __m512i k = _mm512_broadcast_i32x4(_mm_set_epi64x(K64_HI, K64_LO));
+  p += 64;
+  len -= 64;
+  while (len >= 64) {
+    /* 0x96: a ^ b ^ c */
+    z = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00), _mm512_clmulepi64_epi128(z, k, 0x11),
+                                  _mm512_loadu_si512((const void *)p), 0x96);
+    p += 64;
+    len -= 64;
+  }
+  return fold_rest(_mm512_extracti32x4_epi32(z, 0), _mm512_extracti32x4_epi32(z, 1), _mm512_extracti32x4_epi32(z, 2),
+                   _mm512_extracti32x4_epi32(z, 3), p, len);
 }
 #endif
 
-static uint32_t update(uint32_t r, const uint8_t *p, size_t n) {
+/* Raw register over p[0, n), m as in fold() (only when n >= 64: callers pass NULL otherwise). */
+static uint32_t update_m(uint32_t r, const uint8_t *p, const uint8_t *m, size_t n) {
 #ifdef ICRC_X86
-  if (have_clmul && n >= 64) return fold(r, p, n);
+  if (have_vclmul && n >= 64) return fold512(r, p, m, n);
+  if (have_clmul && n >= 64) return fold(r, p, m, n);
 #endif
+  (void)m;
   return bytewise(r, p, n);
 }
+
+static uint32_t update(uint32_t r, const uint8_t *p, size_t n) { return update_m(r, p, NULL, n); }
 
 static int typed_bytes(napi_env env, napi_value v, const uint8_t **data, size_t *len) {
   napi_typedarray_type type;
@@ -221,7 +290,8 @@ static napi_value icrc_set_mask(napi_env env, napi_callback_info info) {
   if (!args3(env, info, a) || napi_get_value_uint32(env, a[0], &id) != napi_ok || id >= MASKS ||
       !typed_bytes(env, a[1], &m, &mlen) || mlen > MASK_MAX || napi_get_value_uint32(env, a[2], &init) != napi_ok)
     return boolean(env, 0);
-  for (size_t i = 0; i < mlen; i++) masks[id][i] = m[i];
+  /* zero-padded to MASK_MAX: check() lays all 64 bytes over the frame's first 64 */
+  for (size_t i = 0; i < MASK_MAX; i++) masks[id][i] = i < mlen ? m[i] : 0;
   mask_len[id] = mlen;
   mask_init[id] = init;
   return boolean(env, 1);
@@ -239,7 +309,9 @@ static napi_value icrc_check(napi_env env, napi_callback_info info) {
     return boolean(env, 0);
   const uint8_t *p = bound + start, *m = masks[id];
   size_t mlen = mask_len[id], body = end - start - 4;
-  uint32_t r = ~update(masked(~mask_init[id], p, m, mlen), p + mlen, body - mlen);
+  /* the mask rides in the first 64-byte loads when there are 64 bytes to fold (the clmul paths) */
+  uint32_t r = have_clmul && body >= MASK_MAX ? ~update_m(~mask_init[id], p, m, body)
+                                              : ~update(masked(~mask_init[id], p, m, mlen), p + mlen, body - mlen);
   const uint8_t *t = p + body;
   return boolean(env, r == ((uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24));
 }
@@ -249,6 +321,8 @@ static napi_value init(napi_env env, napi_value exports) {
 #ifdef ICRC_X86
   __builtin_cpu_init();
   have_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+  have_vclmul = have_clmul && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                __builtin_cpu_supports("vpclmulqdq") && getenv("SMCSCOPE_CRC_NO512") == NULL;
 #endif
   napi_value f, simd;
   napi_create_function(env, "crc32Masked", NAPI_AUTO_LENGTH, crc32_masked, NULL, &f);

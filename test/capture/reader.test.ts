@@ -102,6 +102,41 @@ test('real capture: frames are views, the frame object is reused, iterator works
   t.is(epochStr(all[44]!.tsNs), '1795335099.932361000');
 });
 
+// Frames of the reader's own block and of plain Uint8Arrays handed in are made with the
+// Uint8Array constructor over the same memory (cheaper than subarray); a Buffer handed in keeps
+// subarray views (Buffers, as before). Every path gives the bytes of the record, at the record's
+// place in the memory, for pcap and pcapng, at byte offsets other than 0 too.
+test('frame views: the bytes of each record at its place, same class as subarray gives, for every input kind', (t) => {
+  const pcapPath = join(ROOT, 'pcaps/d-bulk-2MiB.pcap');
+  const file = fs.readFileSync(pcapPath);
+  // record offsets by walking the pcap headers (little-endian, 16-byte record headers)
+  const offs: number[] = [];
+  for (let o = 24; o + 16 <= file.length; ) { const cap = file.readUInt32LE(o + 8); offs.push(o + 16); o += 16 + cap; }
+  const padded = new Uint8Array(file.length + 5);
+  padded.set(file, 3);
+  const inputs: Array<[string, () => CaptureReader, (i: number) => Uint8Array, unknown]> = [
+    ['file', () => openCaptureSync(pcapPath, { chunkSize: 1 << 16 }), (i) => file.subarray(offs[i]!, offs[i]! + file.readUInt32LE(offs[i]! - 8)), Uint8Array],
+    ['Uint8Array at offset 3', () => readCaptureBuffer(padded.subarray(3, 3 + file.length)), (i) => file.subarray(offs[i]!, offs[i]! + file.readUInt32LE(offs[i]! - 8)), Uint8Array],
+    ['Buffer', () => readCaptureBuffer(file), (i) => file.subarray(offs[i]!, offs[i]! + file.readUInt32LE(offs[i]! - 8)), Buffer],
+  ];
+  for (const [name, open, want, cls] of inputs) {
+    const r = open();
+    let i = 0;
+    for (let f = r.next(); f !== null; f = r.next(), i++) {
+      const w = want(i);
+      if (f.data.length !== w.length || !Buffer.from(f.data.buffer, f.data.byteOffset, f.data.length).equals(w)) { t.fail(`${name}: frame ${i + 1} bytes differ`); return; }
+      if (Object.getPrototypeOf(f.data) !== (cls as { prototype: object }).prototype) { t.fail(`${name}: frame ${i + 1} is not a ${(cls as { name: string }).name}`); return; }
+    }
+    r.close();
+    t.is(i, offs.length, `${name}: every record`);
+  }
+  // the in-memory Uint8Array: views share the caller's memory at the record's place
+  const r = readCaptureBuffer(padded.subarray(3, 3 + file.length));
+  const f = r.next()!;
+  t.is(f.data.buffer, padded.buffer);
+  t.is(f.data.byteOffset, 3 + offs[0]!);
+});
+
 test('every frame timestamp of d-bulk equals tshark frame.time_epoch', (t) => {
   if (!HAVE_TSHARK) { t.pass('tshark not installed'); return; }
   const path = join(ROOT, 'pcaps/d-bulk-2MiB.pcap');

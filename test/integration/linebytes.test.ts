@@ -48,3 +48,36 @@ test('Out.text: ASCII and UTF-8 pieces, flushed mid-piece, longer than the buffe
   const want = pieces.join('').repeat(300) + hexes.map((h) => '0x' + (h >>> 0).toString(16) + ',').join('');
   t.is(got, want);
 });
+
+// Without colour a TCP segment's line is written piece by piece (writeTcpSummary); with colour
+// it is built as strings (summarizeTcp, the CLC and role tails painted): both must say the same
+// text. Every frame of every bundled capture, relative and absolute sequence numbers.
+test('no colour = colour with its escapes stripped, every frame of every bundled capture (TCP lines: pieces vs strings)', async (t) => {
+  const { readdirSync } = await import('node:fs');
+  const { PCAPS } = await import('../helpers.js');
+  const { TcpRelative } = await import('../../dissectors/render/tcpseq.js');
+  const plain: LineOptions = { chalk: new Chalk({ level: 0 }), time: '', link: undefined, seq: undefined, number: true };
+  const colour: LineOptions = { chalk: new Chalk({ level: 1 }), time: '', link: undefined, seq: undefined, number: true };
+  const strip = (s: string): string => s.replace(/\u001b\[[0-9;]*m/g, '');
+  let tcp = 0;
+  for (const name of readdirSync(PCAPS).filter((n) => n.endsWith('.pcap'))) {
+    for (const relative of [true, false]) {
+      const r = await openCapture(pcapPath(name));
+      const dec = new FrameDecoder();
+      const tr = new Tracker({ compact: true });
+      const rel = relative ? new TcpRelative() : undefined;
+      for (let f = r.next(); f; f = r.next()) {
+        const d = dec.decode(f);
+        const note = tr.feed(d);
+        const seq = d.tcp && rel ? rel.bases(d) : undefined;
+        plain.seq = seq; colour.seq = seq;
+        const a = writtenByOut((o) => writeLineRest(o, d, plain, note));
+        const b = strip(renderLineRest(d, colour, note));
+        if (a !== b) { t.is(a, b, `${name} frame ${d.n}`); r.close(); return; }
+        if (d.tcp) tcp++;
+      }
+      r.close();
+    }
+  }
+  t.true(tcp > 500, `${tcp} TCP lines compared`);
+});

@@ -246,6 +246,51 @@ test('trailerCheck against zlib over a masked copy: random masks and lengths, sh
   t.is(trailerCheck(buf, 0, id, buf.length + 1), -1, 'end past the view');
 });
 
+// The addon folds a masked stack inside its first 64-byte loads, on 512-bit registers where the
+// CPU has VPCLMULQDQ and on 128-bit ones otherwise (SMCSCOPE_CRC_NO512=1 picks those): each
+// engine, in a process of its own (the choice is made when the addon loads), against zlib over a
+// masked copy for every range length from the mask and trailer up to 1100 bytes, at four
+// alignments, for the three stack lengths the replay registers (IPv4 40, GRH 52, IPv6 60) and a
+// full 64-byte mask. A wrong tail, lane order or mask padding shows as a mismatch.
+test('trailerCheck, both clmul engines: every length at four alignments against zlib over a masked copy', (t) => {
+  const crcUrl = new URL('../../dissectors/wire/crc32.js', import.meta.url).href;
+  const script = `
+    import zlib from 'node:zlib';
+    const { registerTrailerMask, trailerCheck } = await import(${JSON.stringify(crcUrl)});
+    let seed = 7; const r = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    const buf = new Uint8Array(1300); for (let i = 0; i < buf.length; i++) buf[i] = (r() * 256) | 0;
+    let answered = 0, wrong = 0;
+    for (const ml of [40, 52, 60, 64]) {
+      const mask = new Uint8Array(ml); for (let i = 0; i < ml; i++) mask[i] = r() < 0.3 ? 0xff : r() < 0.5 ? (r() * 256) | 0 : 0;
+      const init = (r() * 2 ** 32) >>> 0;
+      const id = registerTrailerMask(mask, init);
+      if (id < 0) continue;
+      for (let al = 0; al < 4; al++) for (let len = ml + 4; len <= 1100; len++) {
+        const start = 100 + al, end = start + len;
+        const copy = buf.slice(start, end - 4);
+        for (let i = 0; i < ml; i++) copy[i] |= mask[i];
+        const crc = zlib.crc32(copy, init) >>> 0;
+        const w = new DataView(buf.buffer);
+        const bad = (len & 7) === 3;
+        w.setUint32(end - 4, bad ? crc ^ 0x8000 : crc, true);
+        const got = trailerCheck(buf, start, id, end);
+        if (got < 0) continue;
+        answered++;
+        if (got !== (bad ? 0 : 1)) wrong++;
+      }
+    }
+    console.log(JSON.stringify({ answered, wrong }));`;
+  for (const no512 of ['', '1']) {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    if (no512 === '') delete env.SMCSCOPE_CRC_NO512;
+    else env.SMCSCOPE_CRC_NO512 = no512;
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { env, encoding: 'utf8' })) as { answered: number; wrong: number };
+    if (out.answered === 0) { t.log(`no addon check (${no512 ? '128-bit' : 'default'} engine): not answered`); continue; }
+    t.is(out.wrong, 0, `${no512 ? '128-bit' : 'default'} engine: ${out.wrong} of ${out.answered} ranges wrong`);
+    t.true(out.answered >= 4 * (1100 - 63) * 4 - 4 * 4 * 64, 'every range from 64 bytes on answered by the addon');
+  }
+});
+
 test('ICRC over IPv6 and RoCE v1 (GRH) agrees with the copy+mask reference and with icrcFromParts', (t) => {
   const r = byKey.get('a-first-contact#12')!; // SEND ONLY (CONFIRM LINK)
   const udpIb = r.frame.subarray(r.ibOff - 8, r.ibEnd);
