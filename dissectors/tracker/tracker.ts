@@ -35,6 +35,7 @@ import { SmcState } from './smcconn.js';
 import { LinkState } from './link.js';
 import { ConnIndex } from './connindex.js';
 import { GroupState } from './group.js';
+import { LinkCache } from './linkcache.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -112,8 +113,12 @@ export class Tracker {
   readonly llc = new LlcPairing();
 
   private readonly tcpByKey = new Map<string, TcpState>();
+  /** The connection of the last TCP frame (consecutive frames are mostly one connection's). */
+  private lastTcp: TcpState | undefined = undefined;
   /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
   private readonly qps = new QpIndex();
+  /** The links of recent RoCE v2 frames, in front of `qps`. */
+  private readonly links = new LinkCache();
   /** (link group, writer direction, token) → connection (tokens are per host, valid on every
    *  link of the group): the token the receiving side announced. */
   private readonly byToken = new ConnIndex((c, dir) => c.tokenOf((1 - dir) as 0 | 1));
@@ -173,7 +178,8 @@ export class Tracker {
     this.checkTimeouts(d.tsNs, false);
     // Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
     // anomalies too, so expert info is in one place; notes stay notes of the frame.
-    for (const i of d.issues) if (i.severity !== 'note') this.anomaly(i.severity, i.code, i.message);
+    const issues = d.issues;
+    for (let k = 0; k < issues.length; k++) { const i = issues[k]!; if (i.severity !== 'note') this.anomaly(i.severity, i.code, i.message); }
     if (d.tcp && d.ip) this.onTcp(d);
     else if (d.roce) this.onRoce(d);
     const n = this.note;
@@ -226,11 +232,17 @@ export class Tracker {
 
   private onTcp(d: DecodedFrame): void {
     const ip = d.ip!, h = d.tcp!;
-    const a = `${ip.src}:${h.srcPort}`, b = `${ip.dst}:${h.dstPort}`;
-    const key = a < b ? `${a}-${b}` : `${b}-${a}`;
-    let c = this.tcpByKey.get(key);
+    // the last frame's connection when this one has its addresses and ports (either way): it
+    // is the latest connection of its key, and no key string is built
+    let c = this.lastTcp, key = '';
+    if (c === undefined || !sameTuple(c, ip.src, h.srcPort, ip.dst, h.dstPort)) {
+      const a = `${ip.src}:${h.srcPort}`, b = `${ip.dst}:${h.dstPort}`;
+      key = a < b ? `${a}-${b}` : `${b}-${a}`;
+      c = this.tcpByKey.get(key);
+    }
     const syn = h.flags.syn && !h.flags.ack;
     if (!c || (syn && c.closed)) {
+      if (key === '') { const a = `${ip.src}:${h.srcPort}`, b = `${ip.dst}:${h.dstPort}`; key = a < b ? `${a}-${b}` : `${b}-${a}`; }
       // Client = SYN sender; without a SYN, the sender of the first CLC Proposal, else the first sender.
       const fromClient = syn || !d.smc.some((i) => i.proto === 'clc' && i.value.type !== 'proposal');
       const src = intern(ip.src), dst = intern(ip.dst);
@@ -244,6 +256,7 @@ export class Tracker {
       this.tcp.push(c);
       this.tcpByKey.set(flat(key), c);
     }
+    this.lastTcp = c;
     const fromClient = ip.src === c.clientIp && h.srcPort === c.clientPort;
     const hasOpt = d.smc.some((i) => i.proto === 'tcpopt');
     if (h.flags.syn) {
@@ -593,11 +606,20 @@ export class Tracker {
   private onRoce(d: DecodedFrame): void {
     const r = d.roce!;
     const bth = r.ib.bth;
-    const srcGid = r.grh ? r.grh.sgid : cachedGid(d.ip!.src);
-    const dstGid = r.grh ? r.grh.dgid : cachedGid(d.ip!.dst);
     const info = opcodeInfo(bth.opcode);
-    if (info.transport !== 'RC') { this.onOtherRoce(srcGid, dstGid, bth.destQp, info.transport, r.ib.payload.length, d.n); return; }
-    const link = this.linkOf(srcGid, dstGid, bth.destQp, d), end = this.qpEnd;
+    if (info.transport !== 'RC') {
+      this.onOtherRoce(r.grh ? r.grh.sgid : cachedGid(d.ip!.src), r.grh ? r.grh.dgid : cachedGid(d.ip!.dst), bth.destQp, info.transport, r.ib.payload.length, d.n);
+      return;
+    }
+    // RoCE v2: the link by the destination address as the decoder gave it, when recently asked
+    const dstIp = r.grh ? undefined : d.ip!.dst;
+    let link = dstIp !== undefined ? this.links.get(dstIp, bth.destQp, this.qps.gen) : undefined, end: 0 | 1;
+    if (link !== undefined) end = this.links.hitEnd;
+    else {
+      link = this.linkOf(r.grh ? r.grh.sgid : cachedGid(d.ip!.src), r.grh ? r.grh.dgid : cachedGid(dstIp!), bth.destQp, d);
+      end = this.qpEnd;
+      if (dstIp !== undefined) this.links.set(dstIp, bth.destQp, this.qps.gen, link, end);
+    }
     // `end` receives; the packet travels from the other end. Direction index = sender end:
     // 0 = client → server (received by end 1), 1 = server → client.
     const dir: 0 | 1 = end === 1 ? 0 : 1;
@@ -1256,6 +1278,8 @@ function cachedGid(ip: string): string {
  *  130 000 QPs of hosts with one link each); a busy GID switches to a Map. */
 export class QpIndex {
   private readonly m = new Map<string, LinkState | LinkState[] | Map<number, LinkState>>();
+  /** Changes with every set() and delete(): answers cached at another generation are stale. */
+  gen = 0;
   get(gid: string, qpn: number): LinkState | undefined {
     const q = this.m.get(gid);
     if (q === undefined) return undefined;
@@ -1266,6 +1290,7 @@ export class QpIndex {
   }
   /** `link` has an end with (`gid`, `qpn`) (set it there first). */
   set(gid: string, qpn: number, link: LinkState): void {
+    this.gen = (this.gen + 1) | 0;
     const q = this.m.get(gid);
     if (q === undefined) { this.m.set(gid, link); return; }
     if (q instanceof Map) { q.set(qpn, link); return; }
@@ -1283,6 +1308,7 @@ export class QpIndex {
   /** The link of QP (`gid`, `qpn`) leaves the index with its QPs on `gid` (the tracker drops a
    *  link's QPs together: a folded phantom or a rejected ADD LINK's link). */
   delete(gid: string, qpn: number): void {
+    this.gen = (this.gen + 1) | 0;
     const q = this.m.get(gid);
     if (q instanceof Map) {
       const l = q.get(qpn);
@@ -1296,6 +1322,12 @@ export class QpIndex {
       else this.m.set(gid, rest.length === 1 ? rest[0]! : rest);
     } else if (q && hasQp(q, gid, qpn)) this.m.delete(gid);
   }
+}
+
+/** `c` is the connection between (`srcIp`, `srcPort`) and (`dstIp`, `dstPort`), either way. */
+function sameTuple(c: TcpState, srcIp: string, srcPort: number, dstIp: string, dstPort: number): boolean {
+  return (c.clientPort === srcPort && c.serverPort === dstPort && c.clientIp === srcIp && c.serverIp === dstIp)
+    || (c.clientPort === dstPort && c.serverPort === srcPort && c.clientIp === dstIp && c.serverIp === srcIp);
 }
 
 /** Whether an end of `l` is the QP (`gid`, `qpn`). */
