@@ -1,0 +1,71 @@
+// Tracker round 5 (docs/smcdump.md): a RoCE v2 frame's link comes from a small cache by
+// (destination address, QPN) in front of the QP index, valid while the index is unchanged, and
+// a TCP frame of the last frame's connection reuses it without its key string. Both must answer
+// what the index and the key map answer, also when a later first contact reuses the same
+// addresses, QPNs and ports (a capture repeated: every copy makes a new link group and TCP
+// connection on the same tuples, the case a stale entry would get wrong).
+import test from 'ava';
+import { FrameDecoder } from '../../dissectors/frame.js';
+import { Tracker } from '../../dissectors/tracker/tracker.js';
+import { LinkCache } from '../../dissectors/tracker/linkcache.js';
+import { LinkState } from '../../dissectors/tracker/link.js';
+import type { LinkGroup } from '../../dissectors/tracker/model.js';
+import { gidOfIp } from '../../dissectors/wire/common.js';
+import { pcapPath, readFrames } from '../helpers.js';
+
+const COPIES = 3;
+
+test('every RoCE frame\'s link is the QP index\'s and every TCP frame\'s connection its own copy\'s, with the same tuples in every copy', async (t) => {
+  const one = await readFrames(pcapPath('a-first-contact'));
+  const dec = new FrameDecoder({ icrc: false });
+  const tr = new Tracker({ compact: true, reuseNote: true });
+  let roce = 0;
+  const byCopy = new Set<string>();
+  for (let copy = 0; copy < COPIES; copy++) {
+    for (const f of one) {
+      const d = dec.decode(f);
+      const note = tr.feed(d);
+      if (d.tcp) t.is(note.conn, copy + 1, `copy ${copy + 1}: a TCP frame of its own connection`);
+      const link = tr.frameLink;
+      if (!d.roce || !d.ip || link === undefined) continue;
+      roce++;
+      const want = tr.linkOfQp(gidOfIp(d.ip.dst), d.roce.ib.bth.destQp);
+      t.true(link === want?.link, `copy ${copy + 1}: frame ${d.n} on the index's link`);
+      t.is(link.lg.id, tr.groups[copy]!.id, `copy ${copy + 1}: frame ${d.n} in its copy's group`);
+      byCopy.add(`${copy}:${link.name}`);
+    }
+  }
+  t.is(tr.groups.length, COPIES);
+  t.true(roce > COPIES * 20, `${roce} RoCE frames`);
+  // the copies' links carry the same packets (none went to an earlier copy's link)
+  const packets = (g: LinkGroup): string => g.links.map((l) => `${l.packets[0]}/${l.packets[1]}`).join(' ');
+  for (const g of tr.groups) t.is(packets(g), packets(tr.groups[0]!));
+  t.is(byCopy.size, COPIES);
+});
+
+test('a cached link answers only for its address, QPN and the index generation it was cached at', (t) => {
+  const c = new LinkCache();
+  const lg = { id: 1 } as unknown as LinkGroup;
+  const a = new LinkState(lg, 'LG1/L1', 1, [{ gid: '::ffff:10.0.0.1', qpn: 0x11 }, { gid: '::ffff:10.0.0.2', qpn: 0x11 }], 1024, 'active', 1, [] as never);
+  const b = new LinkState(lg, 'LG1/L2', 2, [{ gid: '::ffff:10.0.0.1', qpn: 0x12 }, { gid: '::ffff:10.0.0.2', qpn: 0x12 }], 1024, 'active', 1, [] as never);
+  c.set('10.0.0.2', 0x11, 5, a, 1);
+  t.is(c.get('10.0.0.2', 0x11, 5), a);
+  t.is(c.hitEnd, 1);
+  t.is(c.get('10.0.0.2', 0x11, 6), undefined, 'the index changed since');
+  t.is(c.get('10.0.0.1', 0x11, 5), undefined, 'another address, same QPN');
+  t.is(c.get('10.0.0.2', 0x12, 5), undefined, 'another QPN');
+  c.set('10.0.0.1', 0x12, 5, b, 0);
+  t.is(c.get('10.0.0.1', 0x12, 5), b);
+  t.is(c.hitEnd, 0);
+  // two QPs of one set (the ends of a link with the same QPN) are both kept; a third replaces
+  // the one not used last, which then misses (never answers wrongly)
+  c.set('10.0.0.1', 0x11, 5, b, 0);
+  t.is(c.get('10.0.0.2', 0x11, 5), a);
+  t.is(c.get('10.0.0.1', 0x11, 5), b);
+  let other = 0x11 + 1;
+  while (((other ^ (other >>> 5) ^ (other >>> 10)) & 31) !== ((0x11 ^ (0x11 >>> 5) ^ (0x11 >>> 10)) & 31)) other++;
+  c.set('10.0.0.3', other, 5, a, 1);
+  t.is(c.get('10.0.0.2', 0x11, 5), undefined, 'the entry not used last went');
+  t.is(c.get('10.0.0.1', 0x11, 5), b);
+  t.is(c.get('10.0.0.3', other, 5), a);
+});
