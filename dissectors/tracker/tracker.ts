@@ -77,6 +77,14 @@ class ReusedNote implements FrameNote {
   retransmission: boolean | undefined = undefined;
   conn: number | undefined = undefined;
   dir: FrameNote['dir'] = undefined;
+  constructor() {
+    // each field holds every kind of value it will hold once before any code uses the note:
+    // V8 widens a field's representation when a number first replaces undefined (or an array
+    // the shared empty one), and that throws away the optimised code of every function that
+    // set or read the note so far (feed, onRoce: compiled twice per replay, measured)
+    this.anomalies = []; this.tcpMode = 'tcp'; this.link = ''; this.retransmission = true; this.conn = 0; this.dir = 'c>s';
+    this.reset();
+  }
   reset(): this {
     this.anomalies = NO_ANOMALIES; this.tcpMode = undefined; this.link = undefined;
     this.retransmission = undefined; this.conn = undefined; this.dir = undefined;
@@ -932,100 +940,114 @@ export class Tracker {
   // LLC: the link group state machine
   // ---------------------------------------------------------------------------------------
 
+  // Each kind of LLC message has a method of its own: a frame's work is in one of them, and V8
+  // optimises each only when its kind is frequent (one method for all took 40-80 ms of the
+  // optimising compiler per replay, more than all its messages cost to track).
   private onLlc(m: LlcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
     const lg = link.lg;
-    const by = SIDE[dir];
-    const ev = (what: Parameters<typeof lgEvent>[1]['what'], text: string, l: Link = link): void => lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what, link: l.name, by, text });
     if (m.kind === 'add_link' && !m.response) this.llc.answerRequestAddLink(lg, dir, d.tsNs);
-    if (LlcPairing.expectsAnswer(m)) {
-      const req: LlcRequest = { lg, link, from: dir, kind: m.kind, frame: d.n, tsNs: d.tsNs };
-      if (m.kind === 'delete_link') req.linkId = m.linkId;
-      this.llc.request(req);
-    } else if (m.response) this.llc.answer(lg, dir, m.kind, d.tsNs);
+    if (LlcPairing.expectsAnswer(m)) this.llcRequest(m, link, dir, d);
+    else if (m.response) this.llc.answer(lg, dir, m.kind, d.tsNs);
     switch (m.kind) {
-      case 'confirm_link':
-        this.setLinkId(link, m.linkId);
-        link.uid = m.linkUid;
-        if (!this.opts.compact) link.sent[dir].confirm = { frame: d.n, tsNs: d.tsNs, response: m.response, linkId: m.linkId, qpn: m.qpn, gid: intern(m.gid), mac: intern(m.mac), uid: m.linkUid };
-        if (m.response) {
-          if (link.state !== 'active') {
-            link.state = 'active';
-            link.rmbKeys = undefined; // up: never rejected any more
-            link.confirmedFrame = d.n;
-            lgEventSaid(lg, d.n, d.tsNs, link.name, by, { kind: 'confirmed' });
-            noteType(lg, d.n, d.tsNs);
-          }
-          const first = lg.firstTcp as TcpState | undefined; // the tracker made it
-          if (first && !first.hasStep('CONFIRM LINK')) first.addStep('CONFIRM LINK', d.n, d.tsNs);
-        } else {
-          // The server started link bring-up; a missing response is now an LLC timeout.
-          if (link.state === 'unknown') link.state = 'confirming';
-          for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) if (this.awaitingConfirmLink[i]!.lg === lg) this.awaitingConfirmLink.splice(i, 1);
-        }
-        if (lg.maxLinks === undefined || lg.maxConns === undefined) (lg as GroupState).said({ maxLinks: lg.maxLinks ?? m.maxLinks, maxConns: lg.maxConns ?? m.maxConns });
-        break;
-      case 'add_link': {
-        if (m.rejected) {
-          // The link the request proposed never comes up.
-          const i = lg.links.findIndex((l) => l.id === m.linkId && l.state === 'confirming' && l !== link);
-          if (i >= 0) {
-            const [dead] = lg.links.splice(i, 1);
-            for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn) === dead) this.qps.delete(e.gid, e.qpn);
-            this.dropRmbs(dead as LinkState);
-          }
-          lgEventSaid(lg, d.n, d.tsNs, `LG${lg.id}/L${m.linkId}`, by, { kind: 'rejected', linkId: m.linkId });
-          break;
-        }
-        if (!m.response) {
-          // The requester (server side of the LG in Linux) announces its new QP; the client answers with its own.
-          const nl = this.newLink(lg, dir === 1 ? [{ gid: '' }, { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }] : [{ gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }, { gid: '' }], mtuFromCode(m.mtu), 'confirming', d.n);
-          this.setLinkId(nl, m.linkId);
-          nl.setNextPsn(dir, m.psn);
-          const sent = this.sentOf(nl, dir);
-          if (sent) sent.add = llcQp(m, d);
-          lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
-          for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
-        } else {
-          const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && (l as LinkState).gidOf(dir) === '') as LinkState | undefined;
-          if (nl) {
-            nl.setEnd(dir, { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn });
-            (nl as LinkState).setNextPsn(dir, m.psn);
-            const sent = this.sentOf(nl, dir);
-            if (sent) sent.add = llcQp(m, d);
-            this.claimQp(m.gid, m.qpn, nl);
-            for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
-          }
-        }
-        break;
-      }
-      case 'add_link_cont': {
-        // SMC-Rv1: the rkeys of the new link follow in ADD LINK CONTINUATION messages.
-        const nl = this.linkById(lg, m.linkId);
-        if (nl && nl !== link) for (const rk of m.rkeys.slice(0, m.numRkeys)) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
-        break;
-      }
-      case 'request_add_link':
-        if (!m.response) ev('request-add-link', `REQUEST ADD LINK from the ${by} (${m.gids.length} GID${m.gids.length === 1 ? '' : 's'}: a device came back or the group is asymmetric)`);
-        break;
-      case 'delete_link':
-        this.onDeleteLink(m, link, dir, d);
-        break;
-      case 'confirm_rkey':
-        if (!m.response) {
-          // The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link.
-          const wdir = (1 - dir) as 0 | 1;
-          const others = m.others.slice(0, m.numRtokens).filter((o) => this.linkById(lg, o.linkId) !== undefined);
-          // On a group's only link it confirms what the CLC said (same rkey, same address): the
-          // connection's CLC side stays the record, no entry is made.
-          if (others.length === 0 && this.sameAsClc(link, wdir, m.rkey, m.vaddr)) break;
-          const ref: RmbRef = this.rmbRefAt(link, wdir, m.rkey) ?? { conn: undefined, dir: wdir, n: 0 };
-          this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
-          for (const o of others) this.aliasRmb(this.linkById(lg, o.linkId)!, wdir, o.rkey, o.vaddr, ref);
-        }
-        break;
-      default:
-        break;
+      case 'confirm_link': this.onConfirmLink(m, link, dir, d); break;
+      case 'add_link': this.onAddLink(m, link, dir, d); break;
+      case 'add_link_cont': this.onAddLinkCont(m, link, dir); break;
+      case 'request_add_link': if (!m.response) this.onRequestAddLink(m, link, dir, d); break;
+      case 'delete_link': this.onDeleteLink(m, link, dir, d); break;
+      case 'confirm_rkey': if (!m.response) this.onConfirmRkey(m, link, dir); break;
+      default: break;
     }
+  }
+
+  /** A request the peer must answer in time. */
+  private llcRequest(m: LlcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    const req: LlcRequest = { lg: link.lg, link, from: dir, kind: m.kind, frame: d.n, tsNs: d.tsNs };
+    if (m.kind === 'delete_link') req.linkId = m.linkId;
+    this.llc.request(req);
+  }
+
+  private onConfirmLink(m: Extract<LlcMessage, { kind: 'confirm_link' }>, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    const lg = link.lg;
+    const by = SIDE[dir];
+    this.setLinkId(link, m.linkId);
+    link.uid = m.linkUid;
+    if (!this.opts.compact) link.sent[dir].confirm = { frame: d.n, tsNs: d.tsNs, response: m.response, linkId: m.linkId, qpn: m.qpn, gid: intern(m.gid), mac: intern(m.mac), uid: m.linkUid };
+    if (m.response) {
+      if (link.state !== 'active') {
+        link.state = 'active';
+        link.rmbKeys = undefined; // up: never rejected any more
+        link.confirmedFrame = d.n;
+        lgEventSaid(lg, d.n, d.tsNs, link.name, by, { kind: 'confirmed' });
+        noteType(lg, d.n, d.tsNs);
+      }
+      const first = lg.firstTcp as TcpState | undefined; // the tracker made it
+      if (first && !first.hasStep('CONFIRM LINK')) first.addStep('CONFIRM LINK', d.n, d.tsNs);
+    } else {
+      // The server started link bring-up; a missing response is now an LLC timeout.
+      if (link.state === 'unknown') link.state = 'confirming';
+      for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) if (this.awaitingConfirmLink[i]!.lg === lg) this.awaitingConfirmLink.splice(i, 1);
+    }
+    if (lg.maxLinks === undefined || lg.maxConns === undefined) (lg as GroupState).said({ maxLinks: lg.maxLinks ?? m.maxLinks, maxConns: lg.maxConns ?? m.maxConns });
+  }
+
+  private onAddLink(m: Extract<LlcMessage, { kind: 'add_link' }>, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    const lg = link.lg;
+    const by = SIDE[dir];
+    if (m.rejected) {
+      // The link the request proposed never comes up.
+      const i = lg.links.findIndex((l) => l.id === m.linkId && l.state === 'confirming' && l !== link);
+      if (i >= 0) {
+        const [dead] = lg.links.splice(i, 1);
+        for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn) === dead) this.qps.delete(e.gid, e.qpn);
+        this.dropRmbs(dead as LinkState);
+      }
+      lgEventSaid(lg, d.n, d.tsNs, `LG${lg.id}/L${m.linkId}`, by, { kind: 'rejected', linkId: m.linkId });
+      return;
+    }
+    if (!m.response) {
+      // The requester (server side of the LG in Linux) announces its new QP; the client answers with its own.
+      const nl = this.newLink(lg, dir === 1 ? [{ gid: '' }, { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }] : [{ gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }, { gid: '' }], mtuFromCode(m.mtu), 'confirming', d.n);
+      this.setLinkId(nl, m.linkId);
+      nl.setNextPsn(dir, m.psn);
+      const sent = this.sentOf(nl, dir);
+      if (sent) sent.add = llcQp(m, d);
+      lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
+      for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
+    } else {
+      const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && (l as LinkState).gidOf(dir) === '') as LinkState | undefined;
+      if (nl) {
+        nl.setEnd(dir, { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn });
+        (nl as LinkState).setNextPsn(dir, m.psn);
+        const sent = this.sentOf(nl, dir);
+        if (sent) sent.add = llcQp(m, d);
+        this.claimQp(m.gid, m.qpn, nl);
+        for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
+      }
+    }
+  }
+
+  /** SMC-Rv1: the rkeys of the new link follow in ADD LINK CONTINUATION messages. */
+  private onAddLinkCont(m: Extract<LlcMessage, { kind: 'add_link_cont' }>, link: LinkState, dir: 0 | 1): void {
+    const nl = this.linkById(link.lg, m.linkId);
+    if (nl && nl !== link) for (const rk of m.rkeys.slice(0, m.numRkeys)) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
+  }
+
+  private onRequestAddLink(m: Extract<LlcMessage, { kind: 'request_add_link' }>, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    const by = SIDE[dir];
+    lgEvent(link.lg, { frame: d.n, tsNs: d.tsNs, what: 'request-add-link', link: link.name, by, text: `REQUEST ADD LINK from the ${by} (${m.gids.length} GID${m.gids.length === 1 ? '' : 's'}: a device came back or the group is asymmetric)` });
+  }
+
+  /** The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link. */
+  private onConfirmRkey(m: Extract<LlcMessage, { kind: 'confirm_rkey' }>, link: LinkState, dir: 0 | 1): void {
+    const lg = link.lg;
+    const wdir = (1 - dir) as 0 | 1;
+    const others = m.others.slice(0, m.numRtokens).filter((o) => this.linkById(lg, o.linkId) !== undefined);
+    // On a group's only link it confirms what the CLC said (same rkey, same address): the
+    // connection's CLC side stays the record, no entry is made.
+    if (others.length === 0 && this.sameAsClc(link, wdir, m.rkey, m.vaddr)) return;
+    const ref: RmbRef = this.rmbRefAt(link, wdir, m.rkey) ?? { conn: undefined, dir: wdir, n: 0 };
+    this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
+    for (const o of others) this.aliasRmb(this.linkById(lg, o.linkId)!, wdir, o.rkey, o.vaddr, ref);
   }
 
   private onDeleteLink(m: Extract<LlcMessage, { kind: 'delete_link' }>, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
