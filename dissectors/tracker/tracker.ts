@@ -19,7 +19,7 @@ import type { LlcMessage } from '../wire/llc.js';
 import { DEL_REASON, deleteLinkReason } from '../wire/llc.js';
 import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
-import { opcodeInfo } from '../wire/ib.js';
+import { opcodeInfo, type IbOpcodeInfo } from '../wire/ib.js';
 import type {
   Anomaly, FrameNote, Link, LinkGroup, LinkSent, LlcQp, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
 } from './model.js';
@@ -611,80 +611,100 @@ export class Tracker {
   // RoCE: PSNs, ACK/NAK, LLC, CDC, RDMA WRITE
   // ---------------------------------------------------------------------------------------
 
+  // The frame path (onRoce, onWrite, onCdc) keeps what every frame does and calls out for what
+  // few do (a NAK, a retransmission, a gap, an anomaly's sentence, a link not cached): V8
+  // optimises a function sooner and compiles it faster the less bytecode it has, and most of a
+  // replay's tracking time on a few hundred thousand frames was its warm-up (docs/smcdump.md,
+  // "Tracker, round 5").
   private onRoce(d: DecodedFrame): void {
     const r = d.roce!;
-    const bth = r.ib.bth;
+    const ib = r.ib, bth = ib.bth;
     const info = opcodeInfo(bth.opcode);
-    if (info.transport !== 'RC') {
-      this.onOtherRoce(r.grh ? r.grh.sgid : cachedGid(d.ip!.src), r.grh ? r.grh.dgid : cachedGid(d.ip!.dst), bth.destQp, info.transport, r.ib.payload.length, d.n);
-      return;
-    }
+    if (info.transport !== 'RC') { this.onOtherRoceFrame(d, info.transport); return; }
     // RoCE v2: the link by the destination address as the decoder gave it, when recently asked
     const dstIp = r.grh ? undefined : d.ip!.dst;
     let link = dstIp !== undefined ? this.links.get(dstIp, bth.destQp, this.qps.gen) : undefined, end: 0 | 1;
     if (link !== undefined) end = this.links.hitEnd;
-    else {
-      link = this.linkOf(r.grh ? r.grh.sgid : cachedGid(d.ip!.src), r.grh ? r.grh.dgid : cachedGid(dstIp!), bth.destQp, d);
-      end = this.qpEnd;
-      if (dstIp !== undefined) this.links.set(dstIp, bth.destQp, this.qps.gen, link, end);
-    }
+    else { link = this.linkOfFrame(d, dstIp); end = this.qpEnd; }
     // `end` receives; the packet travels from the other end. Direction index = sender end:
     // 0 = client → server (received by end 1), 1 = server → client.
     const dir: 0 | 1 = end === 1 ? 0 : 1;
     this.note.link = link.name;
     this.frameLink = link;
     this.frameDir = dir;
-    link.count(dir, 1, r.ib.payload.length);
+    link.count(dir, 1, ib.payload.length);
     link.seen(dir, d.n, d.tsNs);
-    if (info.isAck) {
-      const a = r.ib.aeth;
-      const rx = link.retxOf((1 - dir) as 0 | 1);
-      if (rx) rx.answered = true;
-      if (!a || a.kind === 'ACK') return;
-      // A NAK answers the request with this PSN, sent the other way: attribute it to its connection.
-      const conn = this.connOfPsn(link, (1 - dir) as 0 | 1, bth.psn);
-      if (conn !== undefined) this.note.conn = conn;
-      if (a.kind === 'NAK') { link.naks++; this.anomaly('warn', 'roce.nak', `NAK ${a.code === 0 ? 'PSN sequence error' : `code ${a.code}`} for PSN ${bth.psn} on ${link.name}${conn !== undefined ? ` (connection ${conn})` : ''}`, link.name, conn); }
-      else if (a.kind === 'RNR NAK') { link.rnrNaks++; this.anomaly('warn', 'roce.rnr-nak', `RNR NAK (receiver had no receive buffer posted) for PSN ${bth.psn} on ${link.name}${conn !== undefined ? ` (connection ${conn})` : ''}`, link.name, conn); }
-      return;
-    }
-    // Any request from the other end also shows it is alive.
+    // any packet from the other end shows it is alive
     const rx = link.retxOf((1 - dir) as 0 | 1);
     if (rx) rx.answered = true;
+    if (info.isAck) {
+      const a = ib.aeth;
+      if (a && a.kind !== 'ACK') this.onNak(link, dir, bth.psn, a.kind, a.code);
+      return;
+    }
     // Request PSN continuity per direction.
     const want = link.nextPsnOf(dir);
-    if (want !== undefined && bth.psn !== want) {
-      const behind = (want - bth.psn) & 0xffffff;
-      if (behind > 0 && behind < 0x800000) {
-        link.retransmits++;
-        this.countRetx(link, dir, bth.psn, d);
-        this.note.retransmission = true;
-        const conn = this.connOfPsn(link, dir, bth.psn);
-        if (conn !== undefined) this.note.conn = conn;
-        this.anomaly('note', 'roce.retransmission', `retransmission of PSN ${bth.psn} on ${link.name} (next new PSN ${want})`, link.name, conn);
-        return; // already processed the first time
-      }
-      link.psnGaps++;
-      const s = this.sentOf(link, dir);
-      if (s) s.gaps++;
-      this.anomaly(this.gapSeverity, 'roce.psn-gap', `PSN gap on ${link.name}: expected ${want}, got ${bth.psn} (${((bth.psn - want) & 0xffffff)} packets missing from the capture or lost)`, link.name);
-    }
+    if (want !== undefined && bth.psn !== want && this.psnOff(link, dir, bth.psn, want, d)) return;
     link.setNextPsn(dir, (bth.psn + 1) & 0xffffff);
-    const sent = this.sentOf(link, dir);
-    if (sent) countSent(sent, d, info);
-
-    if (info.isWrite) this.onWrite(d, link, dir);
-    else {
-      for (const it of d.smc) {
-        if (it.proto === 'llc') { link.smcMessages++; this.onLlc(it.value, link, dir, d); }
-        else if (it.proto === 'cdc') { link.smcMessages++; this.onCdc(it.value, link, dir, d); }
-      }
-    }
+    if (!this.opts.compact) countSent(link.sent[dir], d, info);
+    if (info.isWrite) this.onWrite(d, link, dir, info);
+    else this.onSend(d, link, dir);
     this.note.link = link.name; // CONFIRM LINK / ADD LINK may just have named the link
     // Remember which connection each recent PSN carried, for NAKs and retransmissions.
     const ring = link.psnRingOf(dir);
     const now = psnRecord(ring < 0 ? newPsnRing() : ring, bth.psn, this.note.conn ?? 0);
     if (now !== ring) link.setPsnRing(dir, now);
+  }
+
+  /** The link of a RoCE frame the cache did not have; `qpEnd` says which end received it. */
+  private linkOfFrame(d: DecodedFrame, dstIp: string | undefined): LinkState {
+    const r = d.roce!, qpn = r.ib.bth.destQp;
+    const link = this.linkOf(r.grh ? r.grh.sgid : cachedGid(d.ip!.src), r.grh ? r.grh.dgid : cachedGid(dstIp!), qpn, d);
+    if (dstIp !== undefined) this.links.set(dstIp, qpn, this.qps.gen, link, this.qpEnd);
+    return link;
+  }
+
+  /** The SMC messages of a SEND: LLC and CDC. */
+  private onSend(d: DecodedFrame, link: LinkState, dir: 0 | 1): void {
+    for (const it of d.smc) {
+      if (it.proto === 'llc') { link.smcMessages++; this.onLlc(it.value, link, dir, d); }
+      else if (it.proto === 'cdc') { link.smcMessages++; this.onCdc(it.value, link, dir, d); }
+    }
+  }
+
+  /** A NAK or RNR NAK from end `dir`: it answers the request with this PSN, sent the other way;
+   *  attributed to that request's connection. */
+  private onNak(link: LinkState, dir: 0 | 1, psn: number, kind: string, code: number): void {
+    const conn = this.connOfPsn(link, (1 - dir) as 0 | 1, psn);
+    if (conn !== undefined) this.note.conn = conn;
+    const on = `on ${link.name}${conn !== undefined ? ` (connection ${conn})` : ''}`;
+    if (kind === 'NAK') { link.naks++; this.anomaly('warn', 'roce.nak', `NAK ${code === 0 ? 'PSN sequence error' : `code ${code}`} for PSN ${psn} ${on}`, link.name, conn); }
+    else if (kind === 'RNR NAK') { link.rnrNaks++; this.anomaly('warn', 'roce.rnr-nak', `RNR NAK (receiver had no receive buffer posted) for PSN ${psn} ${on}`, link.name, conn); }
+  }
+
+  /** A request whose PSN is not the next one: a retransmission (true: already processed the
+   *  first time, nothing more to do) or a gap (false: processed as new). */
+  private psnOff(link: LinkState, dir: 0 | 1, psn: number, want: number, d: DecodedFrame): boolean {
+    const behind = (want - psn) & 0xffffff;
+    if (behind > 0 && behind < 0x800000) {
+      link.retransmits++;
+      this.countRetx(link, dir, psn, d);
+      this.note.retransmission = true;
+      const conn = this.connOfPsn(link, dir, psn);
+      if (conn !== undefined) this.note.conn = conn;
+      this.anomaly('note', 'roce.retransmission', `retransmission of PSN ${psn} on ${link.name} (next new PSN ${want})`, link.name, conn);
+      return true;
+    }
+    link.psnGaps++;
+    const s = this.sentOf(link, dir);
+    if (s) s.gaps++;
+    this.anomaly(this.gapSeverity, 'roce.psn-gap', `PSN gap on ${link.name}: expected ${want}, got ${psn} (${((psn - want) & 0xffffff)} packets missing from the capture or lost)`, link.name);
+    return false;
+  }
+
+  private onOtherRoceFrame(d: DecodedFrame, transport: string): void {
+    const r = d.roce!;
+    this.onOtherRoce(r.grh ? r.grh.sgid : cachedGid(d.ip!.src), r.grh ? r.grh.dgid : cachedGid(d.ip!.dst), r.ib.bth.destQp, transport, r.ib.payload.length, d.n);
   }
 
   private onOtherRoce(src: string, dst: string, qpn: number, transport: string, bytes: number, frame: number): void {
@@ -710,60 +730,62 @@ export class Tracker {
     if (n > 1) s.answered = false;
   }
 
-  private onWrite(d: DecodedFrame, link: LinkState, dir: 0 | 1): void {
+  private onWrite(d: DecodedFrame, link: LinkState, dir: 0 | 1, info: IbOpcodeInfo): void {
     const ib = d.roce!.ib;
-    const info = opcodeInfo(ib.bth.opcode);
     let cont: WriteCont | undefined;
-    if (ib.reth) {
-      const hit = this.rmbAt(link, dir, ib.reth.rkey);
-      const conn = hit?.ref.conn;
-      if (!hit || !conn) {
-        link.setWrite(dir, undefined);
-        if (link.lg.complete && !hit) this.anomaly('error', 'rdma.unknown-rkey', `RDMA WRITE with rkey ${hex32(ib.reth.rkey)} that the receiver never announced on ${link.name}`, link.name);
-        else if (!link.lg.complete) link.setUnclaimed(dir, { rkey: ib.reth.rkey, va: ib.reth.va });
-        return;
-      }
-      // a learned RMB's start is unknown: no offset, no bounds (-1: not placed in the stream)
-      const off = hit.learned ? -1 : Number(ib.reth.va - hit.va);
-      const size = dirOf(conn, hit.ref.dir).ringSize;
-      if (size > 0 && !hit.learned && (off < 0 || off + ib.reth.dmaLen > size)) {
-        this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
-      }
-      // a WRITE ONLY's place is used at once (one scratch object); a FIRST's is kept until its LAST
-      if (info.isOnly) { cont = this.onlyWrite; cont.conn = conn; cont.dir = hit.ref.dir; cont.offset = off; } else cont = { conn, dir: hit.ref.dir, offset: off };
-      link.setWrite(dir, info.isOnly ? undefined : cont);
-    } else {
+    if (ib.reth) cont = this.writeStart(d, link, dir, info);
+    else {
       cont = link.writeOf(dir);
-      if (!cont) return; // MIDDLE/LAST whose FIRST was not captured
-      if (info.isLast) link.setWrite(dir, undefined);
+      if (cont !== undefined && info.isLast) link.setWrite(dir, undefined);
     }
-    const sd = dirOf(cont.conn, cont.dir);
-    this.note.conn = cont.conn.index;
+    if (cont === undefined) return; // not placed (unknown rkey), or a MIDDLE/LAST whose FIRST was not captured
+    const conn = cont.conn as SmcState, sd = conn.dir(cont.dir);
+    this.note.conn = conn.index;
     this.note.dir = cont.dir === 0 ? 'c>s' : 's>c';
-    if (cont.dir !== dir) this.anomaly('error', 'rdma.wrong-direction', `RDMA WRITE into the sender's own RMB (connection ${cont.conn.index})`, link.name, cont.conn.index);
+    if (cont.dir !== dir) this.anomaly('error', 'rdma.wrong-direction', `RDMA WRITE into the sender's own RMB (connection ${conn.index})`, link.name, conn.index);
+    const n = ib.payload.length;
     sd.writes++;
-    sd.writeBytes += ib.payload.length;
+    sd.writeBytes += n;
     if (cont.offset >= 0) {
       sd.stream?.place(cont.offset, ib.payload);
-      cont.offset += ib.payload.length;
+      cont.offset += n;
     }
-    (cont.conn as SmcState).noteData(d.n, d.tsNs);
+    conn.noteData(d.n, d.tsNs);
+  }
+
+  /** A WRITE FIRST or ONLY (it has a RETH): where in which connection's RMB it goes, or
+   *  undefined when no connection is known for its rkey. */
+  private writeStart(d: DecodedFrame, link: LinkState, dir: 0 | 1, info: IbOpcodeInfo): WriteCont | undefined {
+    const reth = d.roce!.ib.reth!;
+    const hit = this.rmbAt(link, dir, reth.rkey);
+    const conn = hit?.ref.conn;
+    if (!hit || !conn) {
+      link.setWrite(dir, undefined);
+      if (link.lg.complete && !hit) this.anomaly('error', 'rdma.unknown-rkey', `RDMA WRITE with rkey ${hex32(reth.rkey)} that the receiver never announced on ${link.name}`, link.name);
+      else if (!link.lg.complete) link.setUnclaimed(dir, { rkey: reth.rkey, va: reth.va });
+      return undefined;
+    }
+    // a learned RMB's start is unknown: no offset, no bounds (-1: not placed in the stream)
+    const off = hit.learned ? -1 : Number(reth.va - hit.va);
+    const size = dirOf(conn, hit.ref.dir).ringSize;
+    if (size > 0 && !hit.learned && (off < 0 || off + reth.dmaLen > size)) {
+      this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
+    }
+    // a WRITE ONLY's place is used at once (one scratch object); a FIRST's is kept until its LAST
+    if (info.isOnly) {
+      const cont = this.onlyWrite;
+      cont.conn = conn; cont.dir = hit.ref.dir; cont.offset = off;
+      link.setWrite(dir, undefined);
+      return cont;
+    }
+    const cont: WriteCont = { conn, dir: hit.ref.dir, offset: off };
+    link.setWrite(dir, cont);
+    return cont;
   }
 
   private onCdc(m: CdcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
-    let conn = this.byToken.get(link.lg, link.lg.id * 2 + dir, dir, link, m.token);
-    if (!conn) {
-      const rev = this.byToken.get(link.lg, link.lg.id * 2 + 1 - dir, (1 - dir) as 0 | 1, link, m.token);
-      if (rev && link.lg.complete) {
-        this.anomaly('error', 'cdc.wrong-direction', `CDC carries the sender's own token (connection ${rev.index})`, link.name, rev.index);
-        return;
-      }
-      if (link.lg.complete) {
-        this.anomaly('error', 'cdc.unknown-token', `CDC for alert token ${hex32(m.token)} that the receiver never announced in ${`LG${link.lg.id}`} (${link.name})`, link.name);
-        return;
-      }
-      conn = this.orphan(link, dir, m.token);
-    }
+    const conn = this.byToken.get(link.lg, link.lg.id * 2 + dir, dir, link, m.token) ?? this.cdcConnMissing(m, link, dir);
+    if (conn === undefined) return;
     this.note.conn = conn.index;
     this.note.dir = dir === 0 ? 'c>s' : 's>c';
     // (the tracker made every direction: a DirState)
@@ -781,32 +803,16 @@ export class Tracker {
     const seqGap = seq === 'gap';
     if (seq === 'first') w.firstSeq = m.seq;
     if (seqGap) w.seqGaps++;
-    if (seqGap) this.anomaly(this.gapSeverity, 'cdc.seq-gap', `CDC sequence jumped from ${w.seq} to ${m.seq} on connection ${conn.index} (${((m.seq - w.seq! - 1) & 0xffff)} CDC missing)`, link.name, conn.index);
-    else if (seq === 'stale') { this.anomaly('error', 'cdc.seq-regression', `CDC sequence went back from ${w.seq} to ${m.seq} on connection ${conn.index}`, link.name, conn.index); return; }
+    if (seqGap || seq === 'stale') { this.seqOff(w, m, conn, link, seqGap); if (!seqGap) return; }
     w.seq = m.seq;
     w.lastWriteBlocked = m.prodFlags.writeBlocked;
     // Producer cursor: how far the sender wrote into the receiver's ring; release new bytes.
     // Cursors of a connection whose handshake was captured start at 0:0; mid-stream ones
     // (ring size unknown) only get a baseline from their first CDC.
     const size = w.ringSize;
-    if (size > 0 && cursorOutOfRing(m.prod, size)) {
-      this.anomaly('error', 'cdc.cursor-range', `producer cursor count ${m.prod.count} is beyond the receiver's ${size}-byte RMBE on connection ${conn.index}`, link.name, conn.index);
-    }
+    if (size > 0 && cursorOutOfRing(m.prod, size)) this.cursorRange(m, size, conn, link);
     const wp = w.prodInto(this.curA);
-    if (wp && size > 0) {
-      // Linux moves a cursor at most one wrap per CDC (smc_curs_diff). A bigger step is a
-      // protocol anomaly — unless CDCs are missing from the capture (the sequence gap says so).
-      const multiWrap = movedMultiWrap(wp, m.prod);
-      if (multiWrap && !seqGap) {
-        this.anomaly('warn', 'cdc.cursor-jump', `producer cursor jumped more than one wrap (${wp.wrap}:${wp.count} → ${m.prod.wrap}:${m.prod.count}) on connection ${conn.index}`, link.name, conn.index);
-      }
-      const n = multiWrap ? cursorDistance(wp, m.prod, size) : cursorDiff(wp, m.prod, size);
-      if (n > 0) {
-        w.stream?.release(wp.count, n, d.n);
-        w.prodLinear += n;
-        if (!this.opts.compact) w.lastProdMove = stamp(w.lastProdMove, d);
-      }
-    }
+    if (wp && size > 0) this.produced(w, wp, m, conn, link, seqGap, d);
     w.prod = m.prod;
     if (w.consAhead) {
       if (!seqGap) this.consAheadAnomaly(w, conn);
@@ -815,48 +821,103 @@ export class Tracker {
     // Consumer cursor: how far the sender consumed the reverse stream.
     const bsize = back.ringSize;
     const bc = back.consInto(this.curA);
-    if (bc && bsize > 0) {
-      const multiWrap = movedMultiWrap(bc, m.cons);
-      const moved = multiWrap ? cursorDistance(bc, m.cons, bsize) : cursorDiff(bc, m.cons, bsize);
-      back.consLinear += moved;
-      if (moved > 0) this.consumed(back, d);
-      // Ahead of the producer we saw: a violation — unless the capture lacks a CDC of the
-      // writer (then the reader knew a cursor we did not see). The writer's next CDC decides.
-      if (back.consLinear > back.prodLinear && !back.consAhead) {
-        back.consAhead = { frame: d.n, tsNs: d.tsNs, link: link.name, text: `consumer cursor ${m.cons.wrap}:${m.cons.count} is beyond what the peer produced (${back.prodLinear} bytes) on connection ${conn.index}` };
-      }
-    }
+    if (bc && bsize > 0) this.consumedBy(back, bc, bsize, m, conn, link, d);
     back.cons = m.cons;
     // Overrun: the writer may not run more than one ring ahead of what the reader consumed.
     const over = size > 0 && w.hasCons() ? overrunBytes(w.prodLinear, w.consLinear, size) : 0;
-    if (over > 0) {
-      this.anomaly('error', 'cdc.overrun', `producer cursor overruns the peer's consumer cursor by ${over} bytes on connection ${conn.index} (would overwrite unread data)`, link.name, conn.index);
-    }
+    if (over > 0) this.overrun(over, conn, link);
     // Window: the writer waits for the reader (flag, or its ring is full).
     const full = size > 0 && w.hasCons() && w.prodLinear - w.consLinear >= size;
     if (m.prodFlags.writeBlocked) w.writerBlocked++;
     // A stall needs unread data: Linux leaves write_blocked set on the CDCs that follow (e.g. the
     // closing one) after the reader has consumed everything, and an empty ring blocks nobody.
     if ((m.prodFlags.writeBlocked || full) && !w.blockedSince && w.prodLinear > w.consLinear) w.blockedSince = { frame: d.n, tsNs: d.tsNs };
-    if (m.prodFlags.urgentPending || m.prodFlags.urgentPresent) {
-      w.urgent++;
-      // Linux (smc_cdc_handle_urg_data_arrival): the urgent byte is the last one before the
-      // producer cursor of the CDC that has urg_data_present.
-      const at = urgentByteAt(w.prodLinear);
-      const last = w.urgentMarks[w.urgentMarks.length - 1];
-      if (m.prodFlags.urgentPresent && at >= 0 && last?.offset !== at) {
-        w.urgentMarks = append(w.urgentMarks, { offset: at, frame: d.n, tsNs: d.tsNs });
-        w.stream?.markUrgent(at);
-      }
-    }
+    if (m.prodFlags.urgentPending || m.prodFlags.urgentPresent) this.urgent(w, m, d);
     if (m.connFlags.peerDoneWriting) w.doneWriting = true;
     if (m.connFlags.peerConnClosed) w.closed = true;
-    if (m.connFlags.peerConnAbort && !w.aborted) {
-      w.aborted = true;
-      const by = SIDE[dir];
-      conn.abort = { by, frame: d.n, tsNs: d.tsNs, unread: Math.max(0, back.prodLinear - back.consLinear) };
-      this.anomaly('note', 'cdc.abort', `connection ${conn.index} aborted by its ${by}`, link.name, conn.index);
+    if (m.connFlags.peerConnAbort && !w.aborted) this.aborted(w, back, conn, link, dir, d);
+  }
+
+  /** A CDC whose token names no connection of the receiver's: the sender's own token (an
+   *  anomaly), an unknown one (an anomaly) or, in a group learned mid-stream, a connection first
+   *  seen now. */
+  private cdcConnMissing(m: CdcMessage, link: LinkState, dir: 0 | 1): SmcConn | undefined {
+    const rev = this.byToken.get(link.lg, link.lg.id * 2 + 1 - dir, (1 - dir) as 0 | 1, link, m.token);
+    if (rev && link.lg.complete) {
+      this.anomaly('error', 'cdc.wrong-direction', `CDC carries the sender's own token (connection ${rev.index})`, link.name, rev.index);
+      return undefined;
     }
+    if (link.lg.complete) {
+      this.anomaly('error', 'cdc.unknown-token', `CDC for alert token ${hex32(m.token)} that the receiver never announced in ${`LG${link.lg.id}`} (${link.name})`, link.name);
+      return undefined;
+    }
+    return this.orphan(link, dir, m.token);
+  }
+
+  private cursorRange(m: CdcMessage, size: number, conn: SmcConn, link: LinkState): void {
+    this.anomaly('error', 'cdc.cursor-range', `producer cursor count ${m.prod.count} is beyond the receiver's ${size}-byte RMBE on connection ${conn.index}`, link.name, conn.index);
+  }
+
+  private overrun(over: number, conn: SmcConn, link: LinkState): void {
+    this.anomaly('error', 'cdc.overrun', `producer cursor overruns the peer's consumer cursor by ${over} bytes on connection ${conn.index} (would overwrite unread data)`, link.name, conn.index);
+  }
+
+  /** A CDC sequence number that is not the next: a gap or (not `gap`) a regression. */
+  private seqOff(w: DirState, m: CdcMessage, conn: SmcConn, link: LinkState, gap: boolean): void {
+    if (gap) this.anomaly(this.gapSeverity, 'cdc.seq-gap', `CDC sequence jumped from ${w.seq} to ${m.seq} on connection ${conn.index} (${((m.seq - w.seq! - 1) & 0xffff)} CDC missing)`, link.name, conn.index);
+    else this.anomaly('error', 'cdc.seq-regression', `CDC sequence went back from ${w.seq} to ${m.seq} on connection ${conn.index}`, link.name, conn.index);
+  }
+
+  /** The producer cursor of writer direction `w` moved from `wp` to the CDC's: new bytes. */
+  private produced(w: DirState, wp: { wrap: number; count: number }, m: CdcMessage, conn: SmcConn, link: LinkState, seqGap: boolean, d: DecodedFrame): void {
+    const size = w.ringSize;
+    // Linux moves a cursor at most one wrap per CDC (smc_curs_diff). A bigger step is a
+    // protocol anomaly — unless CDCs are missing from the capture (the sequence gap says so).
+    const multiWrap = movedMultiWrap(wp, m.prod);
+    if (multiWrap && !seqGap) {
+      this.anomaly('warn', 'cdc.cursor-jump', `producer cursor jumped more than one wrap (${wp.wrap}:${wp.count} → ${m.prod.wrap}:${m.prod.count}) on connection ${conn.index}`, link.name, conn.index);
+    }
+    const n = multiWrap ? cursorDistance(wp, m.prod, size) : cursorDiff(wp, m.prod, size);
+    if (n > 0) {
+      w.stream?.release(wp.count, n, d.n);
+      w.prodLinear += n;
+      if (!this.opts.compact) w.lastProdMove = stamp(w.lastProdMove, d);
+    }
+  }
+
+  /** The CDC's consumer cursor for the reverse direction `back` (ring `bsize` bytes), which
+   *  was at `bc`. */
+  private consumedBy(back: DirState, bc: { wrap: number; count: number }, bsize: number, m: CdcMessage, conn: SmcConn, link: LinkState, d: DecodedFrame): void {
+    const multiWrap = movedMultiWrap(bc, m.cons);
+    const moved = multiWrap ? cursorDistance(bc, m.cons, bsize) : cursorDiff(bc, m.cons, bsize);
+    back.consLinear += moved;
+    if (moved > 0) this.consumed(back, d);
+    // Ahead of the producer we saw: a violation — unless the capture lacks a CDC of the
+    // writer (then the reader knew a cursor we did not see). The writer's next CDC decides.
+    if (back.consLinear > back.prodLinear && !back.consAhead) {
+      back.consAhead = { frame: d.n, tsNs: d.tsNs, link: link.name, text: `consumer cursor ${m.cons.wrap}:${m.cons.count} is beyond what the peer produced (${back.prodLinear} bytes) on connection ${conn.index}` };
+    }
+  }
+
+  /** Urgent data pending or present in writer direction `w`. */
+  private urgent(w: DirState, m: CdcMessage, d: DecodedFrame): void {
+    w.urgent++;
+    // Linux (smc_cdc_handle_urg_data_arrival): the urgent byte is the last one before the
+    // producer cursor of the CDC that has urg_data_present.
+    const at = urgentByteAt(w.prodLinear);
+    const last = w.urgentMarks[w.urgentMarks.length - 1];
+    if (m.prodFlags.urgentPresent && at >= 0 && last?.offset !== at) {
+      w.urgentMarks = append(w.urgentMarks, { offset: at, frame: d.n, tsNs: d.tsNs });
+      w.stream?.markUrgent(at);
+    }
+  }
+
+  /** The writer of `w` (end `dir`) aborted the connection. */
+  private aborted(w: DirState, back: DirState, conn: SmcConn, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    w.aborted = true;
+    const by = SIDE[dir];
+    conn.abort = { by, frame: d.n, tsNs: d.tsNs, unread: Math.max(0, back.prodLinear - back.consLinear) };
+    this.anomaly('note', 'cdc.abort', `connection ${conn.index} aborted by its ${by}`, link.name, conn.index);
   }
 
   /** Mid-stream group: the WRITEs before a writer's CDC on a link were its connection's (Linux
