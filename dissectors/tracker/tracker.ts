@@ -31,7 +31,7 @@ import { flat, intern, internMaybe } from './intern.js';
 import { append, none, ZERO_PAIR } from './lists.js';
 import { DirSlab, type DirState } from './dir.js';
 import { TcpState, type Epoch } from './tcpconn.js';
-import { SmcState } from './smcconn.js';
+import { SideSlab, SmcState } from './smcconn.js';
 import { LinkState } from './link.js';
 import { ConnIndex } from './connindex.js';
 import { GroupState } from './group.js';
@@ -155,6 +155,8 @@ export class Tracker {
   private readonly epoch: Epoch = { base: 0n };
   /** Where the connections' directions keep their numbers. */
   private readonly dirSlab = new DirSlab(this.epoch);
+  /** Where the connections' CLC sides keep their numbers. */
+  private readonly sideSlab = new SideSlab();
   /** A cursor read out of a direction for the cursor rules (no object per CDC). */
   private readonly curA = { wrap: 0, count: 0 };
   private cur!: DecodedFrame;
@@ -392,7 +394,7 @@ export class Tracker {
         this.anomaly('note', 'track.lg-unknown', `connection ${c.index} reuses a link group created before the capture`, undefined, c.index);
       }
     }
-    const conn = new SmcState(this.epoch, c.index, c, lg, link, client, server, this.dirSlab.make(server.rmbeSize, true), this.dirSlab.make(client.rmbeSize, true));
+    const conn = new SmcState(this.epoch, c.index, c, lg, link, client, server, this.dirSlab.make(server.rmbeSize, true), this.dirSlab.make(client.rmbeSize, true), this.sideSlab);
     if (this.isFollowed(c)) for (const dir of conn.dirs) dir.stream = new RingStream(dir.ringSize, true);
     c.smc = conn;
     lg.conns = append(lg.conns, conn);
@@ -989,7 +991,7 @@ export class Tracker {
     } else {
       const other = link.gidOf(dir), dstGid = link.gidOf(recv);
       const [s0, s1] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
-      conn = new SmcState(this.epoch, -(++this.orphanIndex), undefined, link.lg, link, s0, s1, this.dirSlab.make(0, false), this.dirSlab.make(0, false));
+      conn = new SmcState(this.epoch, -(++this.orphanIndex), undefined, link.lg, link, s0, s1, this.dirSlab.make(0, false), this.dirSlab.make(0, false), this.sideSlab);
       link.lg.conns = append(link.lg.conns, conn);
       this.orphanConns.push(conn);
     }
