@@ -36,6 +36,7 @@ import { LinkState } from './link.js';
 import { ConnIndex } from './connindex.js';
 import { GroupState } from './group.js';
 import { LinkCache } from './linkcache.js';
+import { TcpIndex } from './tcpindex.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -120,7 +121,7 @@ export class Tracker {
   lastTs = 0n;
   readonly llc = new LlcPairing();
 
-  private readonly tcpByKey = new Map<string, TcpState>();
+  private readonly tcpByTuple = new TcpIndex();
   /** The connection of the last TCP frame (consecutive frames are mostly one connection's). */
   private lastTcp: TcpState | undefined = undefined;
   /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
@@ -243,16 +244,11 @@ export class Tracker {
   private onTcp(d: DecodedFrame): void {
     const ip = d.ip!, h = d.tcp!;
     // the last frame's connection when this one has its addresses and ports (either way): it
-    // is the latest connection of its key, and no key string is built
-    let c = this.lastTcp, key = '';
-    if (c === undefined || !sameTuple(c, ip.src, h.srcPort, ip.dst, h.dstPort)) {
-      const a = `${ip.src}:${h.srcPort}`, b = `${ip.dst}:${h.dstPort}`;
-      key = a < b ? `${a}-${b}` : `${b}-${a}`;
-      c = this.tcpByKey.get(key);
-    }
+    // is the newest connection of its tuple
+    let c = this.lastTcp;
+    if (c === undefined || !sameTuple(c, ip.src, h.srcPort, ip.dst, h.dstPort)) c = this.tcpByTuple.get(ip.src, h.srcPort, ip.dst, h.dstPort);
     const syn = h.flags.syn && !h.flags.ack;
     if (!c || (syn && c.closed)) {
-      if (key === '') { const a = `${ip.src}:${h.srcPort}`, b = `${ip.dst}:${h.dstPort}`; key = a < b ? `${a}-${b}` : `${b}-${a}`; }
       // Client = SYN sender; without a SYN, the sender of the first CLC Proposal, else the first sender.
       const fromClient = syn || !d.smc.some((i) => i.proto === 'clc' && i.value.type !== 'proposal');
       const src = intern(ip.src), dst = intern(ip.dst);
@@ -264,7 +260,7 @@ export class Tracker {
       if (!syn) c.why = 'connection began before the capture';
       if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
       this.tcp.push(c);
-      this.tcpByKey.set(flat(key), c);
+      this.tcpByTuple.set(c);
     }
     this.lastTcp = c;
     const fromClient = ip.src === c.clientIp && h.srcPort === c.clientPort;

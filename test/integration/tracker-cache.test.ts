@@ -11,6 +11,8 @@ import { LinkCache } from '../../dissectors/tracker/linkcache.js';
 import { LinkState } from '../../dissectors/tracker/link.js';
 import type { LinkGroup } from '../../dissectors/tracker/model.js';
 import { gidOfIp } from '../../dissectors/wire/common.js';
+import { TcpIndex } from '../../dissectors/tracker/tcpindex.js';
+import { TcpState } from '../../dissectors/tracker/tcpconn.js';
 import { pcapPath, readFrames } from '../helpers.js';
 
 const COPIES = 3;
@@ -68,4 +70,36 @@ test('a cached link answers only for its address, QPN and the index generation i
   t.is(c.get('10.0.0.2', 0x11, 5), undefined, 'the entry not used last went');
   t.is(c.get('10.0.0.1', 0x11, 5), b);
   t.is(c.get('10.0.0.3', other, 5), a);
+});
+
+test('TCP connections are found by their tuple either way round, the newest of a tuple, also for an address with many', (t) => {
+  const ix = new TcpIndex();
+  const epoch = { base: 0n };
+  const made: TcpState[] = [];
+  // one server address with 40 clients on two client addresses (past the scan: a map by ports),
+  // the same client ports on both client addresses
+  for (let i = 0; i < 40; i++) {
+    const c = new TcpState(epoch, i + 1, i % 2 === 0 ? '10.0.0.1' : '10.0.0.3', 40000 + (i >> 1), '10.0.0.2', 12345);
+    ix.set(c);
+    made.push(c);
+  }
+  for (const c of made) {
+    t.is(ix.get(c.clientIp, c.clientPort, c.serverIp, c.serverPort), c);
+    t.is(ix.get(c.serverIp, c.serverPort, c.clientIp, c.clientPort), c, 'the other way round');
+  }
+  t.is(ix.get('10.0.0.1', 40000, '10.0.0.2', 12346), undefined, 'another server port');
+  t.is(ix.get('10.0.0.4', 40000, '10.0.0.2', 12345), undefined, 'another client address');
+  // a tuple used again (a new SYN after the first connection ended): the newest answers
+  const again = new TcpState(epoch, 41, '10.0.0.3', 40005, '10.0.0.2', 12345);
+  ix.set(again);
+  t.is(ix.get('10.0.0.2', 12345, '10.0.0.3', 40005), again);
+  t.is(ix.get('10.0.0.1', 40005, '10.0.0.2', 12345), made[10]);
+  // a few connections of one address: a list, the newest of a tuple again
+  const small = new TcpIndex();
+  const a = new TcpState(epoch, 1, '10.1.0.1', 1000, '10.1.0.2', 80), b = new TcpState(epoch, 2, '10.1.0.1', 1001, '10.1.0.2', 80);
+  small.set(a); small.set(b);
+  const a2 = new TcpState(epoch, 3, '10.1.0.2', 80, '10.1.0.1', 1000); // the same tuple, the server now the client
+  small.set(a2);
+  t.is(small.get('10.1.0.1', 1000, '10.1.0.2', 80), a2);
+  t.is(small.get('10.1.0.1', 1001, '10.1.0.2', 80), b);
 });
