@@ -1,9 +1,10 @@
-// Tracker round 5 (docs/smcdump.md): a RoCE v2 frame's link comes from a small cache by
+// Tracker round 5 (docs/smcdump.md). A RoCE v2 frame's link comes from a small cache by
 // (destination address, QPN) in front of the QP index, valid while the index is unchanged, and
 // a TCP frame of the last frame's connection reuses it without its key string. Both must answer
 // what the index and the key map answer, also when a later first contact reuses the same
 // addresses, QPNs and ports (a capture repeated: every copy makes a new link group and TCP
-// connection on the same tuples, the case a stale entry would get wrong).
+// connection on the same tuples, the case a stale entry would get wrong). And a group's one
+// ADD LINK GID is kept as the string itself, not a list of one: its events read the same.
 import test from 'ava';
 import { FrameDecoder } from '../../dissectors/frame.js';
 import { Tracker } from '../../dissectors/tracker/tracker.js';
@@ -13,6 +14,8 @@ import type { LinkGroup } from '../../dissectors/tracker/model.js';
 import { gidOfIp } from '../../dissectors/wire/common.js';
 import { TcpIndex } from '../../dissectors/tracker/tcpindex.js';
 import { TcpState } from '../../dissectors/tracker/tcpconn.js';
+import { GroupState } from '../../dissectors/tracker/group.js';
+import { lgEvent, lgEventSaid } from '../../dissectors/tracker/lgtype.js';
 import { pcapPath, readFrames } from '../helpers.js';
 
 const COPIES = 3;
@@ -102,4 +105,36 @@ test('TCP connections are found by their tuple either way round, the newest of a
   small.set(a2);
   t.is(small.get('10.1.0.1', 1000, '10.1.0.2', 80), a2);
   t.is(small.get('10.1.0.1', 1001, '10.1.0.2', 80), b);
+});
+
+test('a group\'s one ADD LINK GID kept as a string reads back as its event; more extras after it as a list', (t) => {
+  const epoch = { base: 1_000_000n };
+  const at = (ns: number): bigint => epoch.base + BigInt(ns);
+  const one = new GroupState(epoch, 3, true, 1);
+  lgEventSaid(one, 1, at(1), 'LG3/#1', 'server', { kind: 'first-link', conn: 1 });
+  lgEventSaid(one, 2, at(2), 'LG3/L1', 'client', { kind: 'confirmed' });
+  one.addType('SINGLE', 2, at(2));
+  lgEventSaid(one, 3, at(3), 'LG3/L2', 'server', { kind: 'add-link', gid: '::ffff:10.0.0.2', qpn: 0x12 });
+  lgEventSaid(one, 4, at(4), 'LG3/L2', 'client', { kind: 'rejected', linkId: 2 });
+  const texts = one.events.map((e) => `${e.frame} ${e.what} ${e.text}`);
+  t.deepEqual(texts, [
+    '1 link-added first link proposed in the CLC handshake (connection 1)',
+    '2 link-confirmed LG3/L1 up (CONFIRM LINK answered by the client)',
+    '3 link-added ADD LINK LG3/L2 proposed by the server (::ffff:10.0.0.2 QP 0x12)',
+    '4 link-rejected ADD LINK of link 2 rejected by the client',
+  ]);
+  t.is(one.lastType(), 'SINGLE');
+  // then an event of its own and a type change far away (not exact as a double): both extras
+  lgEvent(one, { frame: 5, tsNs: at(5), what: 'failover', link: 'LG3/L1', by: 'client', text: 'moved' });
+  const far = epoch.base + (1n << 60n) + 1n;
+  lgEventSaid(one, 6, at(6), 'LG3/L3', 'server', { kind: 'add-link', gid: '::ffff:10.0.0.9', qpn: 0x13 });
+  one.addType('SYMMETRIC', 7, far);
+  const after = one.events.map((e) => `${e.frame} ${e.what} ${e.text}`);
+  t.deepEqual(after.slice(0, 4), texts);
+  t.deepEqual(after.slice(4), ['5 failover moved', '6 link-added ADD LINK LG3/L3 proposed by the server (::ffff:10.0.0.9 QP 0x13)']);
+  const frames: number[] = [];
+  one.forEachEvent((f) => frames.push(f));
+  t.deepEqual(frames, [1, 2, 3, 4, 5, 6]);
+  t.deepEqual(one.types.map((x) => `${x.frame} ${x.type}`), ['2 SINGLE', '7 SYMMETRIC']);
+  t.is(one.lastType(), 'SYMMETRIC');
 });
