@@ -248,42 +248,62 @@ export class Tracker {
     let c = this.lastTcp;
     if (c === undefined || !sameTuple(c, ip.src, h.srcPort, ip.dst, h.dstPort)) c = this.tcpByTuple.get(ip.src, h.srcPort, ip.dst, h.dstPort);
     const syn = h.flags.syn && !h.flags.ack;
-    if (!c || (syn && c.closed)) {
-      // Client = SYN sender; without a SYN, the sender of the first CLC Proposal, else the first sender.
-      const fromClient = syn || !d.smc.some((i) => i.proto === 'clc' && i.value.type !== 'proposal');
-      const src = intern(ip.src), dst = intern(ip.dst);
-      // every field that is usually set later declared now: kept in the object, not in a
-      // property array added to each of 100 000 connections
-      c = fromClient
-        ? new TcpState(this.epoch, this.tcp.length + 1, src, h.srcPort, dst, h.dstPort)
-        : new TcpState(this.epoch, this.tcp.length + 1, dst, h.dstPort, src, h.srcPort);
-      if (!syn) c.why = 'connection began before the capture';
-      if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
-      this.tcp.push(c);
-      this.tcpByTuple.set(c);
-    }
+    if (!c || (syn && c.closed)) c = this.newTcp(d, syn);
     this.lastTcp = c;
     const fromClient = ip.src === c.clientIp && h.srcPort === c.clientPort;
-    const hasOpt = d.smc.some((i) => i.proto === 'tcpopt');
-    if (h.flags.syn) {
-      if (!h.flags.ack) {
-        c.synSmc = hasOpt;
-        c.addStep('SYN', d.n, d.tsNs);
-        if (!hasOpt) { c.mode = 'tcp'; c.why = 'plain TCP: the SYN carried no SMC option'; }
-      } else {
-        c.synAckSmc = hasOpt;
-        c.addStep('SYN-ACK', d.n, d.tsNs);
-        if (c.synSmc && !hasOpt) {
-          c.mode = 'fallback';
-          c.fallbackCode = 0x03010000;
-          c.why = 'peer did not indicate SMC: the SYN-ACK lacked option 254 (0x03010000 PEERNOSMC, decided by the client; no CLC follows)';
-        }
-      }
-      if (c.tcpStream) c.tcpStream[fromClient ? 0 : 1].nextSeq = (h.seq + 1) >>> 0;
-    }
-    for (const it of d.smc) if (it.proto === 'clc') this.onClc(c, it.value, fromClient, d);
+    if (h.flags.syn) this.onSyn(c, d, fromClient);
+    const smc = d.smc;
+    for (let i = 0; i < smc.length; i++) { const it = smc[i]!; if (it.proto === 'clc') this.onClc(c, it.value, fromClient, d); }
     const len = d.payloadLength;
-    if (len > 0 && d.tcpRole === 'data') {
+    if (len > 0) this.onTcpPayload(c, d, len, fromClient);
+    if (h.flags.rst && !c.rst) c.rst = { frame: d.n, tsNs: d.tsNs, by: fromClient ? 'client' : 'server' };
+    if (h.flags.fin || h.flags.rst) c.closed = true;
+    this.note.tcpMode = c.mode;
+    this.note.conn = c.index;
+  }
+
+  /** The first frame of a TCP connection (or a SYN on a tuple whose connection ended). */
+  private newTcp(d: DecodedFrame, syn: boolean): TcpState {
+    const ip = d.ip!, h = d.tcp!;
+    // Client = SYN sender; without a SYN, the sender of the first CLC Proposal, else the first sender.
+    const fromClient = syn || !d.smc.some((i) => i.proto === 'clc' && i.value.type !== 'proposal');
+    const src = intern(ip.src), dst = intern(ip.dst);
+    // every field that is usually set later declared now: kept in the object, not in a
+    // property array added to each of 100 000 connections
+    const c = fromClient
+      ? new TcpState(this.epoch, this.tcp.length + 1, src, h.srcPort, dst, h.dstPort)
+      : new TcpState(this.epoch, this.tcp.length + 1, dst, h.dstPort, src, h.srcPort);
+    if (!syn) c.why = 'connection began before the capture';
+    if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
+    this.tcp.push(c);
+    this.tcpByTuple.set(c);
+    return c;
+  }
+
+  /** A SYN or SYN-ACK: whether it offered SMC (option 254). */
+  private onSyn(c: TcpState, d: DecodedFrame, fromClient: boolean): void {
+    const h = d.tcp!;
+    const hasOpt = d.smc.some((i) => i.proto === 'tcpopt');
+    if (!h.flags.ack) {
+      c.synSmc = hasOpt;
+      c.addStep('SYN', d.n, d.tsNs);
+      if (!hasOpt) { c.mode = 'tcp'; c.why = 'plain TCP: the SYN carried no SMC option'; }
+    } else {
+      c.synAckSmc = hasOpt;
+      c.addStep('SYN-ACK', d.n, d.tsNs);
+      if (c.synSmc && !hasOpt) {
+        c.mode = 'fallback';
+        c.fallbackCode = 0x03010000;
+        c.why = 'peer did not indicate SMC: the SYN-ACK lacked option 254 (0x03010000 PEERNOSMC, decided by the client; no CLC follows)';
+      }
+    }
+    if (c.tcpStream) c.tcpStream[fromClient ? 0 : 1].nextSeq = (h.seq + 1) >>> 0;
+  }
+
+  /** `len` bytes of TCP payload: application data (a fallback, or data where SMC was agreed) or CLC. */
+  private onTcpPayload(c: TcpState, d: DecodedFrame, len: number, fromClient: boolean): void {
+    const h = d.tcp!;
+    if (d.tcpRole === 'data') {
       if (c.tcpBytes === ZERO_PAIR) c.tcpBytes = [0, 0];
       c.tcpBytes[fromClient ? 0 : 1] += len;
       if (c.mode === 'smc-r' || c.mode === 'smc-d') {
@@ -293,14 +313,10 @@ export class Tracker {
         c.why ??= 'fell back without a Decline: TCP data followed the Proposal';
       }
       if (c.tcpStream && d.tcpData) appendTcp(c.tcpStream[fromClient ? 0 : 1], h.seq, d.tcpData, d.n);
-    } else if (c.tcpStream && len > 0 && d.tcpRole !== 'retransmission') {
+    } else if (c.tcpStream && d.tcpRole !== 'retransmission') {
       // CLC bytes: the application stream begins after them.
       c.tcpStream[fromClient ? 0 : 1].nextSeq = (h.seq + len) >>> 0;
     }
-    if (h.flags.rst && !c.rst) c.rst = { frame: d.n, tsNs: d.tsNs, by: fromClient ? 'client' : 'server' };
-    if (h.flags.fin || h.flags.rst) c.closed = true;
-    this.note.tcpMode = c.mode;
-    this.note.conn = c.index;
   }
 
   private onClc(c: TcpState, m: ClcMessage, fromClient: boolean, d: DecodedFrame): void {
@@ -664,7 +680,9 @@ export class Tracker {
 
   /** The SMC messages of a SEND: LLC and CDC. */
   private onSend(d: DecodedFrame, link: LinkState, dir: 0 | 1): void {
-    for (const it of d.smc) {
+    const smc = d.smc;
+    for (let i = 0; i < smc.length; i++) {
+      const it = smc[i]!;
       if (it.proto === 'llc') { link.smcMessages++; this.onLlc(it.value, link, dir, d); }
       else if (it.proto === 'cdc') { link.smcMessages++; this.onCdc(it.value, link, dir, d); }
     }
