@@ -71,10 +71,15 @@ export class SmcState implements SmcConn {
     this.mac0 = s0.mac; this.mac1 = s1.mac;
     this.tok0 = s0.token; this.tok1 = s1.token;
     this.va0 = s0.rmbVa; this.va1 = s1.rmbVa;
-    const n = this.nums = sides.take(), at = this.at = sides.at;
-    for (const [o, x] of [[at, s0], [at + PER_SIDE, s1]] as const) {
-      n[o + QPN] = x.qpn ?? 0; n[o + RKEY] = x.rkey ?? 0; n[o + RMBE] = x.rmbeSize ?? 0; n[o + MTU] = x.mtu ?? 0; n[o + PSN] = x.psn ?? 0;
-    }
+    this.nums = sides.take();
+    this.at = sides.at;
+    this.putSide(0, s0);
+    this.putSide(1, s1);
+  }
+
+  private putSide(i: 0 | 1, x: Side): void {
+    const n = this.nums, o = this.at + i * PER_SIDE;
+    n[o + QPN] = x.qpn ?? 0; n[o + RKEY] = x.rkey ?? 0; n[o + RMBE] = x.rmbeSize ?? 0; n[o + MTU] = x.mtu ?? 0; n[o + PSN] = x.psn ?? 0;
   }
 
   /** Number `f` of side `i`. */
