@@ -41,22 +41,23 @@ function portKey(a: number, b: number): number {
   return a < b ? a * 65536 + b : b * 65536 + a;
 }
 
-function same(c: TcpState, aIp: string, aPort: number, bIp: string, bPort: number): boolean {
+/** `c` is the connection between (`aIp`, `aPort`) and (`bIp`, `bPort`), either way round. */
+export function sameTuple(c: TcpState, aIp: string, aPort: number, bIp: string, bPort: number): boolean {
   return (c.clientPort === aPort && c.serverPort === bPort && c.clientIp === aIp && c.serverIp === bIp)
     || (c.clientPort === bPort && c.serverPort === aPort && c.clientIp === bIp && c.serverIp === aIp);
 }
 
 function find(s: Slot | undefined, aIp: string, aPort: number, bIp: string, bPort: number): TcpState | undefined {
   if (s === undefined) return undefined;
-  if (!Array.isArray(s)) return same(s, aIp, aPort, bIp, bPort) ? s : undefined;
-  for (let i = s.length - 1; i >= 0; i--) if (same(s[i]!, aIp, aPort, bIp, bPort)) return s[i];
+  if (!Array.isArray(s)) return sameTuple(s, aIp, aPort, bIp, bPort) ? s : undefined;
+  for (let i = s.length - 1; i >= 0; i--) if (sameTuple(s[i]!, aIp, aPort, bIp, bPort)) return s[i];
   return undefined;
 }
 
 /** `s` with `c` in it, in place of a connection of the same tuple. */
 function put(s: Slot | undefined, c: TcpState): Slot {
   if (s === undefined) return c;
-  const t = (x: TcpState): boolean => same(x, c.clientIp, c.clientPort, c.serverIp, c.serverPort);
+  const t = (x: TcpState): boolean => sameTuple(x, c.clientIp, c.clientPort, c.serverIp, c.serverPort);
   if (!Array.isArray(s)) return t(s) ? c : [s, c];
   const i = s.findIndex(t);
   if (i >= 0) s[i] = c; else s.push(c);

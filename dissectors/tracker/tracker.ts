@@ -36,7 +36,7 @@ import { LinkState } from './link.js';
 import { ConnIndex } from './connindex.js';
 import { GroupState } from './group.js';
 import { LinkCache } from './linkcache.js';
-import { TcpIndex } from './tcpindex.js';
+import { sameTuple, TcpIndex } from './tcpindex.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -1421,12 +1421,6 @@ export class QpIndex {
       else this.m.set(gid, rest.length === 1 ? rest[0]! : rest);
     } else if (q && hasQp(q, gid, qpn)) this.m.delete(gid);
   }
-}
-
-/** `c` is the connection between (`srcIp`, `srcPort`) and (`dstIp`, `dstPort`), either way. */
-function sameTuple(c: TcpState, srcIp: string, srcPort: number, dstIp: string, dstPort: number): boolean {
-  return (c.clientPort === srcPort && c.serverPort === dstPort && c.clientIp === srcIp && c.serverIp === dstIp)
-    || (c.clientPort === dstPort && c.serverPort === srcPort && c.clientIp === dstIp && c.serverIp === srcIp);
 }
 
 /** Whether an end of `l` is the QP (`gid`, `qpn`). */
