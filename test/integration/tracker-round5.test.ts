@@ -138,3 +138,26 @@ test('a group\'s one ADD LINK GID kept as a string reads back as its event; more
   t.deepEqual(one.types.map((x) => `${x.frame} ${x.type}`), ['2 SINGLE', '7 SYMMETRIC']);
   t.is(one.lastType(), 'SYMMETRIC');
 });
+
+test('links without rare fields share one record that nothing writes: a new link reads none after captures full of them', async (t) => {
+  // retransmissions, NAK-free losses, deletions, unanswered TEST LINKs, RMB keys of links not up yet
+  let rare = 0;
+  for (const name of ['e-testlink-teardown', 'l-failover', 'm-device-removal', 'n-link-never-up', 'b-second-contact']) {
+    const dec = new FrameDecoder({ icrc: false });
+    const tr = new Tracker({ compact: true, reuseNote: true });
+    for (const f of await readFrames(pcapPath(name))) tr.feed(dec.decode(f));
+    tr.finish();
+    for (const g of tr.groups) for (const l of g.links) if (l.retransmits > 0 || l.deleted || l.lost || l.testLinkUnanswered) rare++;
+  }
+  t.true(rare >= 3, `${rare} links with rare fields`);
+  const lg = { id: 1 } as unknown as LinkGroup;
+  const fresh = new LinkState(lg, 'LG1/L1', 1, [{ gid: 'a' }, { gid: 'b' }], 0, 'unknown', 1, [] as never);
+  t.deepEqual([fresh.deleted, fresh.lost, fresh.testLinkUnanswered, fresh.rmbKeys, fresh.retransmits, fresh.psnGaps, fresh.naks, fresh.rnrNaks],
+    [undefined, undefined, undefined, undefined, 0, 0, 0, 0]);
+  t.deepEqual([...fresh.retx, ...fresh.unclaimed], [undefined, undefined, undefined, undefined]);
+  // setting a rare field gives that link a record of its own
+  fresh.retransmits = 2;
+  const other = new LinkState(lg, 'LG1/L2', 2, [{ gid: 'a' }, { gid: 'b' }], 0, 'unknown', 1, [] as never);
+  t.is(fresh.retransmits, 2);
+  t.is(other.retransmits, 0);
+});
