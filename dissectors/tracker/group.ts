@@ -76,7 +76,9 @@ export class GroupState implements LinkGroup {
   /** frame, time since the epoch, code * VALUE + value (code: kind * 2 + by-server, plus the
    *  link's id * 32 or a provisional name's number * 32 + 16); per step, in capture order. */
   private log: number[] = none();
-  private extra: Extra[] = none();
+  /** The extras in order; one GID alone (a group's usual one ADD LINK) as the string itself,
+   *  not a list of one (56 bytes of each such group). */
+  private extra: Extra[] | string = none();
 
   constructor(private readonly epoch: Epoch, readonly id: number, public complete: boolean, public firstFrame: number) {}
 
@@ -112,7 +114,7 @@ export class GroupState implements LinkGroup {
     let j = 0;
     for (let i = 0; i < s.length; i += STEP) {
       const kind = KINDS[(codeOf(s[i + 2]!) % 16) >> 1]!;
-      if (kind === 'other') { const x = this.extra[j++]!; if (!isType(x)) f((x as LgEvent).frame, (x as LgEvent).what); continue; }
+      if (kind === 'other') { const x = this.extraAt(j++)!; if (!isType(x)) f((x as LgEvent).frame, (x as LgEvent).what); continue; }
       if (kind === 'add-link') j++;
       if (kind !== 'type') f(s[i]!, kind === 'confirmed' ? 'link-confirmed' : kind === 'rejected' ? 'link-rejected' : 'link-added');
     }
@@ -130,12 +132,13 @@ export class GroupState implements LinkGroup {
 
   /** The last type recorded, or undefined. */
   lastType(): LgType | undefined {
-    let extra = this.extra.length;
+    let extra = typeof this.extra === 'string' ? 1 : this.extra.length;
     for (let i = this.log.length - STEP; i >= 0; i -= STEP) {
       const kind = KINDS[codeOf(this.log[i + 2]!) % 16 >> 1]!;
       if (kind === 'other' || kind === 'add-link') extra--;
       if (kind === 'type') return TYPES[this.log[i + 2]! % VALUE];
-      if (kind === 'other' && isType(this.extra[extra]!)) return (this.extra[extra] as TypeStep).type;
+      const x = kind === 'other' ? this.extraAt(extra) : undefined;
+      if (x !== undefined && isType(x)) return x.type;
     }
     return undefined;
   }
@@ -159,7 +162,7 @@ export class GroupState implements LinkGroup {
       this.other({ frame, tsNs, what, link: name, by, text: sentence(said.kind, name, by, n, said.kind === 'add-link' ? said.gid : '') }, frame);
       return;
     }
-    if (said.kind === 'add-link') this.extra = appendExact(this.extra, said.gid);
+    if (said.kind === 'add-link') this.addExtra(said.gid);
     this.step(frame, t, lc * 16 + KINDS.indexOf(said.kind) * 2 + (by === 'server' ? 1 : 0), n);
   }
 
@@ -185,8 +188,19 @@ export class GroupState implements LinkGroup {
   }
 
   private other(x: LgEvent | TypeStep, frame: number): void {
-    this.extra = appendExact(this.extra, x);
+    this.addExtra(x);
     this.step(frame, 0, KINDS.indexOf('other') * 2, 0);
+  }
+
+  private addExtra(x: Extra): void {
+    const e = this.extra;
+    if (typeof e !== 'string' && e.length === 0 && typeof x === 'string') { this.extra = x; return; }
+    this.extra = appendExact(typeof e === 'string' ? [e] : e, x);
+  }
+
+  private extraAt(j: number): Extra | undefined {
+    const e = this.extra;
+    return typeof e === 'string' ? (j === 0 ? e : undefined) : e[j];
   }
 
   private step(frame: number, t: number, code: number, n: number): void {
@@ -206,7 +220,7 @@ export class GroupState implements LinkGroup {
     let j = 0;
     for (let i = 0; i < s.length; i += STEP) {
       const code = codeOf(s[i + 2]!), kind = KINDS[(code % 16) >> 1]!;
-      const x = kind === 'other' || kind === 'add-link' ? this.extra[j++] : undefined;
+      const x = kind === 'other' || kind === 'add-link' ? this.extraAt(j++) : undefined;
       if (kind === 'other') { f(kind, s[i]!, 0n, 'client', '', 0, x); continue; }
       f(kind, s[i]!, this.epoch.base + BigInt(s[i + 1]!), (code & 1) === 1 ? 'server' : 'client', this.linkName(Math.floor(code / 16)), s[i + 2]! % VALUE, x);
     }

@@ -31,12 +31,18 @@ class Rare {
   rmbKeys: number[] | undefined = undefined;
 }
 
+/** What a link without rare fields points at: never written (the first rare field set gives
+ *  the link its own). A shared object rather than undefined, so that every read of a rare field
+ *  (retxOf on every frame) is a load with feedback from the first frame on: reads through
+ *  undefined left none, and the first link with a Rare threw away the optimised frame path. */
+const NO_RARE = new Rare();
+
 export class LinkState implements Link {
   id = 0;
   uid: number | undefined = undefined;
   confirmedFrame: number | undefined = undefined;
   smcMessages = 0;
-  private r: Rare | undefined = undefined;
+  private r: Rare = NO_RARE;
   private np0: number | undefined = undefined;
   private np1: number | undefined = undefined;
   private pk0 = 0;
@@ -87,26 +93,26 @@ export class LinkState implements Link {
   setQpn(i: 0 | 1, qpn: number): void { if (i === 0) this.q0 = qpn; else this.q1 = qpn; }
 
   /** The side object, made now if missing (only when a rare field is set). */
-  private get rare(): Rare { return this.r ??= new Rare(); }
+  private get rare(): Rare { return this.r === NO_RARE ? (this.r = new Rare()) : this.r; }
 
-  get deleted(): Link['deleted'] { return this.r?.deleted; }
-  set deleted(v: Link['deleted']) { if (v !== undefined || this.r) this.rare.deleted = v; }
-  get lost(): Link['lost'] { return this.r?.lost; }
-  set lost(v: Link['lost']) { if (v !== undefined || this.r) this.rare.lost = v; }
-  get testLinkUnanswered(): Link['testLinkUnanswered'] { return this.r?.testLinkUnanswered; }
-  set testLinkUnanswered(v: Link['testLinkUnanswered']) { if (v !== undefined || this.r) this.rare.testLinkUnanswered = v; }
-  get retransmits(): number { return this.r?.retransmits ?? 0; }
-  set retransmits(v: number) { if (v !== 0 || this.r) this.rare.retransmits = v; }
-  get psnGaps(): number { return this.r?.psnGaps ?? 0; }
-  set psnGaps(v: number) { if (v !== 0 || this.r) this.rare.psnGaps = v; }
-  get naks(): number { return this.r?.naks ?? 0; }
-  set naks(v: number) { if (v !== 0 || this.r) this.rare.naks = v; }
-  get rnrNaks(): number { return this.r?.rnrNaks ?? 0; }
-  set rnrNaks(v: number) { if (v !== 0 || this.r) this.rare.rnrNaks = v; }
+  get deleted(): Link['deleted'] { return this.r.deleted; }
+  set deleted(v: Link['deleted']) { if (v !== undefined || this.r !== NO_RARE) this.rare.deleted = v; }
+  get lost(): Link['lost'] { return this.r.lost; }
+  set lost(v: Link['lost']) { if (v !== undefined || this.r !== NO_RARE) this.rare.lost = v; }
+  get testLinkUnanswered(): Link['testLinkUnanswered'] { return this.r.testLinkUnanswered; }
+  set testLinkUnanswered(v: Link['testLinkUnanswered']) { if (v !== undefined || this.r !== NO_RARE) this.rare.testLinkUnanswered = v; }
+  get retransmits(): number { return this.r.retransmits; }
+  set retransmits(v: number) { if (v !== 0 || this.r !== NO_RARE) this.rare.retransmits = v; }
+  get psnGaps(): number { return this.r.psnGaps; }
+  set psnGaps(v: number) { if (v !== 0 || this.r !== NO_RARE) this.rare.psnGaps = v; }
+  get naks(): number { return this.r.naks; }
+  set naks(v: number) { if (v !== 0 || this.r !== NO_RARE) this.rare.naks = v; }
+  get rnrNaks(): number { return this.r.rnrNaks; }
+  set rnrNaks(v: number) { if (v !== 0 || this.r !== NO_RARE) this.rare.rnrNaks = v; }
   /** The tracker's RMB entries made for this link by LLC rkey lists while it was not up yet (to
    *  drop them with a link that can never carry a frame: an ADD LINK rejected). */
-  get rmbKeys(): number[] | undefined { return this.r?.rmbKeys; }
-  set rmbKeys(v: number[] | undefined) { if (v !== undefined || this.r) this.rare.rmbKeys = v; }
+  get rmbKeys(): number[] | undefined { return this.r.rmbKeys; }
+  set rmbKeys(v: number[] | undefined) { if (v !== undefined || this.r !== NO_RARE) this.rare.rmbKeys = v; }
 
   get nextPsn(): [number | undefined, number | undefined] { return [this.np0, this.np1]; }
   set nextPsn(v: [number | undefined, number | undefined]) { this.np0 = v[0]; this.np1 = v[1]; }
@@ -116,8 +122,8 @@ export class LinkState implements Link {
   get psnConn(): [PsnRuns | undefined, PsnRuns | undefined] {
     return [this.pr0 < 0 ? undefined : new PsnRuns(this.pr0), this.pr1 < 0 ? undefined : new PsnRuns(this.pr1)];
   }
-  get retx(): [RetxStats | undefined, RetxStats | undefined] { return [this.r?.rx0, this.r?.rx1]; }
-  get unclaimed(): [Unclaimed | undefined, Unclaimed | undefined] { return [this.r?.un0, this.r?.un1]; }
+  get retx(): [RetxStats | undefined, RetxStats | undefined] { return [this.r.rx0, this.r.rx1]; }
+  get unclaimed(): [Unclaimed | undefined, Unclaimed | undefined] { return [this.r.un0, this.r.un1]; }
   get lastFrom(): [Stamp | undefined, Stamp | undefined] { return [this.lastFromOf(0), this.lastFromOf(1)]; }
 
   /** Next expected request PSN from end `dir`. */
@@ -132,11 +138,11 @@ export class LinkState implements Link {
   /** The PSN ring of direction `dir` (-1: none yet). */
   psnRingOf(dir: 0 | 1): PsnRing { return dir === 0 ? this.pr0 : this.pr1; }
   setPsnRing(dir: 0 | 1, r: PsnRing): void { if (dir === 0) this.pr0 = r; else this.pr1 = r; }
-  retxOf(dir: 0 | 1): RetxStats | undefined { return dir === 0 ? this.r?.rx0 : this.r?.rx1; }
+  retxOf(dir: 0 | 1): RetxStats | undefined { return dir === 0 ? this.r.rx0 : this.r.rx1; }
   setRetx(dir: 0 | 1, s: RetxStats): void { if (dir === 0) this.rare.rx0 = s; else this.rare.rx1 = s; }
-  unclaimedOf(dir: 0 | 1): Unclaimed | undefined { return dir === 0 ? this.r?.un0 : this.r?.un1; }
+  unclaimedOf(dir: 0 | 1): Unclaimed | undefined { return dir === 0 ? this.r.un0 : this.r.un1; }
   setUnclaimed(dir: 0 | 1, u: Unclaimed | undefined): void {
-    if (u === undefined && !this.r) return;
+    if (u === undefined && this.r === NO_RARE) return;
     if (dir === 0) this.rare.un0 = u; else this.rare.un1 = u;
   }
 

@@ -12,6 +12,28 @@ import { none } from './lists.js';
 
 type Side = Partial<SmcSide> & { gid: string };
 
+// The numbers a CLC side announced (QPN, rkey, RMBE size, MTU, first PSN), per connection in a
+// slab of 32-bit integers: ten fields of 8 bytes each were 80 bytes of every connection's object
+// in the JavaScript heap (which V8 lets grow to a multiple of what is live before collecting),
+// now 40 bytes outside it (docs/smcdump.md, "Tracker, round 5").
+const QPN = 0, RKEY = 1, RMBE = 2, MTU = 3, PSN = 4, PER_SIDE = 5, PER_CONN = 2 * PER_SIDE;
+/** Connections per slab array. */
+const PER_CHUNK = 4096;
+
+/** Where a tracker's connections keep their sides' numbers. */
+export class SideSlab {
+  private chunk = new Int32Array(PER_CHUNK * PER_CONN);
+  private used = 0;
+  /** Room for one connection's two sides: the array and the offset of side 0 (side 1 follows). */
+  take(): Int32Array {
+    if (this.used === PER_CHUNK) { this.chunk = new Int32Array(PER_CHUNK * PER_CONN); this.used = 0; }
+    this.at = this.used++ * PER_CONN;
+    return this.chunk;
+  }
+  /** The offset take() gave last. */
+  at = 0;
+}
+
 export class SmcState implements SmcConn {
   link: Link | undefined;
   failovers: Failover[] = none();
@@ -28,40 +50,40 @@ export class SmcState implements SmcConn {
   private readonly peer1: string | undefined;
   private readonly mac0: string | undefined;
   private readonly mac1: string | undefined;
-  private readonly qpn0: number;
-  private readonly qpn1: number;
-  private readonly rkey0: number;
-  private readonly rkey1: number;
   private tok0: number | undefined;
   private tok1: number | undefined;
   /** RMB addresses: undefined on a mid-stream side (which has none of the CLC's fields). */
   private readonly va0: bigint | undefined;
   private readonly va1: bigint | undefined;
-  private readonly rmbe0: number;
-  private readonly rmbe1: number;
-  private readonly mtu0: number;
-  private readonly mtu1: number;
-  private readonly psn0: number;
-  private readonly psn1: number;
+  /** The sides' numbers: `nums[at + side * PER_SIDE + field]`. */
+  private readonly nums: Int32Array;
+  private readonly at: number;
 
   /** The link the CLC named (its rkeys are valid there; other links learn theirs from LLC). */
   readonly clcLink: Link | undefined;
 
   constructor(private readonly epoch: Epoch, readonly index: number, readonly tcp: TcpConn | undefined, public lg: LinkGroup, link: Link | undefined,
-    s0: Side, s1: Side, private readonly d0: DirState, private readonly d1: DirState) {
+    s0: Side, s1: Side, private readonly d0: DirState, private readonly d1: DirState, sides: SideSlab) {
     this.link = link;
     this.clcLink = link;
     this.gid0 = s0.gid; this.gid1 = s1.gid;
     this.peer0 = s0.peerId; this.peer1 = s1.peerId;
     this.mac0 = s0.mac; this.mac1 = s1.mac;
-    this.qpn0 = s0.qpn ?? 0; this.qpn1 = s1.qpn ?? 0;
-    this.rkey0 = s0.rkey ?? 0; this.rkey1 = s1.rkey ?? 0;
     this.tok0 = s0.token; this.tok1 = s1.token;
     this.va0 = s0.rmbVa; this.va1 = s1.rmbVa;
-    this.rmbe0 = s0.rmbeSize ?? 0; this.rmbe1 = s1.rmbeSize ?? 0;
-    this.mtu0 = s0.mtu ?? 0; this.mtu1 = s1.mtu ?? 0;
-    this.psn0 = s0.psn ?? 0; this.psn1 = s1.psn ?? 0;
+    this.nums = sides.take();
+    this.at = sides.at;
+    this.putSide(0, s0);
+    this.putSide(1, s1);
   }
+
+  private putSide(i: 0 | 1, x: Side): void {
+    const n = this.nums, o = this.at + i * PER_SIDE;
+    n[o + QPN] = x.qpn ?? 0; n[o + RKEY] = x.rkey ?? 0; n[o + RMBE] = x.rmbeSize ?? 0; n[o + MTU] = x.mtu ?? 0; n[o + PSN] = x.psn ?? 0;
+  }
+
+  /** Number `f` of side `i`. */
+  private num(i: 0 | 1, f: number): number { return this.nums[this.at + i * PER_SIDE + f]!; }
 
   get sides(): [Side, Side] { return [this.side(0), this.side(1)]; }
   get dirs(): [DirState, DirState] { return [this.d0, this.d1]; }
@@ -72,14 +94,13 @@ export class SmcState implements SmcConn {
     const gid = i === 0 ? this.gid0 : this.gid1, token = i === 0 ? this.tok0 : this.tok1;
     const va = i === 0 ? this.va0 : this.va1;
     if (va === undefined) return token === undefined ? { gid } : { gid, token };
-    return i === 0
-      ? { peerId: this.peer0, gid, mac: this.mac0, qpn: this.qpn0, rkey: this.rkey0, token, rmbVa: va, rmbeSize: this.rmbe0, mtu: this.mtu0, psn: this.psn0 }
-      : { peerId: this.peer1, gid, mac: this.mac1, qpn: this.qpn1, rkey: this.rkey1, token, rmbVa: va, rmbeSize: this.rmbe1, mtu: this.mtu1, psn: this.psn1 };
+    return { peerId: i === 0 ? this.peer0 : this.peer1, gid, mac: i === 0 ? this.mac0 : this.mac1, qpn: this.num(i, QPN), rkey: this.num(i, RKEY) >>> 0, token, rmbVa: va,
+      rmbeSize: this.num(i, RMBE), mtu: this.num(i, MTU), psn: this.num(i, PSN) };
   }
   /** The alert token side `i` announced (CLC), or a CDC named (mid-stream). */
   tokenOf(i: 0 | 1): number | undefined { return i === 0 ? this.tok0 : this.tok1; }
   /** The rkey of side `i`'s RMB on the CLC's link, when the CLC was captured. */
-  clcRkeyOf(i: 0 | 1): number | undefined { return (i === 0 ? this.va0 : this.va1) === undefined ? undefined : i === 0 ? this.rkey0 : this.rkey1; }
+  clcRkeyOf(i: 0 | 1): number | undefined { return (i === 0 ? this.va0 : this.va1) === undefined ? undefined : this.num(i, RKEY) >>> 0; }
   /** The address of side `i`'s RMB (CLC), when the CLC was captured. */
   rmbVaOf(i: 0 | 1): bigint | undefined { return i === 0 ? this.va0 : this.va1; }
   /** A mid-stream connection's side `i` is now known by `token`. */

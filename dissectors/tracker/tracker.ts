@@ -19,7 +19,7 @@ import type { LlcMessage } from '../wire/llc.js';
 import { DEL_REASON, deleteLinkReason } from '../wire/llc.js';
 import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
-import { opcodeInfo } from '../wire/ib.js';
+import { opcodeInfo, type IbOpcodeInfo } from '../wire/ib.js';
 import type {
   Anomaly, FrameNote, Link, LinkGroup, LinkSent, LlcQp, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
 } from './model.js';
@@ -31,10 +31,12 @@ import { flat, intern, internMaybe } from './intern.js';
 import { append, none, ZERO_PAIR } from './lists.js';
 import { DirSlab, type DirState } from './dir.js';
 import { TcpState, type Epoch } from './tcpconn.js';
-import { SmcState } from './smcconn.js';
+import { SideSlab, SmcState } from './smcconn.js';
 import { LinkState } from './link.js';
 import { ConnIndex } from './connindex.js';
 import { GroupState } from './group.js';
+import { LinkCache } from './linkcache.js';
+import { sameTuple, TcpIndex } from './tcpindex.js';
 
 export interface TrackerOptions {
   /** Keep the application bytes of this connection (index as in the summary) for --follow. */
@@ -76,6 +78,14 @@ class ReusedNote implements FrameNote {
   retransmission: boolean | undefined = undefined;
   conn: number | undefined = undefined;
   dir: FrameNote['dir'] = undefined;
+  constructor() {
+    // each field holds every kind of value it will hold once before any code uses the note:
+    // V8 widens a field's representation when a number first replaces undefined (or an array
+    // the shared empty one), and that throws away the optimised code of every function that
+    // set or read the note so far (feed, onRoce: compiled twice per replay, measured)
+    this.anomalies = []; this.tcpMode = 'tcp'; this.link = ''; this.retransmission = true; this.conn = 0; this.dir = 'c>s';
+    this.reset();
+  }
   reset(): this {
     this.anomalies = NO_ANOMALIES; this.tcpMode = undefined; this.link = undefined;
     this.retransmission = undefined; this.conn = undefined; this.dir = undefined;
@@ -111,9 +121,13 @@ export class Tracker {
   lastTs = 0n;
   readonly llc = new LlcPairing();
 
-  private readonly tcpByKey = new Map<string, TcpState>();
+  private readonly tcpByTuple = new TcpIndex();
+  /** The connection of the last TCP frame (consecutive frames are mostly one connection's). */
+  private lastTcp: TcpState | undefined = undefined;
   /** QP (GID, QPN) → its link and which end it is (nested maps: no key strings per frame). */
   private readonly qps = new QpIndex();
+  /** The links of recent RoCE v2 frames, in front of `qps`. */
+  private readonly links = new LinkCache();
   /** (link group, writer direction, token) → connection (tokens are per host, valid on every
    *  link of the group): the token the receiving side announced. */
   private readonly byToken = new ConnIndex((c, dir) => c.tokenOf((1 - dir) as 0 | 1));
@@ -142,6 +156,8 @@ export class Tracker {
   private readonly epoch: Epoch = { base: 0n };
   /** Where the connections' directions keep their numbers. */
   private readonly dirSlab = new DirSlab(this.epoch);
+  /** Where the connections' CLC sides keep their numbers. */
+  private readonly sideSlab = new SideSlab();
   /** A cursor read out of a direction for the cursor rules (no object per CDC). */
   private readonly curA = { wrap: 0, count: 0 };
   private cur!: DecodedFrame;
@@ -173,7 +189,8 @@ export class Tracker {
     this.checkTimeouts(d.tsNs, false);
     // Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
     // anomalies too, so expert info is in one place; notes stay notes of the frame.
-    for (const i of d.issues) if (i.severity !== 'note') this.anomaly(i.severity, i.code, i.message);
+    const issues = d.issues;
+    for (let k = 0; k < issues.length; k++) { const i = issues[k]!; if (i.severity !== 'note') this.anomaly(i.severity, i.code, i.message); }
     if (d.tcp && d.ip) this.onTcp(d);
     else if (d.roce) this.onRoce(d);
     const n = this.note;
@@ -226,45 +243,67 @@ export class Tracker {
 
   private onTcp(d: DecodedFrame): void {
     const ip = d.ip!, h = d.tcp!;
-    const a = `${ip.src}:${h.srcPort}`, b = `${ip.dst}:${h.dstPort}`;
-    const key = a < b ? `${a}-${b}` : `${b}-${a}`;
-    let c = this.tcpByKey.get(key);
+    // the last frame's connection when this one has its addresses and ports (either way): it
+    // is the newest connection of its tuple
+    let c = this.lastTcp;
+    if (c === undefined || !sameTuple(c, ip.src, h.srcPort, ip.dst, h.dstPort)) c = this.tcpByTuple.get(ip.src, h.srcPort, ip.dst, h.dstPort);
     const syn = h.flags.syn && !h.flags.ack;
-    if (!c || (syn && c.closed)) {
-      // Client = SYN sender; without a SYN, the sender of the first CLC Proposal, else the first sender.
-      const fromClient = syn || !d.smc.some((i) => i.proto === 'clc' && i.value.type !== 'proposal');
-      const src = intern(ip.src), dst = intern(ip.dst);
-      // every field that is usually set later declared now: kept in the object, not in a
-      // property array added to each of 100 000 connections
-      c = fromClient
-        ? new TcpState(this.epoch, this.tcp.length + 1, src, h.srcPort, dst, h.dstPort)
-        : new TcpState(this.epoch, this.tcp.length + 1, dst, h.dstPort, src, h.srcPort);
-      if (!syn) c.why = 'connection began before the capture';
-      if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
-      this.tcp.push(c);
-      this.tcpByKey.set(flat(key), c);
-    }
+    if (!c || (syn && c.closed)) c = this.newTcp(d, syn);
+    this.lastTcp = c;
     const fromClient = ip.src === c.clientIp && h.srcPort === c.clientPort;
-    const hasOpt = d.smc.some((i) => i.proto === 'tcpopt');
-    if (h.flags.syn) {
-      if (!h.flags.ack) {
-        c.synSmc = hasOpt;
-        c.addStep('SYN', d.n, d.tsNs);
-        if (!hasOpt) { c.mode = 'tcp'; c.why = 'plain TCP: the SYN carried no SMC option'; }
-      } else {
-        c.synAckSmc = hasOpt;
-        c.addStep('SYN-ACK', d.n, d.tsNs);
-        if (c.synSmc && !hasOpt) {
-          c.mode = 'fallback';
-          c.fallbackCode = 0x03010000;
-          c.why = 'peer did not indicate SMC: the SYN-ACK lacked option 254 (0x03010000 PEERNOSMC, decided by the client; no CLC follows)';
-        }
-      }
-      if (c.tcpStream) c.tcpStream[fromClient ? 0 : 1].nextSeq = (h.seq + 1) >>> 0;
-    }
-    for (const it of d.smc) if (it.proto === 'clc') this.onClc(c, it.value, fromClient, d);
+    if (h.flags.syn) this.onSyn(c, d, fromClient);
+    const smc = d.smc;
+    for (let i = 0; i < smc.length; i++) { const it = smc[i]!; if (it.proto === 'clc') this.onClc(c, it.value, fromClient, d); }
     const len = d.payloadLength;
-    if (len > 0 && d.tcpRole === 'data') {
+    if (len > 0) this.onTcpPayload(c, d, len, fromClient);
+    if (h.flags.rst && !c.rst) c.rst = { frame: d.n, tsNs: d.tsNs, by: fromClient ? 'client' : 'server' };
+    if (h.flags.fin || h.flags.rst) c.closed = true;
+    this.note.tcpMode = c.mode;
+    this.note.conn = c.index;
+  }
+
+  /** The first frame of a TCP connection (or a SYN on a tuple whose connection ended). */
+  private newTcp(d: DecodedFrame, syn: boolean): TcpState {
+    const ip = d.ip!, h = d.tcp!;
+    // Client = SYN sender; without a SYN, the sender of the first CLC Proposal, else the first sender.
+    const fromClient = syn || !d.smc.some((i) => i.proto === 'clc' && i.value.type !== 'proposal');
+    const src = intern(ip.src), dst = intern(ip.dst);
+    // every field that is usually set later declared now: kept in the object, not in a
+    // property array added to each of 100 000 connections
+    const c = fromClient
+      ? new TcpState(this.epoch, this.tcp.length + 1, src, h.srcPort, dst, h.dstPort)
+      : new TcpState(this.epoch, this.tcp.length + 1, dst, h.dstPort, src, h.srcPort);
+    if (!syn) c.why = 'connection began before the capture';
+    if (this.isFollowed(c)) c.tcpStream = [newTcpStream(), newTcpStream()];
+    this.tcp.push(c);
+    this.tcpByTuple.set(c);
+    return c;
+  }
+
+  /** A SYN or SYN-ACK: whether it offered SMC (option 254). */
+  private onSyn(c: TcpState, d: DecodedFrame, fromClient: boolean): void {
+    const h = d.tcp!;
+    const hasOpt = d.smc.some((i) => i.proto === 'tcpopt');
+    if (!h.flags.ack) {
+      c.synSmc = hasOpt;
+      c.addStep('SYN', d.n, d.tsNs);
+      if (!hasOpt) { c.mode = 'tcp'; c.why = 'plain TCP: the SYN carried no SMC option'; }
+    } else {
+      c.synAckSmc = hasOpt;
+      c.addStep('SYN-ACK', d.n, d.tsNs);
+      if (c.synSmc && !hasOpt) {
+        c.mode = 'fallback';
+        c.fallbackCode = 0x03010000;
+        c.why = 'peer did not indicate SMC: the SYN-ACK lacked option 254 (0x03010000 PEERNOSMC, decided by the client; no CLC follows)';
+      }
+    }
+    if (c.tcpStream) c.tcpStream[fromClient ? 0 : 1].nextSeq = (h.seq + 1) >>> 0;
+  }
+
+  /** `len` bytes of TCP payload: application data (a fallback, or data where SMC was agreed) or CLC. */
+  private onTcpPayload(c: TcpState, d: DecodedFrame, len: number, fromClient: boolean): void {
+    const h = d.tcp!;
+    if (d.tcpRole === 'data') {
       if (c.tcpBytes === ZERO_PAIR) c.tcpBytes = [0, 0];
       c.tcpBytes[fromClient ? 0 : 1] += len;
       if (c.mode === 'smc-r' || c.mode === 'smc-d') {
@@ -274,14 +313,10 @@ export class Tracker {
         c.why ??= 'fell back without a Decline: TCP data followed the Proposal';
       }
       if (c.tcpStream && d.tcpData) appendTcp(c.tcpStream[fromClient ? 0 : 1], h.seq, d.tcpData, d.n);
-    } else if (c.tcpStream && len > 0 && d.tcpRole !== 'retransmission') {
+    } else if (c.tcpStream && d.tcpRole !== 'retransmission') {
       // CLC bytes: the application stream begins after them.
       c.tcpStream[fromClient ? 0 : 1].nextSeq = (h.seq + len) >>> 0;
     }
-    if (h.flags.rst && !c.rst) c.rst = { frame: d.n, tsNs: d.tsNs, by: fromClient ? 'client' : 'server' };
-    if (h.flags.fin || h.flags.rst) c.closed = true;
-    this.note.tcpMode = c.mode;
-    this.note.conn = c.index;
   }
 
   private onClc(c: TcpState, m: ClcMessage, fromClient: boolean, d: DecodedFrame): void {
@@ -371,7 +406,7 @@ export class Tracker {
         this.anomaly('note', 'track.lg-unknown', `connection ${c.index} reuses a link group created before the capture`, undefined, c.index);
       }
     }
-    const conn = new SmcState(this.epoch, c.index, c, lg, link, client, server, this.dirSlab.make(server.rmbeSize, true), this.dirSlab.make(client.rmbeSize, true));
+    const conn = new SmcState(this.epoch, c.index, c, lg, link, client, server, this.dirSlab.make(server.rmbeSize, true), this.dirSlab.make(client.rmbeSize, true), this.sideSlab);
     if (this.isFollowed(c)) for (const dir of conn.dirs) dir.stream = new RingStream(dir.ringSize, true);
     c.smc = conn;
     lg.conns = append(lg.conns, conn);
@@ -590,71 +625,102 @@ export class Tracker {
   // RoCE: PSNs, ACK/NAK, LLC, CDC, RDMA WRITE
   // ---------------------------------------------------------------------------------------
 
+  // The frame path (onRoce, onWrite, onCdc) keeps what every frame does and calls out for what
+  // few do (a NAK, a retransmission, a gap, an anomaly's sentence, a link not cached): V8
+  // optimises a function sooner and compiles it faster the less bytecode it has, and most of a
+  // replay's tracking time on a few hundred thousand frames was its warm-up (docs/smcdump.md,
+  // "Tracker, round 5").
   private onRoce(d: DecodedFrame): void {
     const r = d.roce!;
-    const bth = r.ib.bth;
-    const srcGid = r.grh ? r.grh.sgid : cachedGid(d.ip!.src);
-    const dstGid = r.grh ? r.grh.dgid : cachedGid(d.ip!.dst);
+    const ib = r.ib, bth = ib.bth;
     const info = opcodeInfo(bth.opcode);
-    if (info.transport !== 'RC') { this.onOtherRoce(srcGid, dstGid, bth.destQp, info.transport, r.ib.payload.length, d.n); return; }
-    const link = this.linkOf(srcGid, dstGid, bth.destQp, d), end = this.qpEnd;
+    if (info.transport !== 'RC') { this.onOtherRoceFrame(d, info.transport); return; }
+    // RoCE v2: the link by the destination address as the decoder gave it, when recently asked
+    const dstIp = r.grh ? undefined : d.ip!.dst;
+    let link = dstIp !== undefined ? this.links.get(dstIp, bth.destQp, this.qps.gen) : undefined, end: 0 | 1;
+    if (link !== undefined) end = this.links.hitEnd;
+    else { link = this.linkOfFrame(d, dstIp); end = this.qpEnd; }
     // `end` receives; the packet travels from the other end. Direction index = sender end:
     // 0 = client → server (received by end 1), 1 = server → client.
     const dir: 0 | 1 = end === 1 ? 0 : 1;
     this.note.link = link.name;
     this.frameLink = link;
     this.frameDir = dir;
-    link.count(dir, 1, r.ib.payload.length);
+    link.count(dir, 1, ib.payload.length);
     link.seen(dir, d.n, d.tsNs);
-    if (info.isAck) {
-      const a = r.ib.aeth;
-      const rx = link.retxOf((1 - dir) as 0 | 1);
-      if (rx) rx.answered = true;
-      if (!a || a.kind === 'ACK') return;
-      // A NAK answers the request with this PSN, sent the other way: attribute it to its connection.
-      const conn = this.connOfPsn(link, (1 - dir) as 0 | 1, bth.psn);
-      if (conn !== undefined) this.note.conn = conn;
-      if (a.kind === 'NAK') { link.naks++; this.anomaly('warn', 'roce.nak', `NAK ${a.code === 0 ? 'PSN sequence error' : `code ${a.code}`} for PSN ${bth.psn} on ${link.name}${conn !== undefined ? ` (connection ${conn})` : ''}`, link.name, conn); }
-      else if (a.kind === 'RNR NAK') { link.rnrNaks++; this.anomaly('warn', 'roce.rnr-nak', `RNR NAK (receiver had no receive buffer posted) for PSN ${bth.psn} on ${link.name}${conn !== undefined ? ` (connection ${conn})` : ''}`, link.name, conn); }
-      return;
-    }
-    // Any request from the other end also shows it is alive.
+    // any packet from the other end shows it is alive
     const rx = link.retxOf((1 - dir) as 0 | 1);
     if (rx) rx.answered = true;
+    if (info.isAck) {
+      const a = ib.aeth;
+      if (a && a.kind !== 'ACK') this.onNak(link, dir, bth.psn, a.kind, a.code);
+      return;
+    }
     // Request PSN continuity per direction.
     const want = link.nextPsnOf(dir);
-    if (want !== undefined && bth.psn !== want) {
-      const behind = (want - bth.psn) & 0xffffff;
-      if (behind > 0 && behind < 0x800000) {
-        link.retransmits++;
-        this.countRetx(link, dir, bth.psn, d);
-        this.note.retransmission = true;
-        const conn = this.connOfPsn(link, dir, bth.psn);
-        if (conn !== undefined) this.note.conn = conn;
-        this.anomaly('note', 'roce.retransmission', `retransmission of PSN ${bth.psn} on ${link.name} (next new PSN ${want})`, link.name, conn);
-        return; // already processed the first time
-      }
-      link.psnGaps++;
-      const s = this.sentOf(link, dir);
-      if (s) s.gaps++;
-      this.anomaly(this.gapSeverity, 'roce.psn-gap', `PSN gap on ${link.name}: expected ${want}, got ${bth.psn} (${((bth.psn - want) & 0xffffff)} packets missing from the capture or lost)`, link.name);
-    }
+    if (want !== undefined && bth.psn !== want && this.psnOff(link, dir, bth.psn, want, d)) return;
     link.setNextPsn(dir, (bth.psn + 1) & 0xffffff);
-    const sent = this.sentOf(link, dir);
-    if (sent) countSent(sent, d, info);
-
-    if (info.isWrite) this.onWrite(d, link, dir);
-    else {
-      for (const it of d.smc) {
-        if (it.proto === 'llc') { link.smcMessages++; this.onLlc(it.value, link, dir, d); }
-        else if (it.proto === 'cdc') { link.smcMessages++; this.onCdc(it.value, link, dir, d); }
-      }
-    }
+    if (!this.opts.compact) countSent(link.sent[dir], d, info);
+    if (info.isWrite) this.onWrite(d, link, dir, info);
+    else this.onSend(d, link, dir);
     this.note.link = link.name; // CONFIRM LINK / ADD LINK may just have named the link
     // Remember which connection each recent PSN carried, for NAKs and retransmissions.
     const ring = link.psnRingOf(dir);
     const now = psnRecord(ring < 0 ? newPsnRing() : ring, bth.psn, this.note.conn ?? 0);
     if (now !== ring) link.setPsnRing(dir, now);
+  }
+
+  /** The link of a RoCE frame the cache did not have; `qpEnd` says which end received it. */
+  private linkOfFrame(d: DecodedFrame, dstIp: string | undefined): LinkState {
+    const r = d.roce!, qpn = r.ib.bth.destQp;
+    const link = this.linkOf(r.grh ? r.grh.sgid : cachedGid(d.ip!.src), r.grh ? r.grh.dgid : cachedGid(dstIp!), qpn, d);
+    if (dstIp !== undefined) this.links.set(dstIp, qpn, this.qps.gen, link, this.qpEnd);
+    return link;
+  }
+
+  /** The SMC messages of a SEND: LLC and CDC. */
+  private onSend(d: DecodedFrame, link: LinkState, dir: 0 | 1): void {
+    const smc = d.smc;
+    for (let i = 0; i < smc.length; i++) {
+      const it = smc[i]!;
+      if (it.proto === 'llc') { link.smcMessages++; this.onLlc(it.value, link, dir, d); }
+      else if (it.proto === 'cdc') { link.smcMessages++; this.onCdc(it.value, link, dir, d); }
+    }
+  }
+
+  /** A NAK or RNR NAK from end `dir`: it answers the request with this PSN, sent the other way;
+   *  attributed to that request's connection. */
+  private onNak(link: LinkState, dir: 0 | 1, psn: number, kind: string, code: number): void {
+    const conn = this.connOfPsn(link, (1 - dir) as 0 | 1, psn);
+    if (conn !== undefined) this.note.conn = conn;
+    const on = `on ${link.name}${conn !== undefined ? ` (connection ${conn})` : ''}`;
+    if (kind === 'NAK') { link.naks++; this.anomaly('warn', 'roce.nak', `NAK ${code === 0 ? 'PSN sequence error' : `code ${code}`} for PSN ${psn} ${on}`, link.name, conn); }
+    else if (kind === 'RNR NAK') { link.rnrNaks++; this.anomaly('warn', 'roce.rnr-nak', `RNR NAK (receiver had no receive buffer posted) for PSN ${psn} ${on}`, link.name, conn); }
+  }
+
+  /** A request whose PSN is not the next one: a retransmission (true: already processed the
+   *  first time, nothing more to do) or a gap (false: processed as new). */
+  private psnOff(link: LinkState, dir: 0 | 1, psn: number, want: number, d: DecodedFrame): boolean {
+    const behind = (want - psn) & 0xffffff;
+    if (behind > 0 && behind < 0x800000) {
+      link.retransmits++;
+      this.countRetx(link, dir, psn, d);
+      this.note.retransmission = true;
+      const conn = this.connOfPsn(link, dir, psn);
+      if (conn !== undefined) this.note.conn = conn;
+      this.anomaly('note', 'roce.retransmission', `retransmission of PSN ${psn} on ${link.name} (next new PSN ${want})`, link.name, conn);
+      return true;
+    }
+    link.psnGaps++;
+    const s = this.sentOf(link, dir);
+    if (s) s.gaps++;
+    this.anomaly(this.gapSeverity, 'roce.psn-gap', `PSN gap on ${link.name}: expected ${want}, got ${psn} (${((psn - want) & 0xffffff)} packets missing from the capture or lost)`, link.name);
+    return false;
+  }
+
+  private onOtherRoceFrame(d: DecodedFrame, transport: string): void {
+    const r = d.roce!;
+    this.onOtherRoce(r.grh ? r.grh.sgid : cachedGid(d.ip!.src), r.grh ? r.grh.dgid : cachedGid(d.ip!.dst), r.ib.bth.destQp, transport, r.ib.payload.length, d.n);
   }
 
   private onOtherRoce(src: string, dst: string, qpn: number, transport: string, bytes: number, frame: number): void {
@@ -680,60 +746,62 @@ export class Tracker {
     if (n > 1) s.answered = false;
   }
 
-  private onWrite(d: DecodedFrame, link: LinkState, dir: 0 | 1): void {
+  private onWrite(d: DecodedFrame, link: LinkState, dir: 0 | 1, info: IbOpcodeInfo): void {
     const ib = d.roce!.ib;
-    const info = opcodeInfo(ib.bth.opcode);
     let cont: WriteCont | undefined;
-    if (ib.reth) {
-      const hit = this.rmbAt(link, dir, ib.reth.rkey);
-      const conn = hit?.ref.conn;
-      if (!hit || !conn) {
-        link.setWrite(dir, undefined);
-        if (link.lg.complete && !hit) this.anomaly('error', 'rdma.unknown-rkey', `RDMA WRITE with rkey ${hex32(ib.reth.rkey)} that the receiver never announced on ${link.name}`, link.name);
-        else if (!link.lg.complete) link.setUnclaimed(dir, { rkey: ib.reth.rkey, va: ib.reth.va });
-        return;
-      }
-      // a learned RMB's start is unknown: no offset, no bounds (-1: not placed in the stream)
-      const off = hit.learned ? -1 : Number(ib.reth.va - hit.va);
-      const size = dirOf(conn, hit.ref.dir).ringSize;
-      if (size > 0 && !hit.learned && (off < 0 || off + ib.reth.dmaLen > size)) {
-        this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${ib.reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
-      }
-      // a WRITE ONLY's place is used at once (one scratch object); a FIRST's is kept until its LAST
-      if (info.isOnly) { cont = this.onlyWrite; cont.conn = conn; cont.dir = hit.ref.dir; cont.offset = off; } else cont = { conn, dir: hit.ref.dir, offset: off };
-      link.setWrite(dir, info.isOnly ? undefined : cont);
-    } else {
+    if (ib.reth) cont = this.writeStart(d, link, dir, info);
+    else {
       cont = link.writeOf(dir);
-      if (!cont) return; // MIDDLE/LAST whose FIRST was not captured
-      if (info.isLast) link.setWrite(dir, undefined);
+      if (cont !== undefined && info.isLast) link.setWrite(dir, undefined);
     }
-    const sd = dirOf(cont.conn, cont.dir);
-    this.note.conn = cont.conn.index;
+    if (cont === undefined) return; // not placed (unknown rkey), or a MIDDLE/LAST whose FIRST was not captured
+    const conn = cont.conn as SmcState, sd = conn.dir(cont.dir);
+    this.note.conn = conn.index;
     this.note.dir = cont.dir === 0 ? 'c>s' : 's>c';
-    if (cont.dir !== dir) this.anomaly('error', 'rdma.wrong-direction', `RDMA WRITE into the sender's own RMB (connection ${cont.conn.index})`, link.name, cont.conn.index);
+    if (cont.dir !== dir) this.anomaly('error', 'rdma.wrong-direction', `RDMA WRITE into the sender's own RMB (connection ${conn.index})`, link.name, conn.index);
+    const n = ib.payload.length;
     sd.writes++;
-    sd.writeBytes += ib.payload.length;
+    sd.writeBytes += n;
     if (cont.offset >= 0) {
       sd.stream?.place(cont.offset, ib.payload);
-      cont.offset += ib.payload.length;
+      cont.offset += n;
     }
-    (cont.conn as SmcState).noteData(d.n, d.tsNs);
+    conn.noteData(d.n, d.tsNs);
+  }
+
+  /** A WRITE FIRST or ONLY (it has a RETH): where in which connection's RMB it goes, or
+   *  undefined when no connection is known for its rkey. */
+  private writeStart(d: DecodedFrame, link: LinkState, dir: 0 | 1, info: IbOpcodeInfo): WriteCont | undefined {
+    const reth = d.roce!.ib.reth!;
+    const hit = this.rmbAt(link, dir, reth.rkey);
+    const conn = hit?.ref.conn;
+    if (!hit || !conn) {
+      link.setWrite(dir, undefined);
+      if (link.lg.complete && !hit) this.anomaly('error', 'rdma.unknown-rkey', `RDMA WRITE with rkey ${hex32(reth.rkey)} that the receiver never announced on ${link.name}`, link.name);
+      else if (!link.lg.complete) link.setUnclaimed(dir, { rkey: reth.rkey, va: reth.va });
+      return undefined;
+    }
+    // a learned RMB's start is unknown: no offset, no bounds (-1: not placed in the stream)
+    const off = hit.learned ? -1 : Number(reth.va - hit.va);
+    const size = dirOf(conn, hit.ref.dir).ringSize;
+    if (size > 0 && !hit.learned && (off < 0 || off + reth.dmaLen > size)) {
+      this.anomaly('error', 'rdma.out-of-bounds', `RDMA WRITE of ${reth.dmaLen} bytes at RMB offset ${off} outside the ${size}-byte RMBE of connection ${conn.index}`, link.name, conn.index);
+    }
+    // a WRITE ONLY's place is used at once (one scratch object); a FIRST's is kept until its LAST
+    if (info.isOnly) {
+      const cont = this.onlyWrite;
+      cont.conn = conn; cont.dir = hit.ref.dir; cont.offset = off;
+      link.setWrite(dir, undefined);
+      return cont;
+    }
+    const cont: WriteCont = { conn, dir: hit.ref.dir, offset: off };
+    link.setWrite(dir, cont);
+    return cont;
   }
 
   private onCdc(m: CdcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
-    let conn = this.byToken.get(link.lg, link.lg.id * 2 + dir, dir, link, m.token);
-    if (!conn) {
-      const rev = this.byToken.get(link.lg, link.lg.id * 2 + 1 - dir, (1 - dir) as 0 | 1, link, m.token);
-      if (rev && link.lg.complete) {
-        this.anomaly('error', 'cdc.wrong-direction', `CDC carries the sender's own token (connection ${rev.index})`, link.name, rev.index);
-        return;
-      }
-      if (link.lg.complete) {
-        this.anomaly('error', 'cdc.unknown-token', `CDC for alert token ${hex32(m.token)} that the receiver never announced in ${`LG${link.lg.id}`} (${link.name})`, link.name);
-        return;
-      }
-      conn = this.orphan(link, dir, m.token);
-    }
+    const conn = this.byToken.get(link.lg, link.lg.id * 2 + dir, dir, link, m.token) ?? this.cdcConnMissing(m, link, dir);
+    if (conn === undefined) return;
     this.note.conn = conn.index;
     this.note.dir = dir === 0 ? 'c>s' : 's>c';
     // (the tracker made every direction: a DirState)
@@ -751,32 +819,16 @@ export class Tracker {
     const seqGap = seq === 'gap';
     if (seq === 'first') w.firstSeq = m.seq;
     if (seqGap) w.seqGaps++;
-    if (seqGap) this.anomaly(this.gapSeverity, 'cdc.seq-gap', `CDC sequence jumped from ${w.seq} to ${m.seq} on connection ${conn.index} (${((m.seq - w.seq! - 1) & 0xffff)} CDC missing)`, link.name, conn.index);
-    else if (seq === 'stale') { this.anomaly('error', 'cdc.seq-regression', `CDC sequence went back from ${w.seq} to ${m.seq} on connection ${conn.index}`, link.name, conn.index); return; }
+    if (seqGap || seq === 'stale') { this.seqOff(w, m, conn, link, seqGap); if (!seqGap) return; }
     w.seq = m.seq;
     w.lastWriteBlocked = m.prodFlags.writeBlocked;
     // Producer cursor: how far the sender wrote into the receiver's ring; release new bytes.
     // Cursors of a connection whose handshake was captured start at 0:0; mid-stream ones
     // (ring size unknown) only get a baseline from their first CDC.
     const size = w.ringSize;
-    if (size > 0 && cursorOutOfRing(m.prod, size)) {
-      this.anomaly('error', 'cdc.cursor-range', `producer cursor count ${m.prod.count} is beyond the receiver's ${size}-byte RMBE on connection ${conn.index}`, link.name, conn.index);
-    }
+    if (size > 0 && cursorOutOfRing(m.prod, size)) this.cursorRange(m, size, conn, link);
     const wp = w.prodInto(this.curA);
-    if (wp && size > 0) {
-      // Linux moves a cursor at most one wrap per CDC (smc_curs_diff). A bigger step is a
-      // protocol anomaly — unless CDCs are missing from the capture (the sequence gap says so).
-      const multiWrap = movedMultiWrap(wp, m.prod);
-      if (multiWrap && !seqGap) {
-        this.anomaly('warn', 'cdc.cursor-jump', `producer cursor jumped more than one wrap (${wp.wrap}:${wp.count} → ${m.prod.wrap}:${m.prod.count}) on connection ${conn.index}`, link.name, conn.index);
-      }
-      const n = multiWrap ? cursorDistance(wp, m.prod, size) : cursorDiff(wp, m.prod, size);
-      if (n > 0) {
-        w.stream?.release(wp.count, n, d.n);
-        w.prodLinear += n;
-        if (!this.opts.compact) w.lastProdMove = stamp(w.lastProdMove, d);
-      }
-    }
+    if (wp && size > 0) this.produced(w, wp, m, conn, link, seqGap, d);
     w.prod = m.prod;
     if (w.consAhead) {
       if (!seqGap) this.consAheadAnomaly(w, conn);
@@ -785,48 +837,103 @@ export class Tracker {
     // Consumer cursor: how far the sender consumed the reverse stream.
     const bsize = back.ringSize;
     const bc = back.consInto(this.curA);
-    if (bc && bsize > 0) {
-      const multiWrap = movedMultiWrap(bc, m.cons);
-      const moved = multiWrap ? cursorDistance(bc, m.cons, bsize) : cursorDiff(bc, m.cons, bsize);
-      back.consLinear += moved;
-      if (moved > 0) this.consumed(back, d);
-      // Ahead of the producer we saw: a violation — unless the capture lacks a CDC of the
-      // writer (then the reader knew a cursor we did not see). The writer's next CDC decides.
-      if (back.consLinear > back.prodLinear && !back.consAhead) {
-        back.consAhead = { frame: d.n, tsNs: d.tsNs, link: link.name, text: `consumer cursor ${m.cons.wrap}:${m.cons.count} is beyond what the peer produced (${back.prodLinear} bytes) on connection ${conn.index}` };
-      }
-    }
+    if (bc && bsize > 0) this.consumedBy(back, bc, bsize, m, conn, link, d);
     back.cons = m.cons;
     // Overrun: the writer may not run more than one ring ahead of what the reader consumed.
     const over = size > 0 && w.hasCons() ? overrunBytes(w.prodLinear, w.consLinear, size) : 0;
-    if (over > 0) {
-      this.anomaly('error', 'cdc.overrun', `producer cursor overruns the peer's consumer cursor by ${over} bytes on connection ${conn.index} (would overwrite unread data)`, link.name, conn.index);
-    }
+    if (over > 0) this.overrun(over, conn, link);
     // Window: the writer waits for the reader (flag, or its ring is full).
     const full = size > 0 && w.hasCons() && w.prodLinear - w.consLinear >= size;
     if (m.prodFlags.writeBlocked) w.writerBlocked++;
     // A stall needs unread data: Linux leaves write_blocked set on the CDCs that follow (e.g. the
     // closing one) after the reader has consumed everything, and an empty ring blocks nobody.
     if ((m.prodFlags.writeBlocked || full) && !w.blockedSince && w.prodLinear > w.consLinear) w.blockedSince = { frame: d.n, tsNs: d.tsNs };
-    if (m.prodFlags.urgentPending || m.prodFlags.urgentPresent) {
-      w.urgent++;
-      // Linux (smc_cdc_handle_urg_data_arrival): the urgent byte is the last one before the
-      // producer cursor of the CDC that has urg_data_present.
-      const at = urgentByteAt(w.prodLinear);
-      const last = w.urgentMarks[w.urgentMarks.length - 1];
-      if (m.prodFlags.urgentPresent && at >= 0 && last?.offset !== at) {
-        w.urgentMarks = append(w.urgentMarks, { offset: at, frame: d.n, tsNs: d.tsNs });
-        w.stream?.markUrgent(at);
-      }
-    }
+    if (m.prodFlags.urgentPending || m.prodFlags.urgentPresent) this.urgent(w, m, d);
     if (m.connFlags.peerDoneWriting) w.doneWriting = true;
     if (m.connFlags.peerConnClosed) w.closed = true;
-    if (m.connFlags.peerConnAbort && !w.aborted) {
-      w.aborted = true;
-      const by = SIDE[dir];
-      conn.abort = { by, frame: d.n, tsNs: d.tsNs, unread: Math.max(0, back.prodLinear - back.consLinear) };
-      this.anomaly('note', 'cdc.abort', `connection ${conn.index} aborted by its ${by}`, link.name, conn.index);
+    if (m.connFlags.peerConnAbort && !w.aborted) this.aborted(w, back, conn, link, dir, d);
+  }
+
+  /** A CDC whose token names no connection of the receiver's: the sender's own token (an
+   *  anomaly), an unknown one (an anomaly) or, in a group learned mid-stream, a connection first
+   *  seen now. */
+  private cdcConnMissing(m: CdcMessage, link: LinkState, dir: 0 | 1): SmcConn | undefined {
+    const rev = this.byToken.get(link.lg, link.lg.id * 2 + 1 - dir, (1 - dir) as 0 | 1, link, m.token);
+    if (rev && link.lg.complete) {
+      this.anomaly('error', 'cdc.wrong-direction', `CDC carries the sender's own token (connection ${rev.index})`, link.name, rev.index);
+      return undefined;
     }
+    if (link.lg.complete) {
+      this.anomaly('error', 'cdc.unknown-token', `CDC for alert token ${hex32(m.token)} that the receiver never announced in ${`LG${link.lg.id}`} (${link.name})`, link.name);
+      return undefined;
+    }
+    return this.orphan(link, dir, m.token);
+  }
+
+  private cursorRange(m: CdcMessage, size: number, conn: SmcConn, link: LinkState): void {
+    this.anomaly('error', 'cdc.cursor-range', `producer cursor count ${m.prod.count} is beyond the receiver's ${size}-byte RMBE on connection ${conn.index}`, link.name, conn.index);
+  }
+
+  private overrun(over: number, conn: SmcConn, link: LinkState): void {
+    this.anomaly('error', 'cdc.overrun', `producer cursor overruns the peer's consumer cursor by ${over} bytes on connection ${conn.index} (would overwrite unread data)`, link.name, conn.index);
+  }
+
+  /** A CDC sequence number that is not the next: a gap or (not `gap`) a regression. */
+  private seqOff(w: DirState, m: CdcMessage, conn: SmcConn, link: LinkState, gap: boolean): void {
+    if (gap) this.anomaly(this.gapSeverity, 'cdc.seq-gap', `CDC sequence jumped from ${w.seq} to ${m.seq} on connection ${conn.index} (${((m.seq - w.seq! - 1) & 0xffff)} CDC missing)`, link.name, conn.index);
+    else this.anomaly('error', 'cdc.seq-regression', `CDC sequence went back from ${w.seq} to ${m.seq} on connection ${conn.index}`, link.name, conn.index);
+  }
+
+  /** The producer cursor of writer direction `w` moved from `wp` to the CDC's: new bytes. */
+  private produced(w: DirState, wp: { wrap: number; count: number }, m: CdcMessage, conn: SmcConn, link: LinkState, seqGap: boolean, d: DecodedFrame): void {
+    const size = w.ringSize;
+    // Linux moves a cursor at most one wrap per CDC (smc_curs_diff). A bigger step is a
+    // protocol anomaly — unless CDCs are missing from the capture (the sequence gap says so).
+    const multiWrap = movedMultiWrap(wp, m.prod);
+    if (multiWrap && !seqGap) {
+      this.anomaly('warn', 'cdc.cursor-jump', `producer cursor jumped more than one wrap (${wp.wrap}:${wp.count} → ${m.prod.wrap}:${m.prod.count}) on connection ${conn.index}`, link.name, conn.index);
+    }
+    const n = multiWrap ? cursorDistance(wp, m.prod, size) : cursorDiff(wp, m.prod, size);
+    if (n > 0) {
+      w.stream?.release(wp.count, n, d.n);
+      w.prodLinear += n;
+      if (!this.opts.compact) w.lastProdMove = stamp(w.lastProdMove, d);
+    }
+  }
+
+  /** The CDC's consumer cursor for the reverse direction `back` (ring `bsize` bytes), which
+   *  was at `bc`. */
+  private consumedBy(back: DirState, bc: { wrap: number; count: number }, bsize: number, m: CdcMessage, conn: SmcConn, link: LinkState, d: DecodedFrame): void {
+    const multiWrap = movedMultiWrap(bc, m.cons);
+    const moved = multiWrap ? cursorDistance(bc, m.cons, bsize) : cursorDiff(bc, m.cons, bsize);
+    back.consLinear += moved;
+    if (moved > 0) this.consumed(back, d);
+    // Ahead of the producer we saw: a violation — unless the capture lacks a CDC of the
+    // writer (then the reader knew a cursor we did not see). The writer's next CDC decides.
+    if (back.consLinear > back.prodLinear && !back.consAhead) {
+      back.consAhead = { frame: d.n, tsNs: d.tsNs, link: link.name, text: `consumer cursor ${m.cons.wrap}:${m.cons.count} is beyond what the peer produced (${back.prodLinear} bytes) on connection ${conn.index}` };
+    }
+  }
+
+  /** Urgent data pending or present in writer direction `w`. */
+  private urgent(w: DirState, m: CdcMessage, d: DecodedFrame): void {
+    w.urgent++;
+    // Linux (smc_cdc_handle_urg_data_arrival): the urgent byte is the last one before the
+    // producer cursor of the CDC that has urg_data_present.
+    const at = urgentByteAt(w.prodLinear);
+    const last = w.urgentMarks[w.urgentMarks.length - 1];
+    if (m.prodFlags.urgentPresent && at >= 0 && last?.offset !== at) {
+      w.urgentMarks = append(w.urgentMarks, { offset: at, frame: d.n, tsNs: d.tsNs });
+      w.stream?.markUrgent(at);
+    }
+  }
+
+  /** The writer of `w` (end `dir`) aborted the connection. */
+  private aborted(w: DirState, back: DirState, conn: SmcConn, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    w.aborted = true;
+    const by = SIDE[dir];
+    conn.abort = { by, frame: d.n, tsNs: d.tsNs, unread: Math.max(0, back.prodLinear - back.consLinear) };
+    this.anomaly('note', 'cdc.abort', `connection ${conn.index} aborted by its ${by}`, link.name, conn.index);
   }
 
   /** Mid-stream group: the WRITEs before a writer's CDC on a link were its connection's (Linux
@@ -898,7 +1005,7 @@ export class Tracker {
     } else {
       const other = link.gidOf(dir), dstGid = link.gidOf(recv);
       const [s0, s1] = dir === 0 ? [{ gid: other }, { gid: dstGid, token }] : [{ gid: dstGid, token }, { gid: other }];
-      conn = new SmcState(this.epoch, -(++this.orphanIndex), undefined, link.lg, link, s0, s1, this.dirSlab.make(0, false), this.dirSlab.make(0, false));
+      conn = new SmcState(this.epoch, -(++this.orphanIndex), undefined, link.lg, link, s0, s1, this.dirSlab.make(0, false), this.dirSlab.make(0, false), this.sideSlab);
       link.lg.conns = append(link.lg.conns, conn);
       this.orphanConns.push(conn);
     }
@@ -910,100 +1017,114 @@ export class Tracker {
   // LLC: the link group state machine
   // ---------------------------------------------------------------------------------------
 
+  // Each kind of LLC message has a method of its own: a frame's work is in one of them, and V8
+  // optimises each only when its kind is frequent (one method for all took 40-80 ms of the
+  // optimising compiler per replay, more than all its messages cost to track).
   private onLlc(m: LlcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
     const lg = link.lg;
-    const by = SIDE[dir];
-    const ev = (what: Parameters<typeof lgEvent>[1]['what'], text: string, l: Link = link): void => lgEvent(lg, { frame: d.n, tsNs: d.tsNs, what, link: l.name, by, text });
     if (m.kind === 'add_link' && !m.response) this.llc.answerRequestAddLink(lg, dir, d.tsNs);
-    if (LlcPairing.expectsAnswer(m)) {
-      const req: LlcRequest = { lg, link, from: dir, kind: m.kind, frame: d.n, tsNs: d.tsNs };
-      if (m.kind === 'delete_link') req.linkId = m.linkId;
-      this.llc.request(req);
-    } else if (m.response) this.llc.answer(lg, dir, m.kind, d.tsNs);
+    if (LlcPairing.expectsAnswer(m)) this.llcRequest(m, link, dir, d);
+    else if (m.response) this.llc.answer(lg, dir, m.kind, d.tsNs);
     switch (m.kind) {
-      case 'confirm_link':
-        this.setLinkId(link, m.linkId);
-        link.uid = m.linkUid;
-        if (!this.opts.compact) link.sent[dir].confirm = { frame: d.n, tsNs: d.tsNs, response: m.response, linkId: m.linkId, qpn: m.qpn, gid: intern(m.gid), mac: intern(m.mac), uid: m.linkUid };
-        if (m.response) {
-          if (link.state !== 'active') {
-            link.state = 'active';
-            link.rmbKeys = undefined; // up: never rejected any more
-            link.confirmedFrame = d.n;
-            lgEventSaid(lg, d.n, d.tsNs, link.name, by, { kind: 'confirmed' });
-            noteType(lg, d.n, d.tsNs);
-          }
-          const first = lg.firstTcp as TcpState | undefined; // the tracker made it
-          if (first && !first.hasStep('CONFIRM LINK')) first.addStep('CONFIRM LINK', d.n, d.tsNs);
-        } else {
-          // The server started link bring-up; a missing response is now an LLC timeout.
-          if (link.state === 'unknown') link.state = 'confirming';
-          for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) if (this.awaitingConfirmLink[i]!.lg === lg) this.awaitingConfirmLink.splice(i, 1);
-        }
-        if (lg.maxLinks === undefined || lg.maxConns === undefined) (lg as GroupState).said({ maxLinks: lg.maxLinks ?? m.maxLinks, maxConns: lg.maxConns ?? m.maxConns });
-        break;
-      case 'add_link': {
-        if (m.rejected) {
-          // The link the request proposed never comes up.
-          const i = lg.links.findIndex((l) => l.id === m.linkId && l.state === 'confirming' && l !== link);
-          if (i >= 0) {
-            const [dead] = lg.links.splice(i, 1);
-            for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn) === dead) this.qps.delete(e.gid, e.qpn);
-            this.dropRmbs(dead as LinkState);
-          }
-          lgEventSaid(lg, d.n, d.tsNs, `LG${lg.id}/L${m.linkId}`, by, { kind: 'rejected', linkId: m.linkId });
-          break;
-        }
-        if (!m.response) {
-          // The requester (server side of the LG in Linux) announces its new QP; the client answers with its own.
-          const nl = this.newLink(lg, dir === 1 ? [{ gid: '' }, { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }] : [{ gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }, { gid: '' }], mtuFromCode(m.mtu), 'confirming', d.n);
-          this.setLinkId(nl, m.linkId);
-          nl.setNextPsn(dir, m.psn);
-          const sent = this.sentOf(nl, dir);
-          if (sent) sent.add = llcQp(m, d);
-          lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
-          for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
-        } else {
-          const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && (l as LinkState).gidOf(dir) === '') as LinkState | undefined;
-          if (nl) {
-            nl.setEnd(dir, { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn });
-            (nl as LinkState).setNextPsn(dir, m.psn);
-            const sent = this.sentOf(nl, dir);
-            if (sent) sent.add = llcQp(m, d);
-            this.claimQp(m.gid, m.qpn, nl);
-            for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
-          }
-        }
-        break;
-      }
-      case 'add_link_cont': {
-        // SMC-Rv1: the rkeys of the new link follow in ADD LINK CONTINUATION messages.
-        const nl = this.linkById(lg, m.linkId);
-        if (nl && nl !== link) for (const rk of m.rkeys.slice(0, m.numRkeys)) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
-        break;
-      }
-      case 'request_add_link':
-        if (!m.response) ev('request-add-link', `REQUEST ADD LINK from the ${by} (${m.gids.length} GID${m.gids.length === 1 ? '' : 's'}: a device came back or the group is asymmetric)`);
-        break;
-      case 'delete_link':
-        this.onDeleteLink(m, link, dir, d);
-        break;
-      case 'confirm_rkey':
-        if (!m.response) {
-          // The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link.
-          const wdir = (1 - dir) as 0 | 1;
-          const others = m.others.slice(0, m.numRtokens).filter((o) => this.linkById(lg, o.linkId) !== undefined);
-          // On a group's only link it confirms what the CLC said (same rkey, same address): the
-          // connection's CLC side stays the record, no entry is made.
-          if (others.length === 0 && this.sameAsClc(link, wdir, m.rkey, m.vaddr)) break;
-          const ref: RmbRef = this.rmbRefAt(link, wdir, m.rkey) ?? { conn: undefined, dir: wdir, n: 0 };
-          this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
-          for (const o of others) this.aliasRmb(this.linkById(lg, o.linkId)!, wdir, o.rkey, o.vaddr, ref);
-        }
-        break;
-      default:
-        break;
+      case 'confirm_link': this.onConfirmLink(m, link, dir, d); break;
+      case 'add_link': this.onAddLink(m, link, dir, d); break;
+      case 'add_link_cont': this.onAddLinkCont(m, link, dir); break;
+      case 'request_add_link': if (!m.response) this.onRequestAddLink(m, link, dir, d); break;
+      case 'delete_link': this.onDeleteLink(m, link, dir, d); break;
+      case 'confirm_rkey': if (!m.response) this.onConfirmRkey(m, link, dir); break;
+      default: break;
     }
+  }
+
+  /** A request the peer must answer in time. */
+  private llcRequest(m: LlcMessage, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    const req: LlcRequest = { lg: link.lg, link, from: dir, kind: m.kind, frame: d.n, tsNs: d.tsNs };
+    if (m.kind === 'delete_link') req.linkId = m.linkId;
+    this.llc.request(req);
+  }
+
+  private onConfirmLink(m: Extract<LlcMessage, { kind: 'confirm_link' }>, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    const lg = link.lg;
+    const by = SIDE[dir];
+    this.setLinkId(link, m.linkId);
+    link.uid = m.linkUid;
+    if (!this.opts.compact) link.sent[dir].confirm = { frame: d.n, tsNs: d.tsNs, response: m.response, linkId: m.linkId, qpn: m.qpn, gid: intern(m.gid), mac: intern(m.mac), uid: m.linkUid };
+    if (m.response) {
+      if (link.state !== 'active') {
+        link.state = 'active';
+        link.rmbKeys = undefined; // up: never rejected any more
+        link.confirmedFrame = d.n;
+        lgEventSaid(lg, d.n, d.tsNs, link.name, by, { kind: 'confirmed' });
+        noteType(lg, d.n, d.tsNs);
+      }
+      const first = lg.firstTcp as TcpState | undefined; // the tracker made it
+      if (first && !first.hasStep('CONFIRM LINK')) first.addStep('CONFIRM LINK', d.n, d.tsNs);
+    } else {
+      // The server started link bring-up; a missing response is now an LLC timeout.
+      if (link.state === 'unknown') link.state = 'confirming';
+      for (let i = this.awaitingConfirmLink.length - 1; i >= 0; i--) if (this.awaitingConfirmLink[i]!.lg === lg) this.awaitingConfirmLink.splice(i, 1);
+    }
+    if (lg.maxLinks === undefined || lg.maxConns === undefined) (lg as GroupState).said({ maxLinks: lg.maxLinks ?? m.maxLinks, maxConns: lg.maxConns ?? m.maxConns });
+  }
+
+  private onAddLink(m: Extract<LlcMessage, { kind: 'add_link' }>, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    const lg = link.lg;
+    const by = SIDE[dir];
+    if (m.rejected) {
+      // The link the request proposed never comes up.
+      const i = lg.links.findIndex((l) => l.id === m.linkId && l.state === 'confirming' && l !== link);
+      if (i >= 0) {
+        const [dead] = lg.links.splice(i, 1);
+        for (const e of dead!.ends) if (e.qpn !== undefined && this.qps.get(e.gid, e.qpn) === dead) this.qps.delete(e.gid, e.qpn);
+        this.dropRmbs(dead as LinkState);
+      }
+      lgEventSaid(lg, d.n, d.tsNs, `LG${lg.id}/L${m.linkId}`, by, { kind: 'rejected', linkId: m.linkId });
+      return;
+    }
+    if (!m.response) {
+      // The requester (server side of the LG in Linux) announces its new QP; the client answers with its own.
+      const nl = this.newLink(lg, dir === 1 ? [{ gid: '' }, { gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }] : [{ gid: m.gid, qpn: m.qpn, mac: m.mac, psn: m.psn }, { gid: '' }], mtuFromCode(m.mtu), 'confirming', d.n);
+      this.setLinkId(nl, m.linkId);
+      nl.setNextPsn(dir, m.psn);
+      const sent = this.sentOf(nl, dir);
+      if (sent) sent.add = llcQp(m, d);
+      lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
+      for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
+    } else {
+      const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && (l as LinkState).gidOf(dir) === '') as LinkState | undefined;
+      if (nl) {
+        nl.setEnd(dir, { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn });
+        (nl as LinkState).setNextPsn(dir, m.psn);
+        const sent = this.sentOf(nl, dir);
+        if (sent) sent.add = llcQp(m, d);
+        this.claimQp(m.gid, m.qpn, nl);
+        for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
+      }
+    }
+  }
+
+  /** SMC-Rv1: the rkeys of the new link follow in ADD LINK CONTINUATION messages. */
+  private onAddLinkCont(m: Extract<LlcMessage, { kind: 'add_link_cont' }>, link: LinkState, dir: 0 | 1): void {
+    const nl = this.linkById(link.lg, m.linkId);
+    if (nl && nl !== link) for (const rk of m.rkeys.slice(0, m.numRkeys)) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
+  }
+
+  private onRequestAddLink(m: Extract<LlcMessage, { kind: 'request_add_link' }>, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
+    const by = SIDE[dir];
+    lgEvent(link.lg, { frame: d.n, tsNs: d.tsNs, what: 'request-add-link', link: link.name, by, text: `REQUEST ADD LINK from the ${by} (${m.gids.length} GID${m.gids.length === 1 ? '' : 's'}: a device came back or the group is asymmetric)` });
+  }
+
+  /** The sender's new RMB: written by the other side (direction 1 - dir), one rkey per link. */
+  private onConfirmRkey(m: Extract<LlcMessage, { kind: 'confirm_rkey' }>, link: LinkState, dir: 0 | 1): void {
+    const lg = link.lg;
+    const wdir = (1 - dir) as 0 | 1;
+    const others = m.others.slice(0, m.numRtokens).filter((o) => this.linkById(lg, o.linkId) !== undefined);
+    // On a group's only link it confirms what the CLC said (same rkey, same address): the
+    // connection's CLC side stays the record, no entry is made.
+    if (others.length === 0 && this.sameAsClc(link, wdir, m.rkey, m.vaddr)) return;
+    const ref: RmbRef = this.rmbRefAt(link, wdir, m.rkey) ?? { conn: undefined, dir: wdir, n: 0 };
+    this.aliasRmb(link, wdir, m.rkey, m.vaddr, ref);
+    for (const o of others) this.aliasRmb(this.linkById(lg, o.linkId)!, wdir, o.rkey, o.vaddr, ref);
   }
 
   private onDeleteLink(m: Extract<LlcMessage, { kind: 'delete_link' }>, link: LinkState, dir: 0 | 1, d: DecodedFrame): void {
@@ -1256,6 +1377,8 @@ function cachedGid(ip: string): string {
  *  130 000 QPs of hosts with one link each); a busy GID switches to a Map. */
 export class QpIndex {
   private readonly m = new Map<string, LinkState | LinkState[] | Map<number, LinkState>>();
+  /** Changes with every set() and delete(): answers cached at another generation are stale. */
+  gen = 0;
   get(gid: string, qpn: number): LinkState | undefined {
     const q = this.m.get(gid);
     if (q === undefined) return undefined;
@@ -1266,6 +1389,7 @@ export class QpIndex {
   }
   /** `link` has an end with (`gid`, `qpn`) (set it there first). */
   set(gid: string, qpn: number, link: LinkState): void {
+    this.gen = (this.gen + 1) | 0;
     const q = this.m.get(gid);
     if (q === undefined) { this.m.set(gid, link); return; }
     if (q instanceof Map) { q.set(qpn, link); return; }
@@ -1283,6 +1407,7 @@ export class QpIndex {
   /** The link of QP (`gid`, `qpn`) leaves the index with its QPs on `gid` (the tracker drops a
    *  link's QPs together: a folded phantom or a rejected ADD LINK's link). */
   delete(gid: string, qpn: number): void {
+    this.gen = (this.gen + 1) | 0;
     const q = this.m.get(gid);
     if (q instanceof Map) {
       const l = q.get(qpn);
