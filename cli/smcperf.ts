@@ -683,12 +683,19 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
     }
   };
   const ticker = setInterval(tick, c.interval * 1000);
-  const omitTimer = omitting ? setTimeout(() => {
+  const endOmit = (): void => {
+    // libuv's timers count from a millisecond clock cached per loop turn, so a timer can fire up
+    // to ~1 ms before its delay has passed on performance.now(): wait out the rest, so the
+    // omitted span is never shorter than asked (iperf3 -O)
+    const left = t0 + omitMs - performance.now();
+    if (left > 0) { omitTimer = setTimeout(endOmit, Math.ceil(left)); return; }
+    omitTimer = undefined;
     tick(true); // the omitted intervals end exactly here
     omitting = false;
     from = { t: performance.now(), bytes: ctr.bytes, tx: ctr.tx, lat: ctr.lat.length };
     cpu = cpuClock();
-  }, omitMs) : undefined;
+  };
+  let omitTimer = omitting ? setTimeout(endOmit, omitMs) : undefined;
   const share = o.bytes ? Math.ceil(o.bytes / o.parallel) : Infinity;
   let endT = t0;
   let receiverBytes: number | undefined;
