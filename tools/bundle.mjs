@@ -1,0 +1,60 @@
+// Build step after tsc (`npm run build`, `npm install`'s prepare): smcdump as one script with a
+// V8 code cache, so a run as a program starts without resolving, reading and compiling ~100 ES
+// modules one by one and without compiling lazily the functions a replay runs
+// (docs/smcdump.md, "Start-up").
+//
+//   dist/cli/bin/smcdump.bundle.cjs  dist/cli/smcdump.js and what it imports, as one CommonJS
+//                                    script (esbuild); node_modules packages inside too
+//   dist/cli/bin/smcdump.cjs         the loader the bin's sh line runs (a copy of tools/loader.cjs)
+//   dist/cli/bin/smcdump.cache       V8's code cache of the bundle, made by a real run of the bin
+//                                    on a bundled capture (bytecode of what a replay runs)
+//
+// Tests import dist/ modules as before; `SMCSCOPE_BUNDLE=0` runs the plain modules.
+import { build } from 'esbuild';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const bin = join(root, 'dist/cli/bin');
+const bundle = join(bin, 'smcdump.bundle.cjs');
+const cache = join(bin, 'smcdump.cache');
+
+// `import.meta.url` has no meaning in a CommonJS bundle: each module's own URL (its file in
+// dist/, where the native addons, chalk and the report's assets are found from) is rebuilt
+// from the bundle's __dirname and the module's path relative to it.
+const metaUrl = {
+  name: 'import-meta-url',
+  setup(b) {
+    b.onLoad({ filter: /\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      if (!text.includes('import.meta.url')) return undefined;
+      const rel = JSON.stringify(relative(bin, args.path));
+      return { contents: text.replaceAll('import.meta.url', `__smcModuleUrl(${rel})`), loader: 'js' };
+    });
+  },
+};
+
+await build({
+  entryPoints: [join(root, 'dist/cli/smcdump.js')],
+  outfile: bundle,
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  charset: 'ascii', // one-byte source: read as latin1 without decoding UTF-8
+  legalComments: 'none',
+  logLevel: 'error',
+  banner: { js: "const __smcModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;" },
+  plugins: [metaUrl],
+});
+copyFileSync(join(root, 'tools/loader.cjs'), join(bin, 'smcdump.cjs'));
+
+// The cache: the bin run as a program (its sh line's Node flags are part of what V8 checks) on
+// a capture with CLC, LLC, CDC and RDMA traffic, one-line; the loader writes the cache at exit.
+rmSync(cache, { force: true });
+const capture = join(root, 'pcaps/d-bulk-2MiB.pcap');
+if (existsSync(capture)) {
+  execFileSync(join(bin, 'smcdump.js'), ['-r', capture], { env: { ...process.env, SMCSCOPE_CODE_CACHE: 'write' }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
