@@ -36,6 +36,24 @@ const metaUrl = {
   },
 };
 
+// commander requires node:child_process (with net, dgram and their streams: ~5 ms) only to
+// run a subcommand's executable, which smcdump never has: the module is required when spawn
+// is first called.
+const COMMANDER_CP = "const childProcess = require('node:child_process');";
+const lazyChildProcess = {
+  name: 'lazy-child-process',
+  setup(b) {
+    b.onLoad({ filter: /commander[\\/]lib[\\/]command\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      if (!text.includes(COMMANDER_CP)) {
+        process.emitWarning(`tools/bundle.mjs: ${args.path} has no "${COMMANDER_CP}" any more: node:child_process loads at start-up`);
+        return undefined;
+      }
+      return { contents: text.replace(COMMANDER_CP, 'const childProcess = { spawn: (...a) => require("node:child_process").spawn(...a) };'), loader: 'js' };
+    });
+  },
+};
+
 await build({
   entryPoints: [join(root, 'dist/cli/smcdump.js')],
   outfile: bundle,
@@ -47,7 +65,7 @@ await build({
   legalComments: 'none',
   logLevel: 'error',
   banner: { js: "const __smcModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;" },
-  plugins: [metaUrl],
+  plugins: [metaUrl, lazyChildProcess],
 });
 copyFileSync(join(root, 'tools/loader.cjs'), join(bin, 'smcdump.cjs'));
 

@@ -13,13 +13,10 @@
 // to the table-driven JS loop. crc32UpdateJs() is always the pure JS path. SMCSCOPE_CRC=js
 // turns the addon off (A/B measurements, tests of the fallback).
 
-import * as zlib from 'node:zlib';
 import { createRequire } from 'node:module';
-import { isMainThread } from 'node:worker_threads';
 import { nativePath } from '../../native/paths.js';
 
 type NativeCrc = (data: Uint8Array, value?: number) => number;
-const nativeCrc32: NativeCrc | undefined = (zlib as unknown as { crc32?: NativeCrc }).crc32;
 /** Range length from which the native CRC is used (below it the call overhead dominates). */
 const NATIVE_MIN = 256;
 
@@ -36,27 +33,56 @@ interface IcrcAddon {
   check?(start: number, end: number, id: number): boolean;
 }
 
-function loadAddon(): IcrcAddon | undefined {
+// The engines are chosen on the first CRC, not when this module is imported: loading the addon
+// (dlopen), node:worker_threads and node:zlib costs a few ms of start-up that runs without a
+// RoCE frame (--version, --help, TCP-only captures) never need (docs/smcdump.md, "Start-up").
+/** The addon, undefined when not usable; null until the first CRC asks (`engines()`). */
+let addon: IcrcAddon | undefined | null = null;
+/** Node's zlib.crc32 where there is no addon (the addon beats it; then never loaded). */
+let nativeCrc32: NativeCrc | undefined;
+/** The addon's per-frame check with numbers only (an addon built before it has none). */
+let checker: IcrcAddon | undefined;
+/** Range length from which the addon is used (its folding loop needs 64 bytes). */
+const ADDON_MIN = 64;
+const NO_MASK = new Uint8Array(0);
+
+function loadAddon(req: NodeJS.Require): IcrcAddon | undefined {
   if (process.env.SMCSCOPE_CRC === 'js') return undefined;
   try {
-    const a = createRequire(import.meta.url)(nativePath('native/build/Release/icrc.node')) as IcrcAddon;
+    const a = req(nativePath('native/build/Release/icrc.node')) as IcrcAddon;
     return a.simd ? a : undefined;
   } catch {
     return undefined; // not built (no toolchain): zlib and JS
   }
 }
-const addon = loadAddon();
-/** Range length from which the addon is used (its folding loop needs 64 bytes). */
-const ADDON_MIN = 64;
-const NO_MASK = new Uint8Array(0);
 
-// The bound buffer and the masks are the addon's process-wide state, so only the main thread
-// uses check(): a worker thread binding its own buffer would race with it (workers keep the
-// crc32Masked path, which takes its buffer per call).
-/** The addon's per-frame check with numbers only (an addon built before it has none). */
-const checker = addon && isMainThread && typeof addon.check === 'function' && typeof addon.bind === 'function' && typeof addon.setMask === 'function' ? addon : undefined;
-let masksUsed = 0;
-/** Length of each registered mask (a range must hold it and the 4-byte trailer). */
+/** Pick the engines once (the addon; zlib without it) and register the masks asked for so far. */
+function engines(): IcrcAddon | undefined {
+  if (addon !== null) return addon;
+  const req = createRequire(import.meta.url);
+  const a = loadAddon(req);
+  addon = a;
+  if (a === undefined) {
+    nativeCrc32 = (req('node:zlib') as { crc32?: NativeCrc }).crc32;
+    return a;
+  }
+  // The bound buffer and the masks are the addon's process-wide state, so only the main thread
+  // uses check(): a worker thread binding its own buffer would race with it (workers keep the
+  // crc32Masked path, which takes its buffer per call).
+  const main = (req('node:worker_threads') as typeof import('node:worker_threads')).isMainThread;
+  if (main && typeof a.check === 'function' && typeof a.bind === 'function' && typeof a.setMask === 'function') {
+    checker = a;
+    for (let id = 0; id < masks.length; id++) {
+      if (!a.setMask!(id, masks[id]!, maskInit[id]!)) maskLen[id] = -1;
+    }
+  }
+  return a;
+}
+
+/** Masks registered for trailerCheck(), given to the addon when it is loaded. */
+const masks: Uint8Array[] = [];
+const maskInit: number[] = [];
+/** Length of each registered mask (a range must hold it and the 4-byte trailer; -1 refused). */
 const maskLen: number[] = [];
 /** The ArrayBuffer the addon reads in check(): referenced here so its memory stays valid while bound. */
 let boundAb: ArrayBufferLike | undefined;
@@ -65,15 +91,16 @@ let refusedAb: ArrayBufferLike | undefined;
 
 /**
  * Register a header-stack mask for trailerCheck(): the CRC starts from `init` (the CRC of what
- * precedes the stack), ORs `mask` over the first bytes. Returns its id, or -1 when there is no
- * addon with the check (or no slot left): then trailerCheck is not to be used with it.
+ * precedes the stack), ORs `mask` over the first bytes. Returns its id, or -1 when no slot is
+ * left; the addon gets it when it is loaded (without one, trailerCheck answers -1 for it).
  */
 export function registerTrailerMask(mask: Uint8Array, init: number): number {
-  if (!checker || masksUsed >= 8 || mask.length > 64) return -1;
-  const id = masksUsed;
-  if (!checker.setMask!(id, mask, init >>> 0)) return -1;
-  masksUsed++;
-  maskLen[id] = mask.length;
+  if (masks.length >= 8 || mask.length > 64) return -1;
+  const id = masks.length;
+  masks.push(mask.slice());
+  maskInit.push(init >>> 0);
+  maskLen.push(mask.length);
+  if (checker !== undefined && !checker.setMask!(id, mask, init >>> 0)) maskLen[id] = -1;
   return id;
 }
 
@@ -84,20 +111,25 @@ export function registerTrailerMask(mask: Uint8Array, init: number): number {
  * computes it another way. One N-API call with three numbers per frame (see native/src/icrc.c).
  */
 export function trailerCheck(b: Uint8Array, start: number, id: number, end: number): number {
-  if (id < 0 || checker === undefined || start < 0 || end > b.length || end - start < maskLen[id]! + 4) return -1;
+  if (id < 0) return -1;
+  if (addon === null) engines();
+  const c = checker;
+  if (c === undefined || maskLen[id]! < 0 || start < 0 || end > b.length || end - start < maskLen[id]! + 4) return -1;
   const ab = b.buffer;
   if (ab !== boundAb) {
     if (ab === refusedAb) return -1;
-    if (!checker.bind!(ab)) { refusedAb = ab; return -1; }
+    if (!c.bind!(ab)) { refusedAb = ab; return -1; }
     boundAb = ab;
   }
   const at = b.byteOffset;
   if (at + end > 0xffffffff) return -1; // the call passes 32-bit offsets
-  return checker.check!(at + start, at + end, id) ? 1 : 0;
+  return c.check!(at + start, at + end, id) ? 1 : 0;
 }
 
-/** Which CRC engine long ranges use: 'pclmul' (the addon), 'zlib' or 'js'. */
-export const crc32Engine: 'pclmul' | 'zlib' | 'js' = addon ? 'pclmul' : nativeCrc32 ? 'zlib' : 'js';
+/** Which CRC engine long ranges use: 'pclmul' (the addon), 'zlib' or 'js' (loads them). */
+export function crc32Engine(): 'pclmul' | 'zlib' | 'js' {
+  return engines() ? 'pclmul' : nativeCrc32 ? 'zlib' : 'js';
+}
 
 /** 8 × 256 entries: T[k*256 + n] = CRC of byte n followed by k zero bytes (slicing tables). */
 const T = new Int32Array(8 * 256);
@@ -140,7 +172,8 @@ export function crc32Update(crc: number, b: Uint8Array, start = 0, end = b.lengt
   if (end > b.length) end = b.length;
   if (start < 0) start = 0;
   if (start >= end) return crc >>> 0;
-  if (addon !== undefined && end - start >= ADDON_MIN) return addon.crc32Masked(b, crc >>> 0, start, NO_MASK, end);
+  const a = addon === null ? engines() : addon;
+  if (a !== undefined && end - start >= ADDON_MIN) return a.crc32Masked(b, crc >>> 0, start, NO_MASK, end);
   if (nativeCrc32 !== undefined && end - start >= NATIVE_MIN) {
     return nativeCrc32(start === 0 && end === b.length ? b : b.subarray(start, end), crc >>> 0) >>> 0;
   }
@@ -191,8 +224,9 @@ export function crc32UpdateMasked(crc: number, b: Uint8Array, start: number, mas
 export function crc32UpdateMaskedThen(crc: number, b: Uint8Array, start: number, mask: Uint8Array, end: number): number {
   // below ADDON_MIN bytes after the stack the call costs more than the JS loop (the addon feeds a
   // short tail byte by byte): 56-byte CDC SENDs and 16-byte ACKs, measured 2-2.5x faster in JS
-  if (addon !== undefined && start >= 0 && end - start - mask.length >= ADDON_MIN) {
-    return addon.crc32Masked(b, crc >>> 0, start, mask, end > 0 ? end : 0);
+  const a = addon === null ? engines() : addon;
+  if (a !== undefined && start >= 0 && end - start - mask.length >= ADDON_MIN) {
+    return a.crc32Masked(b, crc >>> 0, start, mask, end > 0 ? end : 0);
   }
   const c = crc32UpdateMasked(crc, b, start, mask);
   return end > start + mask.length ? crc32Update(c, b, start + mask.length, end) : c;
