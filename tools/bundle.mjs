@@ -15,6 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { generateViews } from './views.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'dist/cli/bin');
@@ -53,6 +54,8 @@ const lazyChildProcess = {
     });
   },
 };
+
+await generateViews();
 
 await build({
   entryPoints: [join(root, 'dist/cli/smcdump.js')],

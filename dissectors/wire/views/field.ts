@@ -9,6 +9,11 @@
 //
 // Reads past `end` give 0 (the codecs' rule for truncated input: a value is always produced,
 // the decoder reports the truncation as an issue). Writes past `end` are dropped.
+//
+// The accessors' code is generated from the tables (compiled() below): at build time into
+// accessors.js (tools/views.mjs), else with `new Function` when a view is defined.
+
+import { prebuiltAccessors } from './accessors.js';
 
 /** One field: `at` byte offset in the header, `size` bytes (1, 2, 3, 4 or 8 — 8 reads as a
  *  bigint), big-endian unless `le`; `shift`/`mask` select bits of the (unsigned) value; `bool`
@@ -59,6 +64,37 @@ class ViewBase {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** Type-erased function made from generated source (what compiled() returns). */
+type Generated = (...args: never[]) => unknown;
+
+/** The functions tools/views.mjs generated at build time, by their source text; undefined where
+ *  the build did not (tsx from source, or tsc alone): then compiled() makes them at run time. */
+let prebuilt: ReadonlyMap<string, Generated> | undefined | null = null;
+/** Every accessor's source, kept once recordViewSources() asked (the build step). */
+let recorded: Map<string, true> | undefined;
+
+/**
+ * The function whose source is `fn` (a function expression naming only readUint, writeUint,
+ * setBits and read64 besides its parameters). Made at build time when the build generated it:
+ * its source is the key, so a table changed since falls back to compiling here. Compiling each
+ * field's function at start-up took ~7 ms of smcdump's ~85 ms `--version` (docs/smcdump.md,
+ * "Start-up"); generated code is also in the CLI's V8 code cache.
+ */
+function compiled(fn: string): Generated {
+  if (prebuilt === null) prebuilt = prebuiltAccessors(readUint, writeUint, setBits, read64);
+  recorded?.set(fn, true);
+  const f = prebuilt?.get(fn);
+  if (f !== undefined) return f;
+  // new Function: every source given here is built from numbers and our own names, never from input
+  return new Function('readUint', 'writeUint', 'setBits', 'read64', `return ${fn};`)(readUint, writeUint, setBits, read64) as Generated;
+}
+
+/** Start keeping the source of every accessor made from now on (tools/views.mjs imports the
+ *  modules that define views after this and writes what was kept into accessors.js). */
+export function recordViewSources(): ReadonlyMap<string, true> {
+  return (recorded = new Map());
+}
 
 /** Unsigned big/little-endian read of `size` bytes at b[o]; 0 for bytes at or past `end`. */
 function readUint(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 | 4, le: boolean): number {
@@ -153,7 +189,7 @@ function compileSetter(at: number, size: 1 | 2 | 3 | 4, le: boolean, shift: numb
     ? `writeUint(this.buf, this.off + ${at}, this.end, ${size}, ${le}, v >>> 0);`
     : `setBits(this.buf, this.off + ${at}, this.end, ${size}, ${le}, ${shift}, ${mask}, ${value});`;
   // new Function: the source above is built from numbers and our own names only, never from input
-  return new Function('writeUint', 'setBits', `return function set(v) { ${tag}\n    ${body}\n};`)(writeUint, setBits) as (v: number | boolean) => void;
+  return compiled(`function set(v) { ${tag}\n    ${body}\n}`) as (v: number | boolean) => void;
 }
 
 /** The setter of one 64-bit field (two 32-bit words in the field's byte order). */
@@ -163,7 +199,7 @@ function compileSetter64(at: number, le: boolean, tag: string): (v: bigint) => v
     const b = this.buf, o = this.off + ${at}, end = this.end;
     ${le ? 'writeUint(b, o, end, 4, true, lo); writeUint(b, o + 4, end, 4, true, hi);' : 'writeUint(b, o, end, 4, false, hi); writeUint(b, o + 4, end, 4, false, lo);'}`;
   // new Function: the source above is built from numbers and our own names only, never from input
-  return new Function('writeUint', `return function set(v) { ${tag}${body}\n};`)(writeUint) as (v: bigint) => void;
+  return compiled(`function set(v) { ${tag}${body}\n}`) as (v: bigint) => void;
 }
 
 /** Reads a 64-bit field that may run past `end` (bytes there read as 0). */
@@ -188,17 +224,17 @@ function compileGetter64(at: number, le: boolean, tag: string): () => bigint {
     if (o + 8 > this.end) return read64(this, ${at}, ${le});
     return (BigInt(${hi}) << 32n) | BigInt(${lo});`;
   // new Function: the source above is built from numbers only, never from input
-  return new Function('read64', `return function get() { ${tag}${body}\n};`)(read64) as () => bigint;
+  return compiled(`function get() { ${tag}${body}\n}`) as () => bigint;
 }
 
 function compileReset(tag: string): ViewBase['reset'] {
   // new Function: fixed source and our own names, no input in it
-  return new Function(`return function reset(buf, off = 0, end = buf.length) { ${tag}
+  return compiled(`function reset(buf, off = 0, end = buf.length) { ${tag}
     this.buf = buf;
     this.off = off;
     this.end = end < buf.length ? end : buf.length;
     return this;
-  };`)() as ViewBase['reset'];
+  }`) as ViewBase['reset'];
 }
 
 /** `function () { … }` reading one field of `this` (a ViewBase): the byte expression for the
@@ -220,7 +256,7 @@ function compileGetter(at: number, size: 1 | 2 | 3 | 4, le: boolean, shift: numb
     if (o + ${size} > this.end) { const r = readUint(b, o, this.end, ${size}, ${le}); return ${fin('r')}; }
     return ${fin(raw)};`;
   // new Function: the source above is built from numbers only, never from input
-  return new Function('readUint', `return function get() { ${tag}${body}\n};`)(readUint) as () => number | boolean;
+  return compiled(`function get() { ${tag}${body}\n}`) as () => number | boolean;
 }
 
 function setBits(b: Uint8Array, o: number, end: number, size: 1 | 2 | 3 | 4, le: boolean, shift: number, mask: number, value: number): void {
@@ -248,7 +284,7 @@ export function bitsOf(word: number, s: BitSpec): number { return (word >>> s.sh
  */
 export function bitPicker(s: BitSpec): (word: number) => number {
   // new Function: the source is built from the spec's two numbers only, never from input
-  return new Function(`return function pick(w) { return (w >>> ${s.shift >>> 0}) & ${s.mask >>> 0}; };`)() as (word: number) => number;
+  return compiled(`function pick(w) { return (w >>> ${s.shift >>> 0}) & ${s.mask >>> 0}; }`) as (word: number) => number;
 }
 
 /** Bytes a field covers: its width (a bit field: the width of the bytes holding it). */
