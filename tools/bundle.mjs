@@ -12,7 +12,8 @@
 // Tests import dist/ modules as before; `SMCSCOPE_BUNDLE=0` runs the plain modules.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, copyFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateViews } from './views.mjs';
@@ -70,6 +71,9 @@ await build({
   banner: { js: "const __smcModuleUrl = (rel) => require('node:url').pathToFileURL(require('node:path').join(__dirname, rel)).href;" },
   plugins: [metaUrl, lazyChildProcess],
 });
+// The bundle's id (the hash of its text) as its last line: the cache is made for this text only
+// (tools/loader.cjs reads the id back and compares it with the cache's).
+appendFileSync(bundle, `//# smcdump-bundle-id ${createHash('sha1').update(readFileSync(bundle)).digest('hex')}\n`);
 copyFileSync(join(root, 'tools/loader.cjs'), join(bin, 'smcdump.cjs'));
 
 // The cache: the bin run as a program (its sh line's Node flags are part of what V8 checks) on

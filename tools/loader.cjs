@@ -13,32 +13,42 @@
 const { readFileSync, renameSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { Script } = require('node:vm');
-const { crc32 } = require('node:zlib');
 
-// Cache file: 'SMCc', CRC-32 of the bundle it was made from, CRC-32 of V8's data, V8's data.
-// V8 checks its own version, flags and the source's length, not the source itself or (in
-// release builds) every byte of its data: the two CRCs keep a cache of another bundle of the
-// same length, or a damaged file, away from V8.
-const MAGIC = 0x534d4363;
-const HEAD = 12;
+// What V8 checks of a cache: its own version, its flags and the source's length. Not the
+// source's text: a cache made from another bundle of the same length would be taken (and run
+// bytecode that does not match the source), so the cache starts with the bundle's id (the hash
+// of its text that the build writes as its last line). Not its own bytes either, in release
+// builds: a damaged cache crashes V8 in its deserializer, unless the process runs with
+// --verify-snapshot-checksum (the bin's sh line: V8 then checksums the cache it makes and
+// rejects one that does not match; no checksum here, which would load node:zlib and its streams
+// for ~5 ms of a 90 ms --version).
+const MAGIC = 'SMCc';
+const ID_LINE = '//# smcdump-bundle-id ';
+const ID_LEN = 40;
+/** Magic, the id, padding: V8's data starts 8-byte aligned (else V8 copies it). */
+const HEAD = 48;
 
 function plain() {
   return import('../smcdump.js').then((m) => m.run(process.argv));
 }
 
-function readCache(file, srcCrc) {
-  let b;
-  try { b = readFileSync(file); } catch { return undefined; }
-  if (b.length <= HEAD || b.readUInt32BE(0) !== MAGIC || b.readUInt32BE(4) !== srcCrc) return undefined;
-  const data = b.subarray(HEAD);
-  return crc32(data) === b.readUInt32BE(8) ? data : undefined;
+/** The bundle's id from its last line; '' when it has none. */
+function bundleId(src) {
+  const at = src.length - 1 - ID_LEN;
+  if (at < ID_LINE.length || src.latin1Slice(at - ID_LINE.length, at) !== ID_LINE) return '';
+  return src.latin1Slice(at, at + ID_LEN);
 }
 
-function writeCache(file, srcCrc, data) {
-  const head = Buffer.alloc(HEAD);
-  head.writeUInt32BE(MAGIC, 0);
-  head.writeUInt32BE(srcCrc, 4);
-  head.writeUInt32BE(crc32(data), 8);
+function readCache(file, id) {
+  let b;
+  try { b = readFileSync(file); } catch { return undefined; }
+  if (id === '' || b.length <= HEAD || b.latin1Slice(0, MAGIC.length) !== MAGIC || b.latin1Slice(MAGIC.length, MAGIC.length + ID_LEN) !== id) return undefined;
+  return b.subarray(HEAD);
+}
+
+function writeCache(file, id, data) {
+  const head = Buffer.alloc(HEAD, ' ');
+  head.write(MAGIC + id, 'latin1');
   writeFileSync(`${file}.tmp`, Buffer.concat([head, data]));
   renameSync(`${file}.tmp`, file);
 }
@@ -48,14 +58,14 @@ function main() {
   const file = join(__dirname, 'smcdump.bundle.cjs');
   let src;
   try { src = readFileSync(file); } catch { return plain(); }
-  const srcCrc = crc32(src);
+  const id = bundleId(src);
   const cacheFile = process.env.SMCSCOPE_CODE_CACHE_FILE || join(__dirname, 'smcdump.cache');
-  const write = process.env.SMCSCOPE_CODE_CACHE === 'write';
-  const cachedData = write ? undefined : readCache(cacheFile, srcCrc);
+  const write = process.env.SMCSCOPE_CODE_CACHE === 'write' && id !== '';
+  const cachedData = write ? undefined : readCache(cacheFile, id);
   // Node's own CommonJS wrapper, on the first line so the bundle's line numbers stay right;
   // the bundle is ASCII (esbuild's charset), so latin1 is its text without a UTF-8 decode.
   const script = new Script(`(function (exports, require, module, __filename, __dirname) {${src.latin1Slice()}\n})`, { filename: file, cachedData });
-  if (write) process.on('exit', () => writeCache(cacheFile, srcCrc, script.createCachedData()));
+  if (write) process.on('exit', () => writeCache(cacheFile, id, script.createCachedData()));
   const mod = { exports: {} };
   script.runInThisContext()(mod.exports, require, mod, file, __dirname);
   return mod.exports.run(process.argv);
