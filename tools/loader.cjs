@@ -8,6 +8,7 @@
 //
 // SMCSCOPE_BUNDLE=0          run the plain ES modules of dist/ instead (for comparisons)
 // SMCSCOPE_CODE_CACHE=write  write the cache at exit (the build does, after a real run)
+// SMCSCOPE_CODE_CACHE=report say on stderr whether the cache was used, rejected or not there
 // SMCSCOPE_CODE_CACHE_FILE   another cache file, read or written (tests)
 
 const { readFileSync, renameSync, writeFileSync } = require('node:fs');
@@ -66,6 +67,7 @@ function main() {
   // the bundle is ASCII (esbuild's charset), so latin1 is its text without a UTF-8 decode.
   const script = new Script(`(function (exports, require, module, __filename, __dirname) {${src.latin1Slice()}\n})`, { filename: file, cachedData });
   if (write) process.on('exit', () => writeCache(cacheFile, id, script.createCachedData()));
+  if (process.env.SMCSCOPE_CODE_CACHE === 'report') process.stderr.write(`smcdump: code cache ${cachedData === undefined ? 'none' : script.cachedDataRejected ? 'rejected' : 'used'}\n`);
   const mod = { exports: {} };
   script.runInThisContext()(mod.exports, require, mod, file, __dirname);
   return mod.exports.run(process.argv);
