@@ -1,9 +1,14 @@
 #!/bin/sh
-//bin/true; f=$0; case $f in */smcdump.js) [ -f "${f%.js}.cjs" ] && f=${f%.js}.cjs;; esac; exec node --max-semi-space-size=8 --verify-snapshot-checksum "$f" "$@"
+//bin/true; f=$0; case $f in */smcdump.js) [ -f "${f%.js}.cjs" ] && f=${f%.js}.cjs;; esac; exec node --max-semi-space-size=8 --interrupt-budget=270336 --verify-snapshot-checksum "$f" "$@"
 // The line above is for sh (to JavaScript it is a comment). Run as a program, smcdump starts
 // Node with a young generation of at most 2 × 8 MiB instead of 2 × 16 MiB. Replaying 100 000
 // connections (4.3 M frames) that keeps peak RSS about 20 MB lower at no measurable CPU cost
 // (docs/smcdump.md, "Memory, round 3"); `node dist/cli/bin/smcdump.js` runs Node's defaults.
+// --interrupt-budget 4x V8's default (66 KiB of bytecode run before a function's next tier-up
+// check): TurboFan compiles fewer functions, later, with more type feedback. On a 2,252-frame
+// capture it was most of the CPU time after start-up (d-bulk one-line 0.63x the CPU time); the
+// 300,000-frame synthetic capture 0.91x (one-line) and 0.94x (-q), many connections -q 1.02x
+// (docs/smcdump.md, "Start-up"; 8x was no better on d-bulk and 1.07x on the synthetic one).
 // --verify-snapshot-checksum: V8 checksums the code cache below when it makes it and rejects a
 // damaged one instead of crashing on it (release builds do not check by default; ~1 ms).
 // With those flags (run as a program: by its path, through a link, from npm's bin) it starts the
