@@ -6,9 +6,9 @@
 // (docs/smcdump.md, "Memory, round 3"); `node dist/cli/bin/smcdump.js` runs Node's defaults.
 // --interrupt-budget 4x V8's default (66 KiB of bytecode run before a function's next tier-up
 // check): TurboFan compiles fewer functions, later, with more type feedback. On a 2,252-frame
-// capture it was most of the CPU time after start-up (d-bulk one-line 0.63x the CPU time); the
-// 300,000-frame synthetic capture 0.91x (one-line) and 0.94x (-q), many connections -q 1.02x
-// (docs/smcdump.md, "Start-up"; 8x was no better on d-bulk and 1.07x on the synthetic one).
+// capture its compiles were most of the CPU time after start-up: d-bulk one-line 0.71x, -q 0.73x
+// the CPU time; the 300,000-frame synthetic capture one-line 1.03x and 0.95x (two runs), -q 0.99x
+// (docs/smcdump.md, "Start-up"; 2x gave d-bulk 0.83x).
 // --verify-snapshot-checksum: V8 checksums the code cache below when it makes it and rejects a
 // damaged one instead of crashing on it (release builds do not check by default; ~1 ms).
 // With those flags (run as a program: by its path, through a link, from npm's bin) it starts the
