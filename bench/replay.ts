@@ -197,14 +197,15 @@ async function main(): Promise<void> {
     // b-second-contact: 171 frames and 4 SMC-R connections per copy
     const conns = isMany ? (frames / 171) * 4 : 0;
     console.log(`\n${file.replace(root + '/', '')}: ${frames} frames, ${mb.toFixed(1)} MB${isMany ? `, ${conns} connections (smcdump ${extra.join(' ')}: ICRCs are stale in this rewritten copy)` : ''}`);
-    const node = process.execPath;
+    // smcdump as a user runs it: the bin as a program (its sh line's Node flags, the bundle and its
+    // code cache: docs/smcdump.md "Start-up"), as tshark and tcpdump are run
     const cmds: Record<string, [string, string[]]> = {
-      'smcdump -r': [node, [smcdump, '-r', file, ...extra]],
-      'smcdump -r -q': [node, [smcdump, '-r', file, '-q', ...extra]],
-      'smcdump --summary': [node, [smcdump, '-r', file, '--summary', ...extra]],
-      'smcdump --summary --json': [node, [smcdump, '-r', file, '--summary', '--json', ...extra]],
+      'smcdump -r': [smcdump, ['-r', file, ...extra]],
+      'smcdump -r -q': [smcdump, ['-r', file, '-q', ...extra]],
+      'smcdump --summary': [smcdump, ['-r', file, '--summary', ...extra]],
+      'smcdump --summary --json': [smcdump, ['-r', file, '--summary', '--json', ...extra]],
     };
-    if (frames <= 400_000) cmds['smcdump -V'] = [node, [smcdump, '-r', file, '-V', ...extra]];
+    if (frames <= 400_000) cmds['smcdump -V'] = [smcdump, ['-r', file, '-V', ...extra]];
     if (tools.tshark) cmds['tshark -r (SMC)'] = ['tshark', ['-r', file, ...TSHARK_SMC]];
     if (tools.tcpdump) cmds['tcpdump -n -r'] = ['tcpdump', ['-n', '-r', file]];
     const m = measureAll(cmds);
