@@ -77,9 +77,15 @@ appendFileSync(bundle, `//# smcdump-bundle-id ${createHash('sha1').update(readFi
 copyFileSync(join(root, 'tools/loader.cjs'), join(bin, 'smcdump.cjs'));
 
 // The cache: the bin run as a program (its sh line's Node flags are part of what V8 checks) on
-// a capture with CLC, LLC, CDC and RDMA traffic, one-line; the loader writes the cache at exit.
+// a capture with CLC, LLC, CDC and RDMA traffic, one-line; the loader writes the cache at exit
+// (its stderr is in the error when the run fails, which fails the build: a bin that cannot
+// replay a bundled capture is broken).
 rmSync(cache, { force: true });
 const capture = join(root, 'pcaps/d-bulk-2MiB.pcap');
 if (existsSync(capture)) {
-  execFileSync(join(bin, 'smcdump.js'), ['-r', capture], { env: { ...process.env, SMCSCOPE_CODE_CACHE: 'write' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  // the build's own environment must not move the cache or turn the bundle off
+  const env = { ...process.env, SMCSCOPE_CODE_CACHE: 'write' };
+  delete env.SMCSCOPE_CODE_CACHE_FILE;
+  delete env.SMCSCOPE_BUNDLE;
+  execFileSync(join(bin, 'smcdump.js'), ['-r', capture], { env, stdio: ['ignore', 'ignore', 'pipe'] });
 }
