@@ -70,7 +70,7 @@ import {
 } from '../../dissectors/wire/cdcrules.js';
 import { hex32 } from '../../dissectors/wire/common.js';
 import type { CdcBuffers, CdcTransport } from './transport.js';
-import { microtask } from '../microtask.js';
+import { soon } from '../microtask.js';
 
 /** Writes the data path's CDCs (one view for all connections: a CDC is written in one go). */
 const txCdc = new CdcView();
@@ -547,7 +547,9 @@ export class CdcConnection extends EventEmitter {
   private scheduleFlush(): void {
     if (this.flushQueued) return;
     this.flushQueued = true;
-    microtask(this.flushTick);
+    // a microtask, or the end of the receive batch this write was made in (its reaction then
+    // leaves with the batch: endpoint/microtask.ts)
+    soon(this.flushTick);
   }
 
   /** The coalesced flush of a tick's writes (one function, not a closure per write). */

@@ -9,46 +9,7 @@
 
 import { EventEmitter } from 'node:events';
 import { VerbsError, WcStatus, type Cq, type WcOpcode, type WorkCompletion, type WrId } from './types.js';
-import { microtask } from '../microtask.js';
-
-/**
- * Notifications collected during a provider's receive batch, delivered by endNotifyBatch()
- * instead of in a microtask each. A uroce receive batch ends with every packet handled and
- * nothing else run in between, which is when a microtask queued during it would have run
- * first; delivering there saves a microtask and its promise per notification (one per message
- * received, docs/uroce.md round 11).
- */
-export class NotifyBatch {
-  readonly cqs: CompletionQueue[] = [];
-  n = 0;
-  prev: NotifyBatch | undefined = undefined;
-}
-
-/** The batch collecting notifications now, or undefined: each goes out in a microtask. */
-let batch: NotifyBatch | undefined;
-
-/** A receive batch starts: notifications wait for endNotifyBatch(b). */
-export function beginNotifyBatch(b: NotifyBatch): void {
-  b.prev = batch;
-  batch = b;
-}
-
-/**
- * The batch is over: deliver what it collected, in order. A 'completion' listener that throws
- * does not stop the others; its error is raised after them as a throwing microtask's is (an
- * unhandled rejection).
- */
-export function endNotifyBatch(b: NotifyBatch): void {
-  batch = b.prev;
-  b.prev = undefined;
-  const n = b.n;
-  b.n = 0;
-  for (let i = 0; i < n; i++) {
-    const cq = b.cqs[i]!;
-    b.cqs[i] = undefined as unknown as CompletionQueue;
-    try { cq.notifyFn(); } catch (e) { void Promise.reject(e); }
-  }
-}
+import { soon } from '../microtask.js';
 
 export class CompletionQueue extends EventEmitter implements Cq {
   readonly cqe: number;
@@ -111,9 +72,8 @@ export class CompletionQueue extends EventEmitter implements Cq {
       this.armed = 0;
       if (!this.notifyScheduled) {
         this.notifyScheduled = true;
-        const b = batch;
-        if (b) b.cqs[b.n++] = this;
-        else microtask(this.notifyFn);
+        // at the end of a provider's receive batch, or a microtask (endpoint/microtask.ts)
+        soon(this.notifyFn);
       }
     }
     if (this.waiters.length) {
