@@ -362,7 +362,8 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   if (napi_typeof(env, argv[6], &ct) != napi_ok || ct != napi_function) return num(env, -EINVAL);
   bool hasAfter = argc >= 8 && napi_typeof(env, argv[7], &ct) == napi_ok && ct == napi_function;
   int32_t *turn = NULL;
-  if (hasAfter && argc >= 9) {
+  napi_valuetype tty = napi_undefined;
+  if (hasAfter && argc >= 9 && napi_typeof(env, argv[8], &tty) == napi_ok && tty != napi_undefined && tty != napi_null) {
     napi_typedarray_type tt;
     size_t tlen = 0;
     void *tdata = NULL;
