@@ -11,7 +11,7 @@
 // call per batch, and the QPs' ACKs are coalesced per batch.
 
 import type dgram from 'node:dgram';
-import { BatchQueue, beginBatch, endBatch } from '../../microtask.js';
+import { BatchQueue, beginBatch, endBatch, microtask } from '../../microtask.js';
 import { setIcrc, readIcrc, BTH_LEN, ICRC_LEN, IB_OP, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
 import { AETH_FIELDS, BTH_FIELDS as B, DEFAULT_PKEY, PKEY_MEMBERSHIP } from '../../../dissectors/wire/views/ib.js';
 import { parseIpv4, u16, u24, u32 } from '../../../dissectors/wire/common.js';
@@ -158,6 +158,9 @@ const AFTER_BATCH = !FLUSH_MICROTASK && !FLUSH_IMMEDIATE;
 /** A batch's reaction leaves from the batch's own call, after() only when something waits
  *  (round 12); UROCE_AFTER_ALWAYS=1: after() every batch (A/B). */
 const ONE_CALL = AFTER_BATCH && process.env.UROCE_AFTER_ALWAYS !== '1';
+/** A post from the batch's microtasks is flushed by a microtask queued behind it, not by
+ *  after() (round 12); UROCE_AFTER_MICROTASK=0: after() (A/B). */
+const FLUSH_IN_TURN = ONE_CALL && process.env.UROCE_AFTER_MICROTASK !== '0';
 const RX_SLOTS = 32;
 const RX_SLOT = 65536;
 
@@ -216,6 +219,11 @@ export class UroceEngine {
    * here, read and cleared by the loop, which skips after() without it).
    */
   private turn: Int32Array | undefined;
+  /** True during the native loop's call for a batch (its end included), false in the
+   *  microtasks that follow it: a flush asked for there is a microtask (see scheduleFlush). */
+  private inCall = false;
+  /** flushTurnFn is queued. */
+  private turnFlushQueued = false;
   private readonly ackQps: Array<EngineQp | undefined> = [];
   /** What the receive batch running deferred (CQ notifications, CDC flushes): run at its end. */
   private readonly deferred = new BatchQueue();
@@ -582,6 +590,7 @@ export class UroceEngine {
     const meta = this.rxMeta!, views = this.rxViews!, st = this.stats;
     st.rxBatches++;
     this.inBatch = true;
+    this.inCall = true;
     beginBatch(this.deferred);
     this.rxTurn = this.afterOn;
     let sinceAck = 0;
@@ -623,9 +632,13 @@ export class UroceEngine {
       // after(): an answer written from a promise continuation (a microtask after this call)
       // then joins them as before instead of a second send.
       const turn = this.turn;
-      if (turn !== undefined && this.flushScheduled && this.nPorts > 0) {
-        this.flushAll();
-        turn[1] = 0;
+      try {
+        if (turn !== undefined && this.flushScheduled && this.nPorts > 0) {
+          this.flushAll();
+          turn[1] = 0;
+        }
+      } finally {
+        this.inCall = false;
       }
     }
   }
@@ -645,13 +658,28 @@ export class UroceEngine {
   }
 
   private scheduleFlush(): void {
-    if (this.flushScheduled) return;
+    const turn = this.turn;
+    if (this.flushScheduled) {
+      // the batch's ACKs wait for after() (flagged at its end): a post in the batch's
+      // microtasks sends them with it (below)
+      if (turn !== undefined && !this.inCall && !this.turnFlushQueued && turn[0] === 1 && FLUSH_IN_TURN) this.queueTurnFlush();
+      return;
+    }
     this.flushScheduled = true;
     // inside a receive batch's turn: afterBatch() flushes (flagged for the loop, which calls
     // it only when flagged)
-    const turn = this.turn;
     if (turn !== undefined ? turn[0] === 1 : this.rxTurn) {
-      if (turn !== undefined) turn[1] = 1;
+      if (turn === undefined) return;
+      // In the batch's call the batch's end sends (or leaves the ACKs to after(), flagged).
+      // In the microtasks after it (an answer written from a promise continuation: its CDC
+      // flush, a microtask, posted this), a microtask queued behind the post sends it with the
+      // batch's ACKs — what after() would send, without the loop's second call into
+      // JavaScript; it clears the flag, so the loop skips after(). A post later in the same
+      // microtasks queues another. Round 3's two sends per answer came from a microtask flush
+      // queued before the answer existed (between the CQ notification and the CDC flush); the
+      // notification now runs in the batch's call, and this one is queued by the post itself.
+      if (this.inCall || !FLUSH_IN_TURN) turn[1] = 1;
+      else this.queueTurnFlush();
       return;
     }
     // Outside a receive batch (a write from a timer, another socket, a promise): process.nextTick,
@@ -669,6 +697,16 @@ export class UroceEngine {
     else process.nextTick(this.flushAllFn);
   }
   private readonly flushAllFn = (): void => this.flushAll();
+  private queueTurnFlush(): void {
+    this.turnFlushQueued = true;
+    microtask(this.flushTurnFn);
+  }
+  /** The microtask flush of a post made in a batch's microtasks: after() is not needed then. */
+  private readonly flushTurnFn = (): void => {
+    this.turnFlushQueued = false;
+    if (this.turn !== undefined) this.turn[1] = 0;
+    if (this.flushScheduled) this.flushAll();
+  };
 
   /** Send the coalesced ACKs; `now`: hand them to the kernel at once (mid-batch). */
   private flushAcks(now: boolean): void {
