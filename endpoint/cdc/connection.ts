@@ -203,6 +203,16 @@ interface CdcPost {
 }
 
 export class CdcConnection extends EventEmitter {
+  /**
+   * The socket's handlers of 'readable' and 'writable', called directly (round 12: one emit
+   * function serves every emitter of the process, so its lookups are megamorphic, and these
+   * fire once per message). The events are still emitted once anyone listens for them.
+   */
+  onReadable: (() => void) | undefined = undefined;
+  onWritable: (() => void) | undefined = undefined;
+  /** Someone listens for 'readable' / 'writable' (set by 'newListener', never cleared). */
+  private readableListened = false;
+  private writableListened = false;
   readonly localToken: number;
   readonly peerToken: number;
   private readonly rmbe: Uint8Array;
@@ -288,6 +298,10 @@ export class CdcConnection extends EventEmitter {
 
   constructor(o: CdcConnectionOptions) {
     super();
+    this.on('newListener', (ev: string | symbol) => {
+      if (ev === 'readable') this.readableListened = true;
+      else if (ev === 'writable') this.writableListened = true;
+    });
     this.localToken = o.localToken >>> 0;
     this.peerToken = o.peerToken >>> 0;
     this.rmbe = o.buffers.rmbe;
@@ -495,7 +509,7 @@ export class CdcConnection extends EventEmitter {
       // nothing to write, but a CDC may have been lost: re-announce cursors and close flags
       this.sendCdc('update');
     }
-    if (freed) this.emit('writable');
+    if (freed) this.signalWritable();
     this.wake();
   }
 
@@ -540,6 +554,18 @@ export class CdcConnection extends EventEmitter {
   // =====================================================================================
   // Send path
   // =====================================================================================
+
+  private signalReadable(): void {
+    const f = this.onReadable;
+    if (f !== undefined) f();
+    if (f === undefined || this.readableListened) this.emit('readable');
+  }
+
+  private signalWritable(): void {
+    const f = this.onWritable;
+    if (f !== undefined) f();
+    if (f === undefined || this.writableListened) this.emit('writable');
+  }
 
   private peerSpace(): number { return this.peerSize - (this.sent - this.peerCons); }
 
@@ -721,7 +747,7 @@ export class CdcConnection extends EventEmitter {
     if (seq !== undefined) this.finSeq = seq;
     if (sentAt > this.fin) {
       this.fin = sentAt;
-      this.emit('writable');
+      this.signalWritable();
     }
     if (this.prep > this.sent && (this.cdcInFlight <= CORK_IN_FLIGHT || this.prep - this.sent > this.corkSize)) this.flush();
     this.wake();
@@ -820,15 +846,15 @@ export class CdcConnection extends EventEmitter {
 
     if (this.rxAbort) { this.passiveAbort(); return; }
 
-    if (dProd > 0) this.emit('readable');
+    if (dProd > 0) this.signalReadable();
     const skipped = this.skipUrgentAtMark();
     if (skipped || this.peerCursReq || this.peerWriteBlocked) this.consumerUpdate(skipped);
     if (dCons > 0) {
       if (this.urgTxPend && this.peerSpace() === this.peerSize) {
         this.urgTxPend = false; // the peer consumed the urgent data: ready for more
-        this.emit('writable');
+        this.signalWritable();
       } else if (freed) {
-        this.emit('writable');
+        this.signalWritable();
       }
       if (this.prep > this.sent) this.flush();
     }

@@ -35,17 +35,29 @@ export class CompletionQueue extends EventEmitter implements Cq {
   onOverrun: (() => void) | undefined;
   /** Live QPs using this CQ (destroy() refuses while > 0, like EBUSY). */
   users = 0;
+  /** See Cq.onNotify: called instead of emit('completion') — one emit function serves every
+   *  emitter of the process, so its lookups are megamorphic, once per message (round 12). */
+  onNotify: (() => void) | undefined = undefined;
+  /** Someone listens for 'completion' (set by 'newListener', never cleared). */
+  private listened = false;
 
   constructor(cqe: number) {
     super();
     if (!Number.isInteger(cqe) || cqe < 1) throw new VerbsError('EINVAL', `create_cq: cqe ${cqe} must be >= 1`);
     this.cqe = cqe;
+    this.on('newListener', (ev: string | symbol) => { if (ev === 'completion') this.listened = true; });
   }
 
   get pending(): number { return this.count; }
 
   /** The notification, made once (a closure per completion event otherwise). */
-  readonly notifyFn = (): void => { this.notifyScheduled = false; if (!this.destroyed) this.emit('completion'); };
+  readonly notifyFn = (): void => {
+    this.notifyScheduled = false;
+    if (this.destroyed) return;
+    const f = this.onNotify;
+    if (f !== undefined) f();
+    if (f === undefined || this.listened) this.emit('completion');
+  };
 
   /** Provider side: add a completion. `solicited`: the completion of a message with SE set. */
   push(wc: WorkCompletion, solicited = false): void {
