@@ -628,9 +628,10 @@ export class UroceEngine {
       // Something was posted in the batch (a reaction written synchronously: an echo's answer,
       // a consumer update, the next CDC of a stream): it leaves now with the batch's ACKs, in
       // one sendmmsg(2) as after() would have sent it, and the native loop skips after() (the
-      // turn's flag is cleared: nothing waits). A batch that only owes ACKs keeps them for
-      // after(): an answer written from a promise continuation (a microtask after this call)
-      // then joins them as before instead of a second send.
+      // turn's flag is cleared: nothing waits). A batch that only owes ACKs keeps them flagged
+      // for after(): an answer written from a promise continuation (a microtask after this
+      // call) then takes them along from its flush microtask (scheduleFlush), and after() is
+      // skipped again; with no answer in the turn, after() sends them.
       const turn = this.turn;
       try {
         if (turn !== undefined && this.flushScheduled && this.nPorts > 0) {
