@@ -11,6 +11,7 @@
 //   node dist/bench/smcr.js                       rr + stream, 3 rounds, 64 KiB buffers and 512 KiB
 //   BENCH_SMCR_ROUNDS=5 BENCH_SMCR_RR=5000 BENCH_SMCR_SECONDS=2 BENCH_SMCR_NET=190
 //   BENCH_SMCR_BUFSIZES=65536,524288              RMB/send buffer sizes for the stream test
+//                                                 (empty: no stream test; BENCH_SMCR_RR=0: no rr)
 //
 // Every byte of the stream is counted by the receiver (the test fails if a byte is missing),
 // every rr reply is compared with its request.
@@ -24,7 +25,7 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_SMCR_ROUNDS ?? 3));
 const RR_COUNT = Number(process.env.BENCH_SMCR_RR ?? 4000);
 const SECONDS = Number(process.env.BENCH_SMCR_SECONDS ?? 2);
 const NET = Number(process.env.BENCH_SMCR_NET ?? 190);
-const BUFSIZES = (process.env.BENCH_SMCR_BUFSIZES ?? '65536,524288').split(',').map(Number);
+const BUFSIZES = (process.env.BENCH_SMCR_BUFSIZES ?? '65536,524288').split(',').filter((v) => v !== '').map(Number);
 const RR_SIZE = 64;
 const MSG = 64 * 1024;
 
@@ -116,7 +117,7 @@ async function pair(k: number, bufsize: number, mode: 'rr' | 'stream'): Promise<
 async function main(): Promise<void> {
   console.log(`SMC-R (uroce, loopback GSO) vs node:net TCP, both ends in one process; ${ROUNDS} rounds, medians`);
   // rr
-  {
+  if (RR_COUNT > 0) {
     const p = await pair(0, 65536, 'rr');
     await rr(p.smc, 2000); await rr(p.tcp, 2000); // JIT warm-up of both paths
     const s: RrResult[] = [], t: RrResult[] = [];

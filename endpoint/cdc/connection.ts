@@ -70,7 +70,7 @@ import {
 } from '../../dissectors/wire/cdcrules.js';
 import { hex32 } from '../../dissectors/wire/common.js';
 import type { CdcBuffers, CdcTransport } from './transport.js';
-import { microtask } from '../microtask.js';
+import { soon } from '../microtask.js';
 
 /** Writes the data path's CDCs (one view for all connections: a CDC is written in one go). */
 const txCdc = new CdcView();
@@ -203,6 +203,16 @@ interface CdcPost {
 }
 
 export class CdcConnection extends EventEmitter {
+  /**
+   * The socket's handlers of 'readable' and 'writable', called directly (round 12: one emit
+   * function serves every emitter of the process, so its lookups are megamorphic, and these
+   * fire once per message). The events are still emitted once anyone listens for them.
+   */
+  onReadable: (() => void) | undefined = undefined;
+  onWritable: (() => void) | undefined = undefined;
+  /** Someone listens for 'readable' / 'writable' (set by 'newListener', never cleared). */
+  private readableListened = false;
+  private writableListened = false;
   readonly localToken: number;
   readonly peerToken: number;
   private readonly rmbe: Uint8Array;
@@ -288,6 +298,10 @@ export class CdcConnection extends EventEmitter {
 
   constructor(o: CdcConnectionOptions) {
     super();
+    this.on('newListener', (ev: string | symbol) => {
+      if (ev === 'readable') this.readableListened = true;
+      else if (ev === 'writable') this.writableListened = true;
+    });
     this.localToken = o.localToken >>> 0;
     this.peerToken = o.peerToken >>> 0;
     this.rmbe = o.buffers.rmbe;
@@ -495,7 +509,7 @@ export class CdcConnection extends EventEmitter {
       // nothing to write, but a CDC may have been lost: re-announce cursors and close flags
       this.sendCdc('update');
     }
-    if (freed) this.emit('writable');
+    if (freed) this.signalWritable();
     this.wake();
   }
 
@@ -541,13 +555,27 @@ export class CdcConnection extends EventEmitter {
   // Send path
   // =====================================================================================
 
+  private signalReadable(): void {
+    const f = this.onReadable;
+    if (f !== undefined) f();
+    if (f === undefined || this.readableListened) this.emit('readable');
+  }
+
+  private signalWritable(): void {
+    const f = this.onWritable;
+    if (f !== undefined) f();
+    if (f === undefined || this.writableListened) this.emit('writable');
+  }
+
   private peerSpace(): number { return this.peerSize - (this.sent - this.peerCons); }
 
   /** Coalesce the writes of one tick into one RDMA batch + CDC. */
   private scheduleFlush(): void {
     if (this.flushQueued) return;
     this.flushQueued = true;
-    microtask(this.flushTick);
+    // a microtask, or the end of the receive batch this write was made in (its reaction then
+    // leaves with the batch: endpoint/microtask.ts)
+    soon(this.flushTick);
   }
 
   /** The coalesced flush of a tick's writes (one function, not a closure per write). */
@@ -719,7 +747,7 @@ export class CdcConnection extends EventEmitter {
     if (seq !== undefined) this.finSeq = seq;
     if (sentAt > this.fin) {
       this.fin = sentAt;
-      this.emit('writable');
+      this.signalWritable();
     }
     if (this.prep > this.sent && (this.cdcInFlight <= CORK_IN_FLIGHT || this.prep - this.sent > this.corkSize)) this.flush();
     this.wake();
@@ -818,15 +846,15 @@ export class CdcConnection extends EventEmitter {
 
     if (this.rxAbort) { this.passiveAbort(); return; }
 
-    if (dProd > 0) this.emit('readable');
+    if (dProd > 0) this.signalReadable();
     const skipped = this.skipUrgentAtMark();
     if (skipped || this.peerCursReq || this.peerWriteBlocked) this.consumerUpdate(skipped);
     if (dCons > 0) {
       if (this.urgTxPend && this.peerSpace() === this.peerSize) {
         this.urgTxPend = false; // the peer consumed the urgent data: ready for more
-        this.emit('writable');
+        this.signalWritable();
       } else if (freed) {
-        this.emit('writable');
+        this.signalWritable();
       }
       if (this.prep > this.sent) this.flush();
     }

@@ -250,7 +250,7 @@ export class LinkGroup extends EventEmitter {
     const wr = new WrLink(port.pd, { bufSize: this.version === 2 ? 8192 : LLC_MSG_SIZE });
     const link = new Link(id, wr, port);
     wr.init();
-    wr.on('message', (b: Uint8Array) => this.onMessage(link, b));
+    wr.onMessage = (b: Uint8Array) => this.onMessage(link, b);
     wr.on('down', (reason: string) => this.onLinkDown(link, reason));
     this.links.set(id, link);
     return link;

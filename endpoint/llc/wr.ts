@@ -106,6 +106,14 @@ export class WrLink extends EventEmitter {
   private nextSendId = 0;
   private downReason: string | undefined;
   private readonly onCompletion = (): void => this.drain();
+  /**
+   * The link group's handler of each received message, called directly (round 12: one emit
+   * function serves every emitter of the process, so its lookups are megamorphic, once per
+   * message). 'message' is still emitted once anyone listens for it (tests watch a link).
+   */
+  onMessage: ((msg: Uint8Array) => void) | undefined = undefined;
+  /** Someone listens for 'message' (set by 'newListener', never cleared). */
+  private messageListened = false;
   /** The entry drain() polls into (handle() reads it before the next poll). */
   private readonly wc: WorkCompletion = emptyWc();
   stats = { sent: 0, received: 0, writes: 0, writeBytes: 0 };
@@ -143,7 +151,10 @@ export class WrLink extends EventEmitter {
     for (let n = 1; n <= MAX_WRITES_PER_MSG; n++) this.chains.push([...this.writeWrs.slice(0, n), this.sendWrs[0]!]);
     // Linux: get_random_bytes for the initial PSN (24 bits).
     this.psn = (Math.random() * 0x1000000) >>> 0;
-    this.cq.on('completion', this.onCompletion);
+    this.on('newListener', (ev: string | symbol) => { if (ev === 'message') this.messageListened = true; });
+    // the CQ calls drain() directly where it can (Cq.onNotify), else through 'completion'
+    if ('onNotify' in this.cq) this.cq.onNotify = this.onCompletion;
+    else this.cq.on('completion', this.onCompletion);
     this.cq.reqNotify();
   }
 
@@ -276,7 +287,8 @@ export class WrLink extends EventEmitter {
   destroy(): void {
     this.fail('link destroyed');
     this.destroyed = true;
-    this.cq.off('completion', this.onCompletion);
+    if (this.cq.onNotify === this.onCompletion) this.cq.onNotify = undefined;
+    else this.cq.off('completion', this.onCompletion);
     try { this.qp.destroy(); } catch { /* best effort */ }
     try { this.sendMr.dereg(); this.recvMr.dereg(); } catch { /* best effort */ }
     try { this.cq.destroy(); } catch { /* best effort */ }
@@ -338,7 +350,9 @@ export class WrLink extends EventEmitter {
       if (view === undefined || view.length !== wc.byteLen) view = this.recvViews[i] = this.recvMr.buffer.subarray(off, off + wc.byteLen);
       this.stats.received++;
       try {
-        this.emit('message', view);
+        const f = this.onMessage;
+        if (f !== undefined) f(view);
+        if (f === undefined || this.messageListened) this.emit('message', view);
       } catch (e) {
         // A handler bug must not take the process down; the link cannot be trusted after it.
         this.fail(`internal error handling a message: ${(e as Error).message}`);

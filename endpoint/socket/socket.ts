@@ -285,9 +285,9 @@ export class SmcSocket extends Duplex {
     conn.once('closed', () => clearTimeout(finTimer));
     tcp.resume();
     if (peerEnded) onFin();
-    conn.on('readable', () => this.pull());
+    conn.onReadable = () => this.pull();
     conn.on('end', () => this.pull());
-    conn.on('writable', () => this.resumeWrite());
+    conn.onWritable = () => this.resumeWrite();
     conn.on('urgent', (byte: number) => this.emit('urgent', byte));
     conn.on('abort', (reason: string) => {
       this.resumeWrite();

@@ -9,46 +9,7 @@
 
 import { EventEmitter } from 'node:events';
 import { VerbsError, WcStatus, type Cq, type WcOpcode, type WorkCompletion, type WrId } from './types.js';
-import { microtask } from '../microtask.js';
-
-/**
- * Notifications collected during a provider's receive batch, delivered by endNotifyBatch()
- * instead of in a microtask each. A uroce receive batch ends with every packet handled and
- * nothing else run in between, which is when a microtask queued during it would have run
- * first; delivering there saves a microtask and its promise per notification (one per message
- * received, docs/uroce.md round 11).
- */
-export class NotifyBatch {
-  readonly cqs: CompletionQueue[] = [];
-  n = 0;
-  prev: NotifyBatch | undefined = undefined;
-}
-
-/** The batch collecting notifications now, or undefined: each goes out in a microtask. */
-let batch: NotifyBatch | undefined;
-
-/** A receive batch starts: notifications wait for endNotifyBatch(b). */
-export function beginNotifyBatch(b: NotifyBatch): void {
-  b.prev = batch;
-  batch = b;
-}
-
-/**
- * The batch is over: deliver what it collected, in order. A 'completion' listener that throws
- * does not stop the others; its error is raised after them as a throwing microtask's is (an
- * unhandled rejection).
- */
-export function endNotifyBatch(b: NotifyBatch): void {
-  batch = b.prev;
-  b.prev = undefined;
-  const n = b.n;
-  b.n = 0;
-  for (let i = 0; i < n; i++) {
-    const cq = b.cqs[i]!;
-    b.cqs[i] = undefined as unknown as CompletionQueue;
-    try { cq.notifyFn(); } catch (e) { void Promise.reject(e); }
-  }
-}
+import { soon } from '../microtask.js';
 
 export class CompletionQueue extends EventEmitter implements Cq {
   readonly cqe: number;
@@ -74,17 +35,29 @@ export class CompletionQueue extends EventEmitter implements Cq {
   onOverrun: (() => void) | undefined;
   /** Live QPs using this CQ (destroy() refuses while > 0, like EBUSY). */
   users = 0;
+  /** See Cq.onNotify: called instead of emit('completion') — one emit function serves every
+   *  emitter of the process, so its lookups are megamorphic, once per message (round 12). */
+  onNotify: (() => void) | undefined = undefined;
+  /** Someone listens for 'completion' (set by 'newListener', never cleared). */
+  private listened = false;
 
   constructor(cqe: number) {
     super();
     if (!Number.isInteger(cqe) || cqe < 1) throw new VerbsError('EINVAL', `create_cq: cqe ${cqe} must be >= 1`);
     this.cqe = cqe;
+    this.on('newListener', (ev: string | symbol) => { if (ev === 'completion') this.listened = true; });
   }
 
   get pending(): number { return this.count; }
 
   /** The notification, made once (a closure per completion event otherwise). */
-  readonly notifyFn = (): void => { this.notifyScheduled = false; if (!this.destroyed) this.emit('completion'); };
+  readonly notifyFn = (): void => {
+    this.notifyScheduled = false;
+    if (this.destroyed) return;
+    const f = this.onNotify;
+    if (f !== undefined) f();
+    if (f === undefined || this.listened) this.emit('completion');
+  };
 
   /** Provider side: add a completion. `solicited`: the completion of a message with SE set. */
   push(wc: WorkCompletion, solicited = false): void {
@@ -111,9 +84,8 @@ export class CompletionQueue extends EventEmitter implements Cq {
       this.armed = 0;
       if (!this.notifyScheduled) {
         this.notifyScheduled = true;
-        const b = batch;
-        if (b) b.cqs[b.n++] = this;
-        else microtask(this.notifyFn);
+        // at the end of a provider's receive batch, or a microtask (endpoint/microtask.ts)
+        soon(this.notifyFn);
       }
     }
     if (this.waiters.length) {

@@ -377,6 +377,12 @@ export interface Cq {
   reqNotify(solicitedOnly?: boolean): void;
   on(event: 'completion', listener: () => void): this;
   off(event: 'completion', listener: () => void): this;
+  /**
+   * A consumer inside the endpoint (the WR layer): an armed CQ's notification calls it directly
+   * instead of emitting 'completion' (still emitted once anyone listens for it). Optional: a CQ
+   * without it only emits.
+   */
+  onNotify?: (() => void) | undefined;
   /** Resolves when at least one completion is waiting (immediately if one is). */
   wait(signal?: AbortSignal): Promise<void>;
   /** Next completion (waits for it). */

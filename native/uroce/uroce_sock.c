@@ -207,13 +207,17 @@ static napi_value SendPackets(napi_env env, napi_callback_info info) {
 typedef struct {
   uv_poll_t poll;
   napi_env env;
-  napi_ref cb, after, bufRef, metaRef, self;
+  napi_ref cb, after, bufRef, metaRef, turnRef, self;
   napi_async_context actx;
   int fd;
   int slots;
   size_t slotSize;
   uint8_t *buf;
   int32_t *meta;
+  // Shared with the engine (recvStart's `turn`, optional): turn[0] = 1 while a batch's callback
+  // and its microtasks run (the loop's turn), turn[1] = 1 when the engine deferred a transmit
+  // flush to after() in that turn. No flag: after() is not called. NULL: after() every batch.
+  int32_t *turn;
   int gro;
   int stopped;
   struct mmsghdr *msgs;
@@ -241,6 +245,7 @@ static void on_closed(uv_handle_t *h) {
   napi_async_destroy(r->env, r->actx);
   napi_delete_reference(r->env, r->cb);
   if (r->after) napi_delete_reference(r->env, r->after);
+  if (r->turnRef) napi_delete_reference(r->env, r->turnRef);
   napi_delete_reference(r->env, r->bufRef);
   napi_delete_reference(r->env, r->metaRef);
   napi_delete_reference(r->env, r->self);
@@ -287,6 +292,7 @@ static void on_readable(uv_poll_t *h, int status, int events) {
     napi_value cb, recv, arg, result;
     if (napi_get_reference_value(env, r->cb, &cb) != napi_ok || napi_get_reference_value(env, r->self, &recv) != napi_ok) break;
     napi_create_int32(env, n, &arg);
+    if (r->turn) { r->turn[0] = 1; r->turn[1] = 0; }
     // make_callback: after the call Node runs the nextTick and microtask queues, as it does
     // after dgram's 'message' (the engine's transmit batches are flushed there).
     napi_status st = napi_make_callback(env, r->actx, recv, cb, 1, &arg, &result);
@@ -300,8 +306,16 @@ static void on_readable(uv_poll_t *h, int status, int events) {
     // completions), the engine sends what they posted — the answer and the batch's ACKs — in
     // this same callback, instead of one event-loop phase later (setImmediate: back into the
     // loop, the check phase, Node's immediate queue: a few µs per leg).
-    // Called after a failed cb too: the engine ends its receive turn there.
-    if (r->after && !r->stopped) {
+    // Called after a failed cb too: the engine ends its receive turn there. With the shared
+    // cells only when the engine deferred a flush in this turn: an answer the batch's own
+    // callback wrote was sent at the batch's end (one JavaScript call per batch instead of
+    // two); a write from a microtask, or the ACK of a batch nothing answered yet, still flags
+    // one. The turn ends here, before after(): a flush asked for later (in after()'s own
+    // microtasks, a timer, another socket) takes the ordinary path and never waits for a call
+    // that does not come.
+    int want = 1;
+    if (r->turn) { want = r->turn[1] != 0; r->turn[0] = 0; r->turn[1] = 0; }
+    if (r->after && !r->stopped && want) {
       napi_value af;
       if (napi_get_reference_value(env, r->after, &af) == napi_ok
           && napi_make_callback(env, r->actx, recv, af, 0, NULL, &result) == napi_pending_exception) {
@@ -321,15 +335,16 @@ static void rx_finalize(napi_env env, void *data, void *hint) {
   // the rx_t lives until its poll handle is closed (recvStop), not with the JS object
 }
 
-// recvStart(fd, buf: Uint8Array, meta: Int32Array, slots, slotSize, gro, cb[, after]) -> handle
+// recvStart(fd, buf: Uint8Array, meta: Int32Array, slots, slotSize, gro, cb[, after[, turn]]) -> handle
 //   object (pass to recvStop) or a negative errno. Takes ownership of fd (closed by recvStop).
 //   cb(n) is called with n datagrams in slots 0..n-1 of buf; meta[4i..4i+3] = length (-1 if
 //   truncated), source IPv4 (host order, signed), source port, GRO segment size (0: one
 //   datagram). The buffers are reused as soon as cb returns. after() (optional) is called
-//   after each cb, once the microtasks cb led to have run.
+//   after each cb, once the microtasks cb led to have run; with `turn` (Int32Array of 2, see
+//   rx_t) only when turn[1] was set during that cb and its microtasks.
 static napi_value RecvStart(napi_env env, napi_callback_info info) {
-  size_t argc = 8;
-  napi_value argv[8];
+  size_t argc = 9;
+  napi_value argv[9];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) return num(env, -EINVAL);
   int32_t fd = -1, slots = 0, slotSize = 0;
   bool gro = false;
@@ -346,6 +361,15 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   napi_valuetype ct;
   if (napi_typeof(env, argv[6], &ct) != napi_ok || ct != napi_function) return num(env, -EINVAL);
   bool hasAfter = argc >= 8 && napi_typeof(env, argv[7], &ct) == napi_ok && ct == napi_function;
+  int32_t *turn = NULL;
+  napi_valuetype tty = napi_undefined;
+  if (hasAfter && argc >= 9 && napi_typeof(env, argv[8], &tty) == napi_ok && tty != napi_undefined && tty != napi_null) {
+    napi_typedarray_type tt;
+    size_t tlen = 0;
+    void *tdata = NULL;
+    if (napi_get_typedarray_info(env, argv[8], &tt, &tlen, &tdata, &ab, &off) != napi_ok || tt != napi_int32_array || tlen < 2) return num(env, -EINVAL);
+    turn = tdata;
+  }
   uv_loop_t *loop = NULL;
   if (napi_get_uv_event_loop(env, &loop) != napi_ok || !loop) return num(env, -EINVAL);
 
@@ -362,6 +386,7 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   r->slotSize = (size_t)slotSize;
   r->buf = bdata;
   r->meta = mdata;
+  r->turn = turn;
   if (gro) {
     int one = 1;
     r->gro = setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
@@ -375,9 +400,14 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   napi_value afterV;
   napi_get_boolean(env, hasAfter, &afterV);
   napi_set_named_property(env, self, "after", afterV);
+  // and that it reads the turn cells (an older one calls after() every batch)
+  napi_value turnV;
+  napi_get_boolean(env, turn != NULL, &turnV);
+  napi_set_named_property(env, self, "turn", turnV);
   napi_wrap(env, self, r, rx_finalize, NULL, NULL);
   napi_create_reference(env, argv[6], 1, &r->cb);
   if (hasAfter) napi_create_reference(env, argv[7], 1, &r->after);
+  if (turn) napi_create_reference(env, argv[8], 1, &r->turnRef);
   napi_create_reference(env, argv[1], 1, &r->bufRef);
   napi_create_reference(env, argv[2], 1, &r->metaRef);
   napi_create_reference(env, self, 1, &r->self);
@@ -385,7 +415,7 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   napi_async_init(env, NULL, name, &r->actx);
   if (uv_poll_init(loop, &r->poll, fd) != 0) {
     napi_async_destroy(env, r->actx);
-    napi_delete_reference(env, r->cb); if (r->after) napi_delete_reference(env, r->after); napi_delete_reference(env, r->bufRef); napi_delete_reference(env, r->metaRef); napi_delete_reference(env, r->self);
+    napi_delete_reference(env, r->cb); if (r->after) napi_delete_reference(env, r->after); if (r->turnRef) napi_delete_reference(env, r->turnRef); napi_delete_reference(env, r->bufRef); napi_delete_reference(env, r->metaRef); napi_delete_reference(env, r->self);
     napi_remove_wrap(env, self, NULL);
     rx_free(r);
     return num(env, -EINVAL);

@@ -11,7 +11,7 @@
 // call per batch, and the QPs' ACKs are coalesced per batch.
 
 import type dgram from 'node:dgram';
-import { NotifyBatch, beginNotifyBatch, endNotifyBatch } from '../cq.js';
+import { BatchQueue, beginBatch, endBatch, microtask } from '../../microtask.js';
 import { setIcrc, readIcrc, BTH_LEN, ICRC_LEN, IB_OP, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
 import { AETH_FIELDS, BTH_FIELDS as B, DEFAULT_PKEY, PKEY_MEMBERSHIP } from '../../../dissectors/wire/views/ib.js';
 import { parseIpv4, u16, u24, u32 } from '../../../dissectors/wire/common.js';
@@ -52,6 +52,9 @@ export interface EngineStats {
   rxDatagrams: number;
   /** Native receive batches (JavaScript calls; 0 without the socket helper). */
   rxBatches: number;
+  /** The native loop's second call per batch (after(): a flush deferred to the end of the
+   *  batch's microtasks). Round 12: only batches whose reaction was not sent from the batch. */
+  rxAfterCalls: number;
   /** Packets from a source held to the exact check whose ICRC matched an IP ID 1…63: a GSO
    *  segment the kernel cut for a socket without GRO (see icrc.ts). */
   icrcSegmentIds: number;
@@ -65,7 +68,7 @@ export interface EngineStats {
 function emptyEngineStats(): EngineStats {
   return {
     rxPackets: 0, rxBytes: 0, txPackets: 0, txBytes: 0, icrcErrors: 0, icrcIdRecovered: 0, malformed: 0,
-    unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, txDatagrams: 0, txSends: 0, rxDatagrams: 0, rxBatches: 0, icrcSegmentIds: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
+    unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, txDatagrams: 0, txSends: 0, rxDatagrams: 0, rxBatches: 0, rxAfterCalls: 0, icrcSegmentIds: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
   };
 }
 
@@ -152,6 +155,12 @@ const FLUSH_MICROTASK = process.env.UROCE_FLUSH_MICROTASK === '1';
 const FLUSH_IMMEDIATE = process.env.UROCE_FLUSH_IMMEDIATE === '1';
 /** Receive batches flush in the native loop's after() call (off in the two A/B modes above). */
 const AFTER_BATCH = !FLUSH_MICROTASK && !FLUSH_IMMEDIATE;
+/** A batch's reaction leaves from the batch's own call, after() only when something waits
+ *  (round 12); UROCE_AFTER_ALWAYS=1: after() every batch (A/B). */
+const ONE_CALL = AFTER_BATCH && process.env.UROCE_AFTER_ALWAYS !== '1';
+/** A post from the batch's microtasks is flushed by a microtask queued behind it, not by
+ *  after() (round 12); UROCE_AFTER_MICROTASK=0: after() (A/B). */
+const FLUSH_IN_TURN = ONE_CALL && process.env.UROCE_AFTER_MICROTASK !== '0';
 const RX_SLOTS = 32;
 const RX_SLOT = 65536;
 
@@ -203,9 +212,21 @@ export class UroceEngine {
   /** The native loop calls afterBatch() (a helper built before round 7 does not: then every
    *  flush is a check-phase one, as before). */
   private afterOn = false;
+  /**
+   * Cells shared with the native loop (undefined: a helper built before round 12, after() every
+   * batch and rxTurn above): turn[0] = 1 while a batch's call and its microtasks run (set and
+   * cleared by the loop), turn[1] = 1 when a flush was deferred to after() in that turn (set
+   * here, read and cleared by the loop, which skips after() without it).
+   */
+  private turn: Int32Array | undefined;
+  /** True during the native loop's call for a batch (its end included), false in the
+   *  microtasks that follow it: a flush asked for there is a microtask (see scheduleFlush). */
+  private inCall = false;
+  /** flushTurnFn is queued. */
+  private turnFlushQueued = false;
   private readonly ackQps: Array<EngineQp | undefined> = [];
-  /** Completion notifications of the receive batch running (delivered at its end). */
-  private readonly notifies = new NotifyBatch();
+  /** What the receive batch running deferred (CQ notifications, CDC flushes): run at its end. */
+  private readonly deferred = new BatchQueue();
   private nAcks = 0;
   private readonly ipTexts = new Map<number, string>();
 
@@ -231,10 +252,12 @@ export class UroceEngine {
       e.rxMeta = new Int32Array(RX_SLOTS * 4);
       // GRO changes nothing on the wire or in a capture; it only lets a GSO send from a
       // loopback peer arrive whole. Elsewhere off (a NIC's GRO would merge a kernel peer's packets).
-      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, o.gro ?? (e.gso || address.startsWith('127.')), (n) => e.onBatch(n), AFTER_BATCH ? () => e.afterBatch() : undefined);
+      const turn = ONE_CALL ? new Int32Array(2) : undefined;
+      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, o.gro ?? (e.gso || address.startsWith('127.')), (n) => e.onBatch(n), AFTER_BATCH ? () => e.afterBatch() : undefined, turn);
       if (typeof r === 'number') { h.closeFd(fd); throw new Error(`uroce: native receive loop: ${errnoName(-r)}`); }
       e.rx = r;
       e.afterOn = AFTER_BATCH && r.after === true;
+      if (e.afterOn && r.turn === true) e.turn = turn;
       e.checker.segmentIds = !r.gro;
       e.exactIcrc = true;
       e.rcvbuf = Math.max(0, h.rcvbufOf(fd));
@@ -567,7 +590,8 @@ export class UroceEngine {
     const meta = this.rxMeta!, views = this.rxViews!, st = this.stats;
     st.rxBatches++;
     this.inBatch = true;
-    beginNotifyBatch(this.notifies);
+    this.inCall = true;
+    beginBatch(this.deferred);
     this.rxTurn = this.afterOn;
     let sinceAck = 0;
     try {
@@ -592,14 +616,31 @@ export class UroceEngine {
     } finally {
       this.inBatch = false;
       // the batch's completion notifications, now that every packet of it is handled (what
-      // their microtasks did first thing after the batch before)
-      endNotifyBatch(this.notifies);
+      // their microtasks did first thing after the batch before), and what they deferred in
+      // turn: the CDC flush of a write the application made in its 'data' handler
+      endBatch(this.deferred);
       // The batch's ACKs are built in the transmit flush, after the application has reacted
       // to the completions (microtasks): requests it posts go first, the ACK (a shorter packet)
       // then ends their GSO run, so a request and the ACK leave as one datagram — one wake-up
       // of the peer instead of two. The ACK still leaves before any completion of this batch
       // can lead to anything else (destroy_qp flushes it first).
       if (this.nAcks) this.scheduleFlush();
+      // Something was posted in the batch (a reaction written synchronously: an echo's answer,
+      // a consumer update, the next CDC of a stream): it leaves now with the batch's ACKs, in
+      // one sendmmsg(2) as after() would have sent it, and the native loop skips after() (the
+      // turn's flag is cleared: nothing waits). A batch that only owes ACKs keeps them flagged
+      // for after(): an answer written from a promise continuation (a microtask after this
+      // call) then takes them along from its flush microtask (scheduleFlush), and after() is
+      // skipped again; with no answer in the turn, after() sends them.
+      const turn = this.turn;
+      try {
+        if (turn !== undefined && this.flushScheduled && this.nPorts > 0) {
+          this.flushAll();
+          turn[1] = 0;
+        }
+      } finally {
+        this.inCall = false;
+      }
     }
   }
 
@@ -611,15 +652,37 @@ export class UroceEngine {
    * round trip, docs/uroce.md round 7).
    */
   afterBatch(): void {
+    this.stats.rxAfterCalls++;
     this.rxTurn = false;
+    // (with the shared cells the loop ended the turn: turn[0] is 0 already)
     if (this.flushScheduled) this.flushAll();
   }
 
   private scheduleFlush(): void {
-    if (this.flushScheduled) return;
+    const turn = this.turn;
+    if (this.flushScheduled) {
+      // the batch's ACKs wait for after() (flagged at its end): a post in the batch's
+      // microtasks sends them with it (below)
+      if (turn !== undefined && !this.inCall && !this.turnFlushQueued && turn[0] === 1 && FLUSH_IN_TURN) this.queueTurnFlush();
+      return;
+    }
     this.flushScheduled = true;
-    // inside a receive batch's turn: afterBatch() flushes
-    if (this.rxTurn) return;
+    // inside a receive batch's turn: afterBatch() flushes (flagged for the loop, which calls
+    // it only when flagged)
+    if (turn !== undefined ? turn[0] === 1 : this.rxTurn) {
+      if (turn === undefined) return;
+      // In the batch's call the batch's end sends (or leaves the ACKs to after(), flagged).
+      // In the microtasks after it (an answer written from a promise continuation: its CDC
+      // flush, a microtask, posted this), a microtask queued behind the post sends it with the
+      // batch's ACKs — what after() would send, without the loop's second call into
+      // JavaScript; it clears the flag, so the loop skips after(). A post later in the same
+      // microtasks queues another. Round 3's two sends per answer came from a microtask flush
+      // queued before the answer existed (between the CQ notification and the CDC flush); the
+      // notification now runs in the batch's call, and this one is queued by the post itself.
+      if (this.inCall || !FLUSH_IN_TURN) turn[1] = 1;
+      else this.queueTurnFlush();
+      return;
+    }
     // Outside a receive batch (a write from a timer, another socket, a promise): process.nextTick,
     // which Node runs once the microtask queue is empty — after the CDC layer's flush (itself a
     // microtask queued by the socket write) and whatever else the current job led to. It is
@@ -635,6 +698,16 @@ export class UroceEngine {
     else process.nextTick(this.flushAllFn);
   }
   private readonly flushAllFn = (): void => this.flushAll();
+  private queueTurnFlush(): void {
+    this.turnFlushQueued = true;
+    microtask(this.flushTurnFn);
+  }
+  /** The microtask flush of a post made in a batch's microtasks: after() is not needed then. */
+  private readonly flushTurnFn = (): void => {
+    this.turnFlushQueued = false;
+    if (this.turn !== undefined) this.turn[1] = 0;
+    if (this.flushScheduled) this.flushAll();
+  };
 
   /** Send the coalesced ACKs; `now`: hand them to the kernel at once (mid-batch). */
   private flushAcks(now: boolean): void {

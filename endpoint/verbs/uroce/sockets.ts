@@ -28,6 +28,8 @@ export interface RxHandle {
   readonly gro: boolean;
   /** The loop calls recvStart's `after` (undefined: a helper built before it had one). */
   readonly after?: boolean;
+  /** The loop reads recvStart's `turn` cells (undefined: a helper built before round 12). */
+  readonly turn?: boolean;
 }
 
 export interface SockHelper {
@@ -44,9 +46,11 @@ export interface SockHelper {
    * Read `fd` (ownership passes to the loop) with recvmmsg(2) from a libuv poll handle; `cb(n)`
    * once per batch, datagram i in buf[i*slotSize …], meta[4i..4i+3] = length (-1 truncated),
    * source IPv4 (host order), source port, GRO segment size (0: one datagram). `after()`, if
-   * given, follows each `cb` once the microtasks it led to have run. Negative errno on failure.
+   * given, follows each `cb` once the microtasks it led to have run; with `turn` (two cells
+   * shared with the loop: [0] = 1 during a batch's turn, set by the loop; [1] = 1 asks for
+   * after(), set by the caller) only when asked in that turn. Negative errno on failure.
    */
-  recvStart(fd: number, buf: Uint8Array, meta: Int32Array, slots: number, slotSize: number, gro: boolean, cb: (n: number) => void, after?: () => void): RxHandle | number;
+  recvStart(fd: number, buf: Uint8Array, meta: Int32Array, slots: number, slotSize: number, gro: boolean, cb: (n: number) => void, after?: () => void, turn?: Int32Array): RxHandle | number;
   /** Stop the loop and close its fd. */
   recvStop(h: RxHandle): number;
   /** Whether the loop keeps the process alive (default yes). */
