@@ -1046,7 +1046,8 @@ export function writeIbLineTail(s: TextSink, p: IbPacket, shape: number): void {
     s.text(flags(b));
     return;
   }
-  s.text(flags(b));
+  const f = flags(b);
+  if (f !== '') s.text(f);
   if (shape === IB_LINE_LEN) { s.text(' len '); s.dec(p.payload.length); }
 }
 
