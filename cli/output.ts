@@ -53,7 +53,27 @@ export function die(prog: string, err: unknown): never {
 export class Out {
   private readonly buf: Buffer;
   private pos = 0;
-  constructor(private readonly fd = 1, size = 1 << 18) { this.buf = Buffer.allocUnsafe(size); }
+  /** Where lineStart() flushes: early the first time (see there), then with HEADROOM left. */
+  private limit: number;
+  constructor(private readonly fd = 1, size = 1 << 18) {
+    this.buf = Buffer.allocUnsafe(size);
+    this.limit = Math.min(FIRST_FLUSH, size >> 1);
+  }
+
+  /**
+   * Called before a line written piece by piece (smcdump's replay loop): flushes when less than
+   * HEADROOM bytes are left, so the pieces' own checks (int, text, bytes, byte) practically never
+   * flush. V8 compiles a call that has never run as a deoptimization: a flush first taken inside
+   * optimized line code threw it away (and the replay loop it was inlined into) once per piece
+   * method. This one call site flushes first after a few dozen lines, before anything is
+   * optimized, so its call has feedback when the loop is compiled.
+   */
+  lineStart(): void {
+    if (this.pos > this.limit) {
+      this.flush();
+      this.limit = this.buf.length > 2 * HEADROOM ? this.buf.length - HEADROOM : this.buf.length >> 1;
+    }
+  }
 
   line(s: string): void {
     // Worst case 3 bytes per UTF-16 unit; a line too long for the buffer goes out on its own.
@@ -174,6 +194,10 @@ export class Out {
     }
   }
 }
+
+/** Out.lineStart(): the first flush (bytes) and the room kept for a line after it. */
+const FIRST_FLUSH = 8192;
+const HEADROOM = 16384;
 
 /** "00" … "99" as byte pairs (Out.int writes two digits per division). */
 const PAIRS = Uint8Array.from({ length: 200 }, (_, i) => 48 + ((i & 1) === 0 ? Math.floor((i >> 1) / 10) : (i >> 1) % 10));

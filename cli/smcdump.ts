@@ -336,9 +336,8 @@ class Dump {
     // the time as two numbers (pcap): no BigInt arithmetic and no strings for them
     const sec = this.parts !== undefined && f.tsSec !== undefined ? f.tsSec : -1;
     const time = sec >= 0 ? '' : this.time.format(d.tsNs, digits);
-    const anomalies = note ? note.anomalies.length : 0;
     if (!inSelection) return;
-    if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0 && anomalies === 0)) return;
+    if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0 && (note === undefined || note.anomalies.length === 0))) return;
     this.printed++;
     if (o.json) { this.out.line(lazy.json!.renderJson(d, note)); return; }
     const link = o.e || o.x || o.X || o.A ? lazy.linkhdr!.linkHeader(f.data, f.linktype, f.origlen) : undefined;
@@ -348,6 +347,7 @@ class Dump {
     lo.link = o.e ? link!.text : undefined;
     lo.seq = seq;
     if (sec >= 0) {
+      this.out.lineStart();
       if (lo.number) { this.out.int(d.n, 6); this.out.byte(32); }
       this.parts!.writeParts(this.out, sec, f.tsSubNs ?? 0, digits);
       if (this.cached === undefined || !this.cached.write(this.out, d, note)) writeLineRest(this.out, d, lo, note);
