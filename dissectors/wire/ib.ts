@@ -1000,11 +1000,11 @@ export function summarizeIb(p: IbPacket): string {
 /** ibLineShape(): a packet whose line is not one of the shapes below. */
 export const IB_LINE_OTHER = 0;
 /** `HEAD psn N[flags] len N`: an opcode with a payload, no extension header (RDMA WRITE MIDDLE, SEND). */
-export const IB_LINE_LEN = 1;
+const IB_LINE_LEN = 1;
 /** `ACK QP 0x11 psn N msn N credits N[flags]`: an RC ACKNOWLEDGE whose AETH says ACK. */
-export const IB_LINE_ACK = 2;
+const IB_LINE_ACK = 2;
 /** `HEAD psn N[flags]`: no payload and no extension header (CNP, or an opcode without payload). */
-export const IB_LINE_BARE = 3;
+const IB_LINE_BARE = 3;
 
 /**
  * Which of the common line shapes writeIbSummary() gives `p` (IB_LINE_*): their text is a head
