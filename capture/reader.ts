@@ -81,6 +81,7 @@ export interface CaptureReader extends Iterable<CapturedFrame> {
 
 const NS = 1_000_000_000n;
 const DEFAULT_CHUNK = 2 << 20;
+const FIRST_READ = 64 << 10;
 const DEFAULT_MAX_RECORD = 64 << 20;
 const utf8 = new TextDecoder('utf-8');
 const SLEEP = new Int32Array(new SharedArrayBuffer(4));
@@ -205,6 +206,11 @@ class StreamReader implements CaptureReader {
   private readonly reuse: boolean;
   private readonly frame = new MutableFrame();
   private le = true;
+  /** Bytes a read fills up to: FIRST_READ until the first refill in mid-stream, then the buffer.
+   *  That refill comes after a few dozen frames, before V8 optimizes the frame loop, so the
+   *  loop is compiled with the refill call's feedback (a call first taken in optimized code
+   *  throws the code away: with 2 MiB at once that happened in every replay). */
+  private readCap = FIRST_READ;
 
   // pcap state
   private recHdr = 16;
@@ -345,8 +351,9 @@ class StreamReader implements CaptureReader {
     }
     while (this.end < n) {
       let got: number;
+      const len = Math.min(this.buf.length - this.end, Math.max(this.readCap - this.end, n - this.end));
       try {
-        got = fs.readSync(this.fd, this.buf, this.end, this.buf.length - this.end, this.positional ? this.base + this.end : null);
+        got = fs.readSync(this.fd, this.buf, this.end, len, this.positional ? this.base + this.end : null);
       } catch (e) {
         const err = e as NodeJS.ErrnoException;
         if (err.code === 'EAGAIN') { Atomics.wait(SLEEP, 0, 0, 2); continue; }
@@ -356,6 +363,7 @@ class StreamReader implements CaptureReader {
       if (got === 0) { this.srcEof = true; return false; }
       this.end += got;
     }
+    if (this.base > 0) this.readCap = this.buf.length;
     return true;
   }
 

@@ -12,7 +12,7 @@ import type { CaptureWriter, WriteTarget } from '../capture/writer.js';
 import type { CapturedFrame } from '../capture/types.js';
 import type { InterfaceInfo, LiveStats } from '../capture/live.js';
 import { FrameDecoder, frameProtoMask, PROTO_BIT, type SmcProto } from '../dissectors/frame.js';
-import { renderLine, writeLineRest, type LineOptions } from '../dissectors/render/line.js';
+import { CachedLine, renderLine, writeLineRest, type LineOptions } from '../dissectors/render/line.js';
 import { TimeColumn, TimeParts, timeModeForTCount, type TimeMode } from '../dissectors/render/time.js';
 import { TcpRelative } from '../dissectors/render/tcpseq.js';
 import type { Selection } from '../dissectors/render/select.js';
@@ -251,6 +251,8 @@ class Dump {
   private readonly recordOnly: boolean;
   /** renderLine's options, refilled per frame. */
   private readonly lineOpts: LineOptions;
+  /** The common RoCE lines from cached bytes (no colour, no -e: the line is then plain text). */
+  private readonly cached: CachedLine | undefined;
 
   constructor(private readonly o: Opts, private readonly writer: CaptureWriter | undefined, liveFilter = false) {
     // compact: only what the summary, the diagnosis and one-line notes read; --follow, the
@@ -273,6 +275,7 @@ class Dump {
     this.parts = parts.supported ? parts : undefined;
     this.seq = o.absoluteTcpSequenceNumbers ? undefined : new TcpRelative();
     this.lineOpts = { chalk: this.chalk, time: '', link: undefined, seq: undefined, number: o.number !== false };
+    this.cached = this.chalk.level === 0 && !o.e && process.env.SMCSCOPE_LINE_CACHE !== '0' ? new CachedLine() : undefined;
     this.report = report;
     this.recordOnly = o.write !== undefined && o.quiet === true && !this.report && !o.ladderSvg && !o.report;
     // reuseNote: one note object refilled per frame; only where nothing keeps a note past its
@@ -333,9 +336,8 @@ class Dump {
     // the time as two numbers (pcap): no BigInt arithmetic and no strings for them
     const sec = this.parts !== undefined && f.tsSec !== undefined ? f.tsSec : -1;
     const time = sec >= 0 ? '' : this.time.format(d.tsNs, digits);
-    const anomalies = note ? note.anomalies.length : 0;
     if (!inSelection) return;
-    if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0 && anomalies === 0)) return;
+    if ((this.only !== 0 && (mask & this.only) === 0) || (o.issues && d.issues.length === 0 && (note === undefined || note.anomalies.length === 0))) return;
     this.printed++;
     if (o.json) { this.out.line(lazy.json!.renderJson(d, note)); return; }
     const link = o.e || o.x || o.X || o.A ? lazy.linkhdr!.linkHeader(f.data, f.linktype, f.origlen) : undefined;
@@ -345,9 +347,10 @@ class Dump {
     lo.link = o.e ? link!.text : undefined;
     lo.seq = seq;
     if (sec >= 0) {
+      this.out.lineStart();
       if (lo.number) { this.out.int(d.n, 6); this.out.byte(32); }
       this.parts!.writeParts(this.out, sec, f.tsSubNs ?? 0, digits);
-      writeLineRest(this.out, d, lo, note);
+      if (this.cached === undefined || !this.cached.write(this.out, d, note)) writeLineRest(this.out, d, lo, note);
       this.out.byte(10);
     } else this.out.line(renderLine(d, lo, note));
     if (link && (o.x || o.X || o.A)) {

@@ -4,7 +4,7 @@ import type { ChalkInstance } from 'chalk';
 import type { DecodedFrame } from '../frame.js';
 import type { FrameNote } from '../tracker/model.js';
 import { summarizeTcp, writeTcpSummary } from '../net/tcp.js';
-import { writeIbSummary } from '../wire/ib.js';
+import { type IbPacket, IB_LINE_OTHER, ibLineShape, writeIbLineHead, writeIbLineTail, writeIbSummary } from '../wire/ib.js';
 import { StringSink, type TextSink } from '../wire/common.js';
 import { ETHERTYPE } from '../wire/views/net.js';
 
@@ -149,4 +149,84 @@ function other(d: DecodedFrame, ip: DecodedFrame['ip'], withLink: boolean): stri
   if (withLink) return (d.eth?.ethertype ?? d.link?.protocol) === ETHERTYPE.ARP ? 'ARP' : 'not decoded';
   if (d.eth) return `${d.eth.src} > ${d.eth.dst}, ethertype 0x${d.eth.ethertype.toString(16).padStart(4, '0')}, length ${d.origlen}`;
   return `link type ${d.linktype}, length ${d.origlen}`;
+}
+
+/** Where the cached line writes: smcdump's output buffer (cli/output.ts Out). */
+export interface LineSink extends TextSink {
+  /** Append the digits of `n` (0 <= n < 2^53), as dec(). */
+  int(n: number): void;
+  /** Append these bytes as they are. */
+  bytes(b: Uint8Array): void;
+}
+
+const SLOTS = 256;
+const EMPTY = new Uint8Array(0);
+const utf8 = new TextEncoder();
+
+/** `10.0.0.1 > 10.0.0.2: RoCEv2 RDMA WRITE MIDDLE QP 0x11 psn ` as bytes, and what it depends on. */
+interface Head { src: string; dst: string; version: number; opcode: number; qp: number; shape: number; bytes: Uint8Array }
+/** A note's ` [LG1/L1 c2 c>s]` as bytes (empty: the note shows nothing), and what it depends on. */
+interface Tags { link: string | undefined; conn: number | undefined; dir: string | undefined; mode: string | undefined; bytes: Uint8Array }
+
+/**
+ * writeLineRest() without colour and without -e, for the lines that make up most of a capture:
+ * a RoCE packet over IP of a common shape (wire/ib.ts ibLineShape: RDMA WRITE/SEND with their
+ * length, ACK) with no issue and no anomaly (a SEND's LLC or CDC summary follows as text). Such a line is the same text as the
+ * one before it on the same QP but for its numbers, so the stable parts (the addresses and the
+ * packet's head, the tracker's tags) are kept as bytes, made once by the general renderer's own
+ * functions, and copied in whole; only the PSN and the tail's numbers are written per frame.
+ * Small direct-mapped caches (a miss rebuilds the slot), so memory stays constant.
+ */
+export class CachedLine {
+  private readonly heads = new Array<Head | undefined>(SLOTS).fill(undefined);
+  private readonly tags = new Array<Tags | undefined>(SLOTS).fill(undefined);
+  private readonly sink = new StringSink();
+
+  /** Write d's line after the number and time columns, as writeLineRest() with neither colour
+   *  nor -e would; false (and nothing written) when d is not one of the lines it caches. */
+  write(out: LineSink, d: DecodedFrame, note: FrameNote | undefined): boolean {
+    const roce = d.roce;
+    const ip = d.ip;
+    if (roce === undefined || ip === undefined || d.tcp !== undefined || d.issues.length !== 0 || roce.icrc === 'bad') return false;
+    if (note !== undefined && note.anomalies.length !== 0) return false;
+    const p = roce.ib;
+    const shape = ibLineShape(p);
+    if (shape === IB_LINE_OTHER) return false;
+    const t = note === undefined ? EMPTY : this.tagBytes(note);
+    out.bytes(this.head(ip.src, ip.dst, roce.version, p, shape));
+    out.int(p.bth.psn);
+    writeIbLineTail(out, p, shape);
+    // a SEND's LLC or CDC message (the only items a RoCE frame has), as body() writes them
+    for (const i of d.smc) if (i.proto === 'llc' || i.proto === 'cdc') { out.text(' | '); out.text(i.summary); }
+    if (t.length !== 0) out.bytes(t);
+    return true;
+  }
+
+  private head(src: string, dst: string, version: number, p: IbPacket, shape: number): Uint8Array {
+    const opcode = p.bth.opcode;
+    const qp = p.bth.destQp;
+    const slot = (qp ^ (qp >>> 8) ^ (opcode << 3) ^ src.length ^ (src.charCodeAt(src.length - 1) << 2) ^ (dst.charCodeAt(dst.length - 1) << 5)) & (SLOTS - 1);
+    const h = this.heads[slot];
+    if (h !== undefined && h.qp === qp && h.opcode === opcode && h.shape === shape && h.src === src && h.dst === dst && h.version === version) return h.bytes;
+    // made by the general renderer's pieces (body() and wire/ib.ts), so the text is theirs
+    const s = this.sink.reset();
+    s.text(src); s.text(' > '); s.text(dst); s.text(':');
+    s.text(version === 2 ? ' RoCEv2 ' : ' RoCEv1 ');
+    writeIbLineHead(s, p, shape);
+    const bytes = utf8.encode(s.s);
+    this.heads[slot] = { src, dst, version, opcode, qp, shape, bytes };
+    return bytes;
+  }
+
+  private tagBytes(n: FrameNote): Uint8Array {
+    const { link, conn, dir, tcpMode } = n;
+    const slot = ((conn ?? 0) ^ (link === undefined || link === '' ? 0 : (link.length << 3) ^ (link.charCodeAt(link.length - 1) << 5))) & (SLOTS - 1);
+    const e = this.tags[slot];
+    if (e !== undefined && e.conn === conn && e.link === link && e.dir === dir && e.mode === tcpMode) return e.bytes;
+    const s = this.sink.reset();
+    tags(s, n, undefined);
+    const bytes = s.s === '' ? EMPTY : utf8.encode(s.s);
+    this.tags[slot] = { link, conn, dir, mode: tcpMode, bytes };
+    return bytes;
+  }
 }

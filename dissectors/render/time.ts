@@ -67,15 +67,18 @@ export class TimeColumn {
 }
 
 /** Where TimeColumn.writeParts puts the column: cli/output.ts Out (bytes, no strings). */
-export interface ColumnSink { text(s: string): void; int(n: number, width?: number, pad?: number): void; byte(c: number): void }
+export interface ColumnSink { bytes(b: Uint8Array): void; int(n: number, width?: number, pad?: number): void; byte(c: number): void }
+
+const ascii = new TextEncoder();
 
 /** Modes whose column depends on the frame's own time only (no previous/first frame). */
 const OWN_TIME: ReadonlySet<TimeMode> = new Set(['hms', 'date', 'epoch', 'none']);
 
 export class TimeParts {
-  // the "HH:MM:SS." / "YYYY-MM-DD HH:MM:SS." prefix of the second `sec` (changes once a second)
+  // the "HH:MM:SS." / "YYYY-MM-DD HH:MM:SS." prefix of the second `sec` (changes once a
+  // second), kept as bytes: one copy per frame
   private sec = -1;
-  private prefix = '';
+  private prefix = new Uint8Array(0);
 
   constructor(private readonly mode: TimeMode, private readonly utc = false) {}
 
@@ -94,9 +97,9 @@ export class TimeParts {
     else {
       if (sec !== this.sec) {
         this.sec = sec;
-        this.prefix = secondPrefix(sec, mode === 'date', this.utc);
+        this.prefix = ascii.encode(secondPrefix(sec, mode === 'date', this.utc));
       }
-      out.text(this.prefix);
+      out.bytes(this.prefix);
     }
     if (mode === 'epoch') out.byte(46); // '.'
     out.int(digits === 9 ? subNs : Math.floor(subNs / 1000), digits, 48);

@@ -997,9 +997,70 @@ export function summarizeIb(p: IbPacket): string {
   return s.s;
 }
 
+/** ibLineShape(): a packet whose line is not one of the shapes below. */
+export const IB_LINE_OTHER = 0;
+/** `HEAD psn N[flags] len N`: an opcode with a payload, no extension header (RDMA WRITE MIDDLE, SEND). */
+const IB_LINE_LEN = 1;
+/** `ACK QP 0x11 psn N msn N credits N[flags]`: an RC ACKNOWLEDGE whose AETH says ACK. */
+const IB_LINE_ACK = 2;
+/** `HEAD psn N[flags]`: no payload and no extension header (CNP, or an opcode without payload). */
+const IB_LINE_BARE = 3;
+
+/**
+ * Which of the common line shapes writeIbSummary() gives `p` (IB_LINE_*): their text is a head
+ * that depends only on the opcode and destination QP (writeIbLineHead), the PSN, then a tail
+ * of numbers (writeIbLineTail). render/line.ts caches the head's bytes per QP for the lines that
+ * make up most of a capture; every other packet is IB_LINE_OTHER.
+ */
+export function ibLineShape(p: IbPacket): number {
+  if (p.rdeth || p.deth || p.xrceth || p.feth || p.reth || p.atomicEth || p.atomicAckEth || p.immDt !== undefined || p.ieth !== undefined) return IB_LINE_OTHER;
+  const op = p.bth.opcode;
+  const a = p.aeth;
+  if (a) return a.kind === 'ACK' && (op & 0x1f) === 0x11 ? IB_LINE_ACK : IB_LINE_OTHER;
+  if (op === 0x81) return IB_LINE_BARE;
+  if (OPCODES[op & 0xff]!.payload) return IB_LINE_LEN;
+  return p.payload.length === 0 ? IB_LINE_BARE : IB_LINE_OTHER;
+}
+
+/** `[UC |UD |…]RDMA WRITE MIDDLE QP 0x11 psn ` (`ACK QP … psn ` for IB_LINE_ACK): the head of a
+ *  common shape (ibLineShape not IB_LINE_OTHER), a function of the opcode and QP only. */
+export function writeIbLineHead(s: TextSink, p: IbPacket, shape: number): void {
+  const b = p.bth;
+  const info = OPCODES[b.opcode & 0xff]!;
+  if (!(info.transport === 'RC' || info.transport === 'CNP' || !info.known)) s.text(info.transport + ' ');
+  s.text(shape === IB_LINE_ACK ? 'ACK' : info.name);
+  s.text(' QP ');
+  s.hex(b.destQp);
+  s.text(' psn ');
+}
+
+/** What follows the PSN in a common shape's line (numbers and the flags). */
+export function writeIbLineTail(s: TextSink, p: IbPacket, shape: number): void {
+  const b = p.bth;
+  if (shape === IB_LINE_ACK) {
+    const a = p.aeth!;
+    s.text(' msn ');
+    s.dec(a.msn);
+    s.text(' credits ');
+    s.dec(a.code);
+    s.text(flags(b));
+    return;
+  }
+  const f = flags(b);
+  if (f !== '') s.text(f);
+  if (shape === IB_LINE_LEN) { s.text(' len '); s.dec(p.payload.length); }
+}
+
 /** summarizeIb() written into a sink (smcdump writes it into its output buffer). */
 export function writeIbSummary(s: TextSink, p: IbPacket): void {
   const b = p.bth;
+  const shape = ibLineShape(p);
+  if (shape !== IB_LINE_OTHER) {
+    writeIbLineHead(s, p, shape);
+    s.dec(b.psn);
+    writeIbLineTail(s, p, shape);
+    return;
+  }
   const info = OPCODES[b.opcode & 0xff]!;
   if (!(info.transport === 'RC' || info.transport === 'CNP' || !info.known)) s.text(info.transport + ' ');
   const a = p.aeth;
