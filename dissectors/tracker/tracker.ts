@@ -198,16 +198,21 @@ export class Tracker {
     this.cur = d;
     this.note = this.reused !== undefined ? this.reused.reset() : { anomalies: NO_ANOMALIES };
     this.frameLink = undefined;
-    this.checkTimeouts(d.tsNs, false);
-    // Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
-    // anomalies too, so expert info is in one place; notes stay notes of the frame.
-    const issues = d.issues;
-    for (let k = 0; k < issues.length; k++) { const i = issues[k]!; if (i.severity !== 'note') this.anomaly(i.severity, i.code, i.message); }
+    // nothing can expire before the earliest deadline (no call, no list per frame until then)
+    if (this.awaitingConfirmLink.length !== 0 || this.llc.mayExpire(d.tsNs)) this.checkTimeouts(d.tsNs, false);
+    if (d.issues.length !== 0) this.codecIssues(d);
     if (d.tcp && d.ip) this.onTcp(d);
     else if (d.roce && !(this.fast && this.fastRoce(d))) this.onRoce(d);
     const n = this.note;
     if (n === this.reused) return n;
     return n.anomalies.length === 0 && n.link === undefined && n.conn === undefined && n.tcpMode === undefined ? EMPTY_NOTE : n;
+  }
+
+  /** Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
+   *  anomalies too, so expert info is in one place; notes stay notes of the frame. */
+  private codecIssues(d: DecodedFrame): void {
+    const issues = d.issues;
+    for (let k = 0; k < issues.length; k++) { const i = issues[k]!; if (i.severity !== 'note') this.anomaly(i.severity, i.code, i.message); }
   }
 
   /** End of capture: requests still unanswered, CONFIRM LINK never seen, links that died. */
