@@ -19,7 +19,7 @@ import type { LlcMessage } from '../wire/llc.js';
 import { DEL_REASON, deleteLinkReason } from '../wire/llc.js';
 import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
-import { IB_OP, opcodeInfo, type IbOpcodeInfo } from '../wire/ib.js';
+import { opcodeInfo, type IbOpcodeInfo } from '../wire/ib.js';
 import type {
   Anomaly, FrameNote, Link, LinkGroup, LinkSent, LlcQp, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
 } from './model.js';
@@ -53,9 +53,6 @@ export interface TrackerOptions {
   /** feed() returns one note object, reset for every frame (nothing allocated per frame): the
    *  caller reads it before the next feed() and keeps no reference (smcdump's replay). */
   reuseNote?: boolean;
-  /** Take clean ACKs and in-order WRITE MIDDLE/LAST frames by a short path (compact trackers
-   *  only; default true). false: every frame through the general path (tests compare both). */
-  fastPath?: boolean;
 }
 
 /** After a first-contact Confirm the server must start CONFIRM LINK (Linux waits 5 s as client). */
@@ -65,9 +62,6 @@ export const WINDOW_STALL_NS = 1_000_000_000n;
 /** DELETE LINK reason "lost path" (Linux SMC_LLC_DEL_LOST_PATH). */
 const DEL_LOST_PATH = DEL_REASON.LOST_PATH;
 
-
-/** The opcodes fastRoce() takes (RC). */
-const OP_WRITE_MIDDLE = IB_OP.RDMA_WRITE_MIDDLE, OP_WRITE_LAST = IB_OP.RDMA_WRITE_LAST, OP_ACK = IB_OP.ACKNOWLEDGE;
 
 const NO_ANOMALIES = Object.freeze([]) as unknown as Anomaly[];
 /** A Proposal without UEIDs (v1): one shared empty list. */
@@ -175,19 +169,13 @@ export class Tracker {
    *  the frame into other names (cli/statejoin.ts); no object per frame. */
   frameLink: Link | undefined;
   frameDir: 0 | 1 = 0;
-  /** Frames fastRoce() took (tests check that the short path ran). */
-  fastFrames = 0;
 
   /** Gaps in what the capture shows are warnings — unless a capture filter may hide frames. */
   private readonly gapSeverity: Severity;
-  /** Whether fastRoce() may take frames: a compact tracker (nothing recorded per end's sends)
-   *  that streams no connection's bytes (--follow places every WRITE). */
-  private readonly fast: boolean;
 
   constructor(private readonly opts: TrackerOptions = {}) {
     this.gapSeverity = opts.filtered ? 'note' : 'warn';
     this.reused = opts.reuseNote ? new ReusedNote() : undefined;
-    this.fast = opts.compact === true && opts.fastPath !== false && opts.follow === undefined && opts.followTuple === undefined;
   }
 
   /** Feed one frame (capture order). Returns what the tracker knows about it. */
@@ -202,7 +190,7 @@ export class Tracker {
     if (this.awaitingConfirmLink.length !== 0 || this.llc.mayExpire(d.tsNs)) this.checkTimeouts(d.tsNs, false);
     if (d.issues.length !== 0) this.codecIssues(d);
     if (d.tcp && d.ip) this.onTcp(d);
-    else if (d.roce && !(this.fast && this.fastRoce(d))) this.onRoce(d);
+    else if (d.roce) this.onRoce(d);
     const n = this.note;
     if (n === this.reused) return n;
     return n.anomalies.length === 0 && n.link === undefined && n.conn === undefined && n.tcpMode === undefined ? EMPTY_NOTE : n;
@@ -685,50 +673,6 @@ export class Tracker {
     const ring = link.psnRingOf(dir);
     const now = psnRecord(ring < 0 ? newPsnRing() : ring, bth.psn, this.note.conn ?? 0);
     if (now !== ring) link.setPsnRing(dir, now);
-  }
-
-  /** The frames most of a capture is made of, when nothing about them is new: an ACK, or an
-   *  RDMA WRITE MIDDLE or LAST with the next PSN on a cached link whose WRITE is placed. Does
-   *  what onRoce does for them in fewer steps (no opcode table, no calls through onWrite) and
-   *  returns true; returns false having changed nothing when the frame is anything else, and
-   *  onRoce takes it. A test feeds every capture both ways and compares notes and model. */
-  private fastRoce(d: DecodedFrame): boolean {
-    const r = d.roce!, ib = r.ib, bth = ib.bth, op = bth.opcode;
-    if ((op !== OP_WRITE_MIDDLE && op !== OP_WRITE_LAST && op !== OP_ACK) || r.grh !== undefined) return false;
-    const link = this.links.get(d.ip!.dst, bth.destQp, this.qps.gen);
-    if (link === undefined) return false;
-    const dir: 0 | 1 = this.links.hitEnd === 1 ? 0 : 1;
-    let cont: WriteCont | undefined;
-    if (op === OP_ACK) {
-      const a = ib.aeth;
-      if (a === undefined || a.kind !== 'ACK') return false;
-    } else {
-      cont = link.writeOf(dir);
-      if (cont === undefined || cont.dir !== dir || ib.reth !== undefined || link.nextPsnOf(dir) !== bth.psn || link.psnRingOf(dir) < 0) return false;
-    }
-    const note = this.note, n = ib.payload.length;
-    note.link = link.name;
-    this.frameLink = link;
-    this.frameDir = dir;
-    link.count(dir, 1, n);
-    link.seen(dir, d.n, d.tsNs);
-    const rx = link.retxOf((1 - dir) as 0 | 1);
-    if (rx) rx.answered = true;
-    this.fastFrames++;
-    if (cont === undefined) return true;
-    const psn = bth.psn;
-    link.setNextPsn(dir, (psn + 1) & 0xffffff);
-    if (op === OP_WRITE_LAST) link.setWrite(dir, undefined);
-    const conn = cont.conn as SmcState, sd = conn.dir(dir);
-    note.conn = conn.index;
-    note.dir = dir === 0 ? 'c>s' : 's>c';
-    sd.writes++;
-    sd.writeBytes += n;
-    if (cont.offset >= 0) cont.offset += n;
-    conn.noteData(d.n, d.tsNs);
-    const ring = link.psnRingOf(dir), now = psnRecord(ring, psn, conn.index);
-    if (now !== ring) link.setPsnRing(dir, now);
-    return true;
   }
 
   /** The link of a RoCE frame the cache did not have; `qpEnd` says which end received it. */
