@@ -554,11 +554,17 @@ export class Tracker {
     return lg;
   }
 
+  // Straight code, no loops: V8 counts a function's executed bytecode (loop bodies on every
+  // turn) towards optimising it, and optimising this one, called once per link, cost more CPU
+  // than it ever ran (docs/smcdump.md, "Tracker, round 6").
   private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): LinkState {
-    for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
+    const [a, b] = ends;
+    a.gid = intern(a.gid); if (a.mac !== undefined) a.mac = intern(a.mac);
+    b.gid = intern(b.gid); if (b.mac !== undefined) b.mac = intern(b.mac);
     const link = new LinkState(lg, flat(`LG${lg.id}/#${lg.links.length + 1}`), ++this.linkSerial, ends, mtu, state, frame, this.opts.compact ? NO_SENT : [newSent(), newSent()]);
     lg.links = append(lg.links, link);
-    for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link);
+    if (a.qpn !== undefined) this.claimQp(a.gid, a.qpn, link);
+    if (b.qpn !== undefined) this.claimQp(b.gid, b.qpn, link);
     return link;
   }
 
