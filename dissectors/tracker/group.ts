@@ -206,11 +206,9 @@ export class GroupState implements LinkGroup {
   private step(frame: number, t: number, code: number, n: number): void {
     const s = this.log;
     if (s.length >= EXACT) { s.push(frame, t, code * VALUE + n); return; }
-    // exact size; numbers only make it an array of unboxed doubles
-    const out = new Array<number>(s.length + STEP);
-    for (let i = 0; i < s.length; i++) out[i] = s[i]!;
-    out[s.length] = frame; out[s.length + 1] = t; out[s.length + 2] = code * VALUE + n;
-    this.log = out;
+    // exact size (concat makes no spare room, and no loop here counts towards optimising a
+    // function called a few times per group); numbers only make it an array of unboxed doubles
+    this.log = s.concat([frame, t, code * VALUE + n]);
   }
 
   /** Each step in order: its kind, frame, time, who, link name, value and extra (the model's
@@ -243,8 +241,5 @@ function sentence(kind: Kind, link: string, by: 'client' | 'server', n: number, 
 }
 
 function appendExact<T>(list: T[], x: T): T[] {
-  const out = new Array<T>(list.length + 1);
-  for (let i = 0; i < list.length; i++) out[i] = list[i]!;
-  out[list.length] = x;
-  return out;
+  return list.concat([x]);
 }

@@ -15,10 +15,9 @@ const EXACT_MAX = 8;
 /** `list` with `x` appended: a new exact-size array while short, else `list` itself. */
 export function append<T>(list: T[], x: T): T[] {
   if (list.length >= EXACT_MAX) { list.push(x); return list; }
-  const out = new Array<T>(list.length + 1);
-  for (let i = 0; i < list.length; i++) out[i] = list[i]!;
-  out[list.length] = x;
-  return out;
+  // concat makes exactly the room it needs, and copies without a loop of ours (a loop's turns
+  // count towards optimising the caller's code: docs/smcdump.md, "Tracker, round 6")
+  return list.concat([x]);
 }
 
 /** A [0, 0] counter pair shared until the first count (then replaced by its own array). */

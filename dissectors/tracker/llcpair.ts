@@ -88,6 +88,9 @@ export class LlcPairing {
     return undefined;
   }
 
+  /** Whether expire(`now`, false) may find anything (false: it would return nothing). */
+  mayExpire(now: bigint): boolean { return now > this.due; }
+
   /** Requests whose timeout elapsed by `now`, or (final) every request still open. */
   expire(now: bigint, final: boolean): Unanswered[] {
     if (!final && now <= this.due) return NONE_EXPIRED;

@@ -186,16 +186,21 @@ export class Tracker {
     this.cur = d;
     this.note = this.reused !== undefined ? this.reused.reset() : { anomalies: NO_ANOMALIES };
     this.frameLink = undefined;
-    this.checkTimeouts(d.tsNs, false);
-    // Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
-    // anomalies too, so expert info is in one place; notes stay notes of the frame.
-    const issues = d.issues;
-    for (let k = 0; k < issues.length; k++) { const i = issues[k]!; if (i.severity !== 'note') this.anomaly(i.severity, i.code, i.message); }
+    // nothing can expire before the earliest deadline (no call, no list per frame until then)
+    if (this.awaitingConfirmLink.length !== 0 || this.llc.mayExpire(d.tsNs)) this.checkTimeouts(d.tsNs, false);
+    if (d.issues.length !== 0) this.codecIssues(d);
     if (d.tcp && d.ip) this.onTcp(d);
     else if (d.roce) this.onRoce(d);
     const n = this.note;
     if (n === this.reused) return n;
     return n.anomalies.length === 0 && n.link === undefined && n.conn === undefined && n.tcpMode === undefined ? EMPTY_NOTE : n;
+  }
+
+  /** Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
+   *  anomalies too, so expert info is in one place; notes stay notes of the frame. */
+  private codecIssues(d: DecodedFrame): void {
+    const issues = d.issues;
+    for (let k = 0; k < issues.length; k++) { const i = issues[k]!; if (i.severity !== 'note') this.anomaly(i.severity, i.code, i.message); }
   }
 
   /** End of capture: requests still unanswered, CONFIRM LINK never seen, links that died. */
@@ -549,11 +554,17 @@ export class Tracker {
     return lg;
   }
 
+  // Straight code, no loops: V8 counts a function's executed bytecode (loop bodies on every
+  // turn) towards optimising it, and optimising this one, called once per link, cost more CPU
+  // than it ever ran (docs/smcdump.md, "Tracker, round 6").
   private newLink(lg: LinkGroup, ends: [QpEnd, QpEnd], mtu: number, state: Link['state'], frame: number): LinkState {
-    for (const e of ends) { e.gid = intern(e.gid); if (e.mac !== undefined) e.mac = intern(e.mac); }
+    const [a, b] = ends;
+    a.gid = intern(a.gid); if (a.mac !== undefined) a.mac = intern(a.mac);
+    b.gid = intern(b.gid); if (b.mac !== undefined) b.mac = intern(b.mac);
     const link = new LinkState(lg, flat(`LG${lg.id}/#${lg.links.length + 1}`), ++this.linkSerial, ends, mtu, state, frame, this.opts.compact ? NO_SENT : [newSent(), newSent()]);
     lg.links = append(lg.links, link);
-    for (const e of [0, 1] as const) if (ends[e].qpn !== undefined) this.claimQp(ends[e].gid, ends[e].qpn!, link);
+    if (a.qpn !== undefined) this.claimQp(a.gid, a.qpn, link);
+    if (b.qpn !== undefined) this.claimQp(b.gid, b.qpn, link);
     return link;
   }
 
