@@ -1,7 +1,7 @@
 // Build step after tsc (`npm run build`, `npm install`'s prepare): smcdump as one script with a
 // V8 code cache, so a run as a program starts without resolving, reading and compiling ~100 ES
 // modules one by one and without compiling lazily the functions a replay runs
-// (docs/smcdump.md, "Start-up").
+// (docs/smcdump.md, "Start-up, round six").
 //
 //   dist/cli/bin/smcdump.bundle.cjs  dist/cli/smcdump.js and what it imports, as one CommonJS
 //                                    script (esbuild); node_modules packages inside too

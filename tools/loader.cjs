@@ -3,7 +3,7 @@
 // bin's sh line runs it). It runs dist/cli/bin/smcdump.bundle.cjs, all of smcdump in one
 // script, through vm.Script with V8's code cache made at build time: V8 skips parsing and
 // compiling what the cache holds, including the functions a replay runs (docs/smcdump.md,
-// "Start-up"). Any trouble with the cache (missing, corrupt, made from another bundle, another
+// "Start-up, round six"). Any trouble with the cache (missing, corrupt, made from another bundle, another
 // Node or other V8 flags) only costs the compile: the script runs without it.
 //
 // SMCSCOPE_BUNDLE=0          run the plain ES modules of dist/ instead (for comparisons)

@@ -1,6 +1,6 @@
 // Build step (run by tools/bundle.mjs, after tsc): the wire views' getters and setters as
 // generated source, so no view compiles them with `new Function` at start-up and the CLI's code
-// cache holds them (docs/smcdump.md, "Start-up"). The tables stay the one declaration of each
+// cache holds them (docs/smcdump.md, "Start-up, round six"). The tables stay the one declaration of each
 // field: this imports the compiled modules that define views (dissectors/wire/views/field.ts
 // compiles each accessor from its table as before and, asked by recordViewSources(), keeps its
 // source), then writes those sources into dist/dissectors/wire/views/accessors.js, keyed by

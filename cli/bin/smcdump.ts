@@ -8,12 +8,12 @@
 // check): TurboFan compiles fewer functions, later, with more type feedback. On a 2,252-frame
 // capture its compiles were most of the CPU time after start-up: d-bulk one-line 0.71x, -q 0.73x
 // the CPU time; the 300,000-frame synthetic capture one-line 1.03x and 0.95x (two runs), -q 0.99x
-// (docs/smcdump.md, "Start-up"; 2x gave d-bulk 0.83x).
+// (docs/smcdump.md, "Start-up, round six"; 2x gave d-bulk 0.83x).
 // --verify-snapshot-checksum: V8 checksums the code cache below when it makes it and rejects a
 // damaged one instead of crashing on it (release builds do not check by default; ~1 ms).
 // With those flags (run as a program: by its path, through a link, from npm's bin) it starts the
 // CommonJS loader beside this file (smcdump.cjs, made by tools/bundle.mjs: all of smcdump in one
-// script with V8's code cache made under the same flags, docs/smcdump.md "Start-up"): directly
+// script with V8's code cache made under the same flags, docs/smcdump.md "Start-up, round six"): directly
 // when run by its own path (the sh line picks it), through the lines below when through a link.
 // `node dist/cli/bin/smcdump.js` (other flags: the cache would be rejected), SMCSCOPE_BUNDLE=0
 // and a build without the loader run the ES modules of dist/.
