@@ -1,14 +1,16 @@
 #!/bin/sh
-//bin/true; f=$0; case $f in */smcdump.js) [ -f "${f%.js}.cjs" ] && f=${f%.js}.cjs;; esac; exec node --max-semi-space-size=8 --interrupt-budget=270336 --verify-snapshot-checksum "$f" "$@"
+//bin/true; f=$0; case $f in */smcdump.js) [ -f "${f%.js}.cjs" ] && f=${f%.js}.cjs;; esac; exec node --max-semi-space-size=8 --interrupt-budget=135168 --verify-snapshot-checksum "$f" "$@"
 // The line above is for sh (to JavaScript it is a comment). Run as a program, smcdump starts
 // Node with a young generation of at most 2 × 8 MiB instead of 2 × 16 MiB. Replaying 100 000
 // connections (4.3 M frames) that keeps peak RSS about 20 MB lower at no measurable CPU cost
 // (docs/smcdump.md, "Memory, round 3"); `node dist/cli/bin/smcdump.js` runs Node's defaults.
-// --interrupt-budget 4x V8's default (66 KiB of bytecode run before a function's next tier-up
+// --interrupt-budget 2x V8's default (33 KiB of bytecode run before a function's next tier-up
 // check): TurboFan compiles fewer functions, later, with more type feedback. On a 2,252-frame
-// capture its compiles were most of the CPU time after start-up: d-bulk one-line 0.71x, -q 0.73x
-// the CPU time; the 300,000-frame synthetic capture one-line 1.03x and 0.95x (two runs), -q 0.99x
-// (docs/smcdump.md, "Start-up, round six"; 2x gave d-bulk 0.83x).
+// capture its compiles were most of the CPU time after start-up. Same-run medians against no
+// flag (each side with its own cache): d-bulk one-line 0.77x, synthetic one-line 0.91x, -q 1.00x,
+// but many connections -q 1.06-1.14x (per-connection handlers run a few hundred times and wait
+// longer for TurboFan); 4x cost those 1.10-1.19x, so 2x is the compromise (docs/smcdump.md,
+// "Start-up, round six").
 // --verify-snapshot-checksum: V8 checksums the code cache below when it makes it and rejects a
 // damaged one instead of crashing on it (release builds do not check by default; ~1 ms).
 // With those flags (run as a program: by its path, through a link, from npm's bin) it starts the
