@@ -198,7 +198,7 @@ async function main(): Promise<void> {
     const conns = isMany ? (frames / 171) * 4 : 0;
     console.log(`\n${file.replace(root + '/', '')}: ${frames} frames, ${mb.toFixed(1)} MB${isMany ? `, ${conns} connections (smcdump ${extra.join(' ')}: ICRCs are stale in this rewritten copy)` : ''}`);
     // smcdump as a user runs it: the bin as a program (its sh line's Node flags, the bundle and its
-    // code cache: docs/smcdump.md "Start-up"), as tshark and tcpdump are run
+    // code cache: docs/smcdump.md "Start-up, round six"), as tshark and tcpdump are run
     const cmds: Record<string, [string, string[]]> = {
       'smcdump -r': [smcdump, ['-r', file, ...extra]],
       'smcdump -r -q': [smcdump, ['-r', file, '-q', ...extra]],

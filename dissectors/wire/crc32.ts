@@ -35,7 +35,7 @@ interface IcrcAddon {
 
 // The engines are chosen on the first CRC, not when this module is imported: loading the addon
 // (dlopen), node:worker_threads and node:zlib costs a few ms of start-up that runs without a
-// RoCE frame (--version, --help, TCP-only captures) never need (docs/smcdump.md, "Start-up").
+// RoCE frame (--version, --help, TCP-only captures) never need (docs/smcdump.md, "Start-up, round six").
 /** The addon, undefined when not usable; null until the first CRC asks (`engines()`). */
 let addon: IcrcAddon | undefined | null = null;
 /** Node's zlib.crc32 where there is no addon (the addon beats it; then never loaded). */

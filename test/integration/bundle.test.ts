@@ -1,5 +1,5 @@
 // smcdump run as a program goes through one bundled script and V8's code cache (tools/bundle.mjs,
-// tools/loader.cjs; docs/smcdump.md "Start-up"). It must print exactly what the plain ES modules
+// tools/loader.cjs; docs/smcdump.md "Start-up, round six"). It must print exactly what the plain ES modules
 // of dist/ print, on every bundled capture, and a cache that does not fit (damaged, of another
 // bundle, made under other V8 flags, cut short) must only cost time: same output, no crash.
 

@@ -79,7 +79,7 @@ let recorded: Map<string, true> | undefined;
  * setBits and read64 besides its parameters). Made at build time when the build generated it:
  * its source is the key, so a table changed since falls back to compiling here. Compiling each
  * field's function at start-up took ~7 ms of smcdump's ~85 ms `--version` (docs/smcdump.md,
- * "Start-up"); generated code is also in the CLI's V8 code cache.
+ * "Start-up, round six"); generated code is also in the CLI's V8 code cache.
  */
 function compiled(fn: string): Generated {
   if (prebuilt === null) prebuilt = prebuiltAccessors(readUint, writeUint, setBits, read64);
