@@ -16,30 +16,37 @@ function pattern(n: number, seed: number): Uint8Array {
 }
 
 test('copyBytes: every length 0-140 at every alignment of both ends, across more buffers than the word table holds', (t) => {
-  // 24 source and 24 destination views (the table has 16 entries), each at byte offset k % 4 of
-  // its own ArrayBuffer
+  // 24 source and 24 destination views (the table has 16 entries); view j sits at byte offset
+  // j % 4 of its own ArrayBuffer, and every pair of byte offsets (source, destination) is taken
+  // with every offset into the views, so both ends are aligned, or not, in every combination
   const srcs: Uint8Array[] = [], dsts: Uint8Array[] = [], refs: Uint8Array[] = [];
   for (let k = 0; k < 24; k++) {
     srcs.push(new Uint8Array(pattern(400, k + 1).buffer, k % 4, 300));
-    const d = new Uint8Array(new ArrayBuffer(400), (k + 1) % 4, 300);
+    const d = new Uint8Array(new ArrayBuffer(400), k % 4, 300);
     d.set(pattern(300, 1000 + k));
     dsts.push(d);
     refs.push(d.slice());
   }
-  let copies = 0, mismatches = 0;
+  let copies = 0, mismatches = 0, turn = 0;
   for (let n = 0; n <= 140; n++) {
-    for (let so = 0; so < 8; so++) {
-      for (let dOff = 0; dOff < 8; dOff++) {
-        const k = (n * 64 + so * 8 + dOff) % 24;
-        const src = srcs[k]!, dst = dsts[(k * 7 + 3) % 24]!, ref = refs[(k * 7 + 3) % 24]!;
-        copyBytes(dst, dOff, src, so, n);
-        for (let i = 0; i < n; i++) ref[dOff + i] = src[so + i]!;
-        copies++;
-        for (let i = 0; i < dst.length; i++) if (dst[i] !== ref[i]) { mismatches++; break; }
+    for (let sbo = 0; sbo < 4; sbo++) {
+      for (let dbo = 0; dbo < 4; dbo++) {
+        for (let so = 0; so < 4; so++) {
+          for (let dOff = 0; dOff < 4; dOff++) {
+            // a different array of the wanted byte offset each time (6 of each offset, cycling)
+            turn++;
+            const si = 4 * (turn % 6) + sbo, di = 4 * ((turn * 5 + 1) % 6) + dbo;
+            const src = srcs[si]!, dst = dsts[di]!, ref = refs[di]!;
+            copyBytes(dst, dOff, src, so, n);
+            for (let i = 0; i < n; i++) ref[dOff + i] = src[so + i]!;
+            copies++;
+            for (let i = 0; i < dst.length; i++) if (dst[i] !== ref[i]) { mismatches++; break; }
+          }
+        }
       }
     }
   }
-  t.is(copies, 141 * 64);
+  t.is(copies, 141 * 256);
   t.is(mismatches, 0);
   // the bytes around each view (in its ArrayBuffer, before and after it) were never written
   for (const d of dsts) {
