@@ -68,7 +68,9 @@ export class NetHeader {
   /** CRC prefixes (icrcPrefix of this header) by IB length and IP ID, the only two fields that
    *  vary: a direct-mapped table (key = length × 64 + ID), no Map lookup per packet. */
   private readonly pKeys = new Int32Array(PREFIX_SLOTS).fill(-1);
-  private readonly pVals = new Uint32Array(PREFIX_SLOTS);
+  /** Int32 (the CRC's bits, as the CRC functions take them): a value read from a Uint32Array
+   *  above 2^31 is a heap number when it crosses a call (~50 bytes per rr leg, round 13). */
+  private readonly pVals = new Int32Array(PREFIX_SLOTS);
 
   /** ICRC of `ib` (BTH … ICRC slot) sent with this header and IP ID `id`. */
   icrc(ib: Uint8Array, id = 0): number {
@@ -80,7 +82,7 @@ export class NetHeader {
     else {
       this.setLength(len);
       if (id !== 0) this.ip.id = id;
-      p = icrcPrefix('ipv4', this.bytes);
+      p = icrcPrefix('ipv4', this.bytes) | 0;
       if (id !== 0) this.ip.id = 0;
       if (key >= 0) { this.pKeys[slot] = key; this.pVals[slot] = p; }
     }

@@ -24,7 +24,7 @@ import { newTxPort, type UroceEngine, type EngineQp, type TxPort } from './engin
 import { NetHeader } from './icrc.js';
 import { openSocketSync } from './sockets.js';
 import type { UroceDevice, UroceMr } from './device.js';
-import { PSN_MASK, SendWqePool, type SendWqe, type RecvWqe, type ResolvedRecv } from './wqe.js';
+import { PSN_MASK, SendWqePool, type SendWqe, type RecvWqe, type ResolvedRecv, type RecvSegs } from './wqe.js';
 import { RxPacket } from './rxpacket.js';
 import { addrOffset } from './views.js';
 import { pump } from './requester.js';
@@ -284,7 +284,7 @@ export class UroceQp implements Qp, EngineQp {
   // =====================================================================================
 
   /** resolve()'s results besides the error (no result object per post). */
-  private rSegs: Uint8Array[] = [];
+  private rSegs: RecvSegs = { bufs: [], offs: [], lens: [] };
   private rLength = 0;
 
   /**
@@ -293,7 +293,7 @@ export class UroceQp implements Qp, EngineQp {
    * returns 0 or the completion status of a bad SGE.
    */
   private resolve(sgl: readonly Sge[] | undefined, w?: SendWqe): number {
-    const segs: Uint8Array[] | undefined = w ? undefined : [];
+    const segs: RecvSegs | undefined = w ? undefined : { bufs: [], offs: [], lens: [] };
     let length = 0;
     let err = 0;
     for (const s of sgl ?? NO_SGES) {
@@ -306,7 +306,7 @@ export class UroceQp implements Qp, EngineQp {
       if (!mr || mr.pd !== this.pd || off < 0 || off + s.length > mr.buffer.length ||
         (!w && !(mr.access & Access.LOCAL_WRITE))) { err = WcStatus.LOC_PROT_ERR; break; }
       if (w) w.addSeg(mr.buffer, off, s.length); // a send: runs into the WQE, no view per SGE
-      else segs!.push(mr.buffer.subarray(off, off + s.length));
+      else { segs!.bufs.push(mr.buffer); segs!.offs.push(off); segs!.lens.push(s.length); }
       length += s.length;
     }
     if (length > 0x80000000) err = WcStatus.LOC_LEN_ERR;

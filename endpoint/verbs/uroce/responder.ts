@@ -222,14 +222,14 @@ function hasRecv(qp: UroceQp): boolean { return qp.rqHead < qp.rq.length; }
 /** Scatter a SEND's payload (n bytes at data[at…]) over the receive WQE's SGEs from byte `off`
  *  of the message (no view of the packet). */
 function scatter(r: RecvWqe, off: number, data: Uint8Array, at: number, n: number): void {
-  const segs = r.segs;
+  const { bufs, offs, lens } = r.segs;
   let i = 0;
-  while (off >= segs[i]!.length) { off -= segs[i]!.length; i++; }
+  while (off >= lens[i]!) { off -= lens[i]!; i++; }
   let o = 0;
   while (o < n) {
-    const s = segs[i++]!;
-    const k = Math.min(s.length - off, n - o);
-    copyBytes(s, off, data, at + o, k);
+    const k = Math.min(lens[i]! - off, n - o);
+    copyBytes(bufs[i]!, offs[i]! + off, data, at + o, k);
+    i++;
     o += k;
     off = 0;
   }

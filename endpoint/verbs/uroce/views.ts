@@ -18,10 +18,55 @@
  *  runs (44-byte CDCs, small writes) stay loops. */
 const SHORT_COPY = 128;
 
+// Short runs by 32-bit words when both ends are 4-byte aligned in their ArrayBuffers (round 13):
+// a 64-byte run is 16 word moves instead of 64 byte moves (~60 against ~140 ns measured with
+// views over other buffers' middles). IB packets are multiples of 4 bytes and SMC-R's buffers
+// and slots are aligned, so the data path's runs (the payload into the staging buffer, out of
+// the receive buffer into an RMB or a receive slot) nearly always are. The Int32Array of a
+// buffer is found by the identity of the Uint8Array (the `buffer` getter is a C++ call of
+// ~30 ns: it is read once per array, when the array is first seen), in a small table refilled
+// round robin; the views on the data path (MR buffers, staging buffers, the receive views of
+// the engine's cache) are few and long-lived. Word copies keep the bytes' order: endianness
+// does not matter for a copy.
+const WORD_SLOTS = 16;
+const MIN_WORDS = 12;
+const wKeys: Array<Uint8Array | undefined> = new Array<Uint8Array | undefined>(WORD_SLOTS).fill(undefined);
+const wViews: Int32Array[] = new Array<Int32Array>(WORD_SLOTS).fill(new Int32Array(0));
+/** Byte offset of each key in its ArrayBuffer. */
+const wOffs = new Int32Array(WORD_SLOTS);
+let wNext = 0;
+/** wordsOf's answer (two values without an object). */
+let wView: Int32Array = wViews[0]!;
+let wOff = 0;
+
+function wordsOf(u: Uint8Array): void {
+  for (let i = 0; i < WORD_SLOTS; i++) {
+    if (wKeys[i] === u) { wView = wViews[i]!; wOff = wOffs[i]!; return; }
+  }
+  const k = wNext;
+  wNext = (k + 1) & (WORD_SLOTS - 1);
+  const ab = u.buffer;
+  wKeys[k] = u;
+  wView = wViews[k] = new Int32Array(ab, 0, ab.byteLength >>> 2);
+  wOff = wOffs[k] = u.byteOffset;
+}
+
 /** Copy n bytes from src[sOff…] to dst[dOff…] (different buffers, or non-overlapping). */
 export function copyBytes(dst: Uint8Array, dOff: number, src: Uint8Array, sOff: number, n: number): void {
   if (n <= SHORT_COPY) {
-    for (let i = 0; i < n; i++) dst[dOff + i] = src[sOff + i]!;
+    let i = 0;
+    if (n >= MIN_WORDS) {
+      wordsOf(dst);
+      const dw = wView, a = wOff + dOff;
+      wordsOf(src);
+      const sw = wView, b = wOff + sOff;
+      if (((a | b) & 3) === 0) {
+        const m = n >>> 2, x = a >>> 2, y = b >>> 2;
+        for (let k = 0; k < m; k++) dw[x + k] = sw[y + k]!;
+        i = m << 2;
+      }
+    }
+    for (; i < n; i++) dst[dOff + i] = src[sOff + i]!;
     return;
   }
   dst.set(src.subarray(sOff, sOff + n), dOff);

@@ -78,9 +78,16 @@ export class SendWqePool {
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * A receive's scatter list as runs of its MRs' buffers, bufs[i][offs[i] … offs[i] + lens[i]):
+ * the buffers themselves rather than a view per SGE, so the copies into them (views.ts
+ * copyBytes) see a few long-lived arrays (round 13).
+ */
+export interface RecvSegs { readonly bufs: Uint8Array[]; readonly offs: number[]; readonly lens: number[] }
+
 export interface RecvWqe {
   wrId: WrId;
-  segs: Uint8Array[];
+  segs: RecvSegs;
   length: number;
   localErr: number;
   /** The scatter list this entry was filled from, and its resolution (QP's receive cache). */
@@ -89,4 +96,4 @@ export interface RecvWqe {
 }
 
 /** A one-SGE receive list resolved into its MR: valid while the SGE still names these and the MR is live. */
-export interface ResolvedRecv { addr: bigint; length: number; lkey: number; mr: UroceMr; segs: Uint8Array[] }
+export interface ResolvedRecv { addr: bigint; length: number; lkey: number; mr: UroceMr; segs: RecvSegs }
