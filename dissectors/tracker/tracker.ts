@@ -288,7 +288,7 @@ export class Tracker {
   /** A SYN or SYN-ACK: whether it offered SMC (option 254). */
   private onSyn(c: TcpState, d: DecodedFrame, fromClient: boolean): void {
     const h = d.tcp!;
-    const hasOpt = d.smc.some((i) => i.proto === 'tcpopt');
+    const hasOpt = hasProto(d, 'tcpopt');
     if (!h.flags.ack) {
       c.synSmc = hasOpt;
       c.addStep('SYN', d.n, d.tsNs);
@@ -1313,8 +1313,22 @@ function llcQp(m: Extract<LlcMessage, { kind: 'add_link' }>, d: DecodedFrame): L
  *  connections offering the same UEID keep one. */
 const proposals = new Map<string, { ueids: string[] }>();
 const NO_PROPOSED = Object.freeze({ ueids: NO_UEIDS }) as { ueids: string[] };
+/** The record proposedOf() returned last. */
+let lastProposed: { ueids: string[] } | undefined;
 function proposedOf(eids: readonly string[] | undefined): { ueids: string[] } {
   if (!eids || eids.length === 0) return NO_PROPOSED;
+  // the same UEIDs as the last Proposal (most connections of a capture): no key string
+  const last = lastProposed;
+  if (last !== undefined && sameList(last.ueids, eids)) return last;
+  lastProposed = proposedByKey(eids);
+  return lastProposed;
+}
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+function proposedByKey(eids: readonly string[]): { ueids: string[] } {
   const key = eids.join('\n');
   let p = proposals.get(key);
   if (!p) {
@@ -1323,6 +1337,13 @@ function proposedOf(eids: readonly string[] | undefined): { ueids: string[] } {
     proposals.set(flat(key), p);
   }
   return p;
+}
+
+/** Whether the frame carries an SMC item of protocol `p` (a loop: no closure per call). */
+function hasProto(d: DecodedFrame, p: string): boolean {
+  const smc = d.smc;
+  for (let i = 0; i < smc.length; i++) if (smc[i]!.proto === p) return true;
+  return false;
 }
 
 /** Update a "last seen" slot in place (no object per frame on the hot path). */
