@@ -1099,16 +1099,19 @@ export class Tracker {
       nl.setNextPsn(dir, m.psn);
       const sent = this.sentOf(nl, dir);
       if (sent) sent.add = llcQp(m, d);
-      lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
+      lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: nl.gidOf(dir), qpn: m.qpn }); // (interned by newLink)
       for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
     } else {
       const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && (l as LinkState).gidOf(dir) === '') as LinkState | undefined;
       if (nl) {
-        nl.setEnd(dir, { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn });
+        // the interned GID for the QP index too: one lookup in the pool, and the index's key
+        // is the flat string rather than the decoder's
+        const gid = intern(m.gid);
+        nl.setEnd(dir, { gid, qpn: m.qpn, mac: intern(m.mac), psn: m.psn });
         (nl as LinkState).setNextPsn(dir, m.psn);
         const sent = this.sentOf(nl, dir);
         if (sent) sent.add = llcQp(m, d);
-        this.claimQp(m.gid, m.qpn, nl);
+        this.claimQp(gid, m.qpn, nl);
         for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
       }
     }
@@ -1129,7 +1132,8 @@ export class Tracker {
   private onConfirmRkey(m: Extract<LlcMessage, { kind: 'confirm_rkey' }>, link: LinkState, dir: 0 | 1): void {
     const lg = link.lg;
     const wdir = (1 - dir) as 0 | 1;
-    const others = m.others.slice(0, m.numRtokens).filter((o) => this.linkById(lg, o.linkId) !== undefined);
+    // (most name no other link: no copy and no closure then)
+    const others = m.numRtokens === 0 || m.others.length === 0 ? none<typeof m.others[number]>() : m.others.slice(0, m.numRtokens).filter((o) => this.linkById(lg, o.linkId) !== undefined);
     // On a group's only link it confirms what the CLC said (same rkey, same address): the
     // connection's CLC side stays the record, no entry is made.
     if (others.length === 0 && this.sameAsClc(link, wdir, m.rkey, m.vaddr)) return;
