@@ -1319,7 +1319,7 @@ const proposals = new Map<string, { ueids: string[] }>();
 const NO_PROPOSED = Object.freeze({ ueids: NO_UEIDS }) as { ueids: string[] };
 /** The record proposedOf() returned last. */
 let lastProposed: { ueids: string[] } | undefined;
-function proposedOf(eids: readonly string[] | undefined): { ueids: string[] } {
+export function proposedOf(eids: readonly string[] | undefined): { ueids: string[] } {
   if (!eids || eids.length === 0) return NO_PROPOSED;
   // the same UEIDs as the last Proposal (most connections of a capture): no key string
   const last = lastProposed;
@@ -1396,7 +1396,7 @@ function sideOf(m: ClcAcceptConfirm): SmcSide {
 
 /** bufSizeFromCode() as a shift where it fits 31 bits (every 4-bit code): `2 **` with a
  *  variable exponent is a call into the C library's pow per side. */
-function rmbeSizeOf(code: number): number {
+export function rmbeSizeOf(code: number): number {
   return (code | 0) === code && code >= 0 && code <= 16 ? 1 << (code + 14) : bufSizeFromCode(code);
 }
 
