@@ -3,12 +3,13 @@
 // link names read as characters instead of a regular expression, the peers' record compared
 // with the last one before a key string is built, the last Proposal's UEIDs reused, strings too
 // short to be trees not copied, a side's RMBE size by a shift, and the LLC pairing's searches as
-// loops. Each is held here to its definition.
+// loops, and the summary's close state built without lists. Each is held here to its definition.
 import test from 'ava';
 import { flat, intern } from '../../dissectors/tracker/intern.js';
 import { GroupState } from '../../dissectors/tracker/group.js';
 import { LlcPairing, type LlcKind, type LlcRequest, type Unanswered } from '../../dissectors/tracker/llcpair.js';
-import type { LgEvent, Link, LinkGroup } from '../../dissectors/tracker/model.js';
+import type { LgEvent, Link, LinkGroup, SmcConn, SmcDir } from '../../dissectors/tracker/model.js';
+import { closeState } from '../../dissectors/render/summary.js';
 import { proposedOf, rmbeSizeOf } from '../../dissectors/tracker/tracker.js';
 import { bufSizeFromCode } from '../../dissectors/wire/common.js';
 import { prng } from '../helpers.js';
@@ -185,4 +186,38 @@ test('LLC pairing: the same answers, expiries and reorder count as the rules wri
   t.true(answered > 300, `${answered} answered`);
   t.true(expired > 50, `${expired} expired`);
   t.true(reordered > 20, `${reordered} answered before they were seen`);
+});
+
+test('how a connection ended: every combination of direction flags, reset, group state and failover reads as the list of parts', (t) => {
+  // the parts as the summary defines them, joined (the long way)
+  const want = (s: SmcConn): string => {
+    const parts: string[] = [];
+    s.dirs.forEach((d, i) => {
+      const who = i === 0 ? 'client' : 'server';
+      if (d.aborted) parts.push(`${who} aborted`); else if (d.closed) parts.push(`${who} closed`); else if (d.doneWriting) parts.push(`${who} done writing`);
+    });
+    const open = !s.dirs.every((d) => d.closed || d.aborted);
+    if (open && s.tcp?.rst) parts.push(`reset by the ${s.tcp.rst.by}`);
+    if (open && s.lg.state === 'failed') parts.push('link group lost');
+    else if (open && s.lg.state === 'terminated' && !s.tcp?.rst) parts.push('link group terminated');
+    const f = s.failovers[s.failovers.length - 1];
+    if (f) parts.push(`failed over to ${f.to}`);
+    return parts.join(', ') || 'open';
+  };
+  const ends = [0, 1, 2, 3, 4, 5, 6, 7]; // aborted, closed, doneWriting bits
+  const dir = (b: number): SmcDir => ({ aborted: (b & 1) !== 0, closed: (b & 2) !== 0, doneWriting: (b & 4) !== 0 }) as SmcDir;
+  let n = 0;
+  const seen = new Set<string>();
+  for (const a of ends) for (const b of ends) for (const rst of [undefined, 'client', 'server'] as const) for (const state of ['active', 'failed', 'terminated'] as const) for (const fo of [0, 1, 2]) {
+    const s = {
+      dirs: [dir(a), dir(b)], tcp: rst ? { rst: { frame: 1, tsNs: 1n, by: rst } } : {}, lg: { state },
+      failovers: Array.from({ length: fo }, (_, i) => ({ to: `LG1/L${i + 1}` })),
+    } as unknown as SmcConn;
+    const got = closeState(s);
+    t.is(got, want(s));
+    seen.add(got);
+    n++;
+  }
+  t.is(n, 1728);
+  t.true(seen.size > 100, `${seen.size} distinct texts`);
 });
