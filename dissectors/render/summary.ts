@@ -120,20 +120,28 @@ function qp(e: Link['ends'][0], full: boolean): string {
 
 /** How the connection ended, as the diagnosis judged it (a connection of a dead group is not open). */
 export function closeState(s: SmcConn): string {
-  const parts: string[] = [];
-  const who = ['client', 'server'];
-  s.dirs.forEach((d, i) => {
-    if (d.aborted) parts.push(`${who[i]} aborted`);
-    else if (d.closed) parts.push(`${who[i]} closed`);
-    else if (d.doneWriting) parts.push(`${who[i]} done writing`);
-  });
-  const open = !s.dirs.every((d) => d.closed || d.aborted);
-  if (open && s.tcp?.rst) parts.push(`reset by the ${s.tcp.rst.by}`);
-  if (open && s.lg.state === 'failed') parts.push('link group lost');
-  else if (open && s.lg.state === 'terminated' && !s.tcp?.rst) parts.push('link group terminated');
+  // once per connection in the summary and its JSON: the directions read once, no list, no
+  // closure (100 000 connections made 200 000 of each)
+  const dirs = s.dirs, d0 = dirs[0], d1 = dirs[1];
+  let text = also(endOf(d0, 'client'), endOf(d1, 'server'));
+  const open = !((d0.closed || d0.aborted) && (d1.closed || d1.aborted));
+  const rst = s.tcp?.rst;
+  if (open && rst) text = also(text, `reset by the ${rst.by}`);
+  if (open && s.lg.state === 'failed') text = also(text, 'link group lost');
+  else if (open && s.lg.state === 'terminated' && !rst) text = also(text, 'link group terminated');
   const f = s.failovers[s.failovers.length - 1];
-  if (f) parts.push(`failed over to ${f.to}`);
-  return parts.join(', ') || 'open';
+  if (f) text = also(text, `failed over to ${f.to}`);
+  return text || 'open';
+}
+
+/** How writer direction `d` of the `who` side ended, or '' while it is open. */
+function endOf(d: SmcConn['dirs'][0], who: string): string {
+  return d.aborted ? `${who} aborted` : d.closed ? `${who} closed` : d.doneWriting ? `${who} done writing` : '';
+}
+
+/** `a, b` (either alone when the other is empty). */
+function also(a: string, b: string): string {
+  return a === '' ? b : b === '' ? a : `${a}, ${b}`;
 }
 
 const SEV_ORDER = { error: 0, warning: 1, info: 2 } as const;
@@ -277,12 +285,13 @@ function connRow(x: TcpConn, c: ChalkInstance): string[] {
   const ends = `${x.client.ip}:${x.client.port} → ${x.server.ip}:${x.server.port}`;
   if (!s) return [String(x.index), ends, x.mode, '-', '-', '-', '-', `${x.tcpBytes[0]} / ${x.tcpBytes[1]} (TCP)`, '-', x.rst ? `reset by the ${x.rst.by}` : x.closed ? 'closed' : 'open'];
   const [cl, sv] = s.sides;
+  const [d0, d1] = s.dirs; // (a new pair per read)
   return [
     String(x.index), ends, c.green(x.mode), `LG${s.lg.id}`,
     `${hx(cl.token)}/${hx(sv.token)}`, `${hx(cl.rkey)}/${hx(sv.rkey)}`,
     `${cl.rmbeSize ? fmtSize(cl.rmbeSize) : '?'}/${sv.rmbeSize ? fmtSize(sv.rmbeSize) : '?'}`,
-    `${s.dirs[0].prodLinear} / ${s.dirs[1].prodLinear}`,
-    `${s.dirs[0].writerBlocked}/${s.dirs[1].writerBlocked}`, closeState(s),
+    `${d0.prodLinear} / ${d1.prodLinear}`,
+    `${d0.writerBlocked}/${d1.writerBlocked}`, closeState(s),
   ];
 }
 

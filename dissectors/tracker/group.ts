@@ -56,7 +56,23 @@ const NO_HELLO: Hello = Object.freeze({
 });
 /** One record per distinct Hello (bounded: starts over when full). */
 const hellos = new Map<string, Hello>();
+/** The record made or found last: consecutive groups are mostly between the same two hosts. */
+let lastHello: Hello = NO_HELLO;
+
+function sameHello(a: Hello, b: Hello): boolean {
+  return a.clientPeer === b.clientPeer && a.serverPeer === b.serverPeer && a.clientHost === b.clientHost && a.serverHost === b.serverHost
+    && a.version === b.version && a.release === b.release && a.ueid === b.ueid && a.maxLinks === b.maxLinks && a.maxConns === b.maxConns;
+}
+
 function hello(h: Hello): Hello {
+  // the last record when it says the same: no key string per group (a nine-part key, its
+  // hash and a map lookup were a few µs of every first contact)
+  if (sameHello(h, lastHello)) return lastHello;
+  lastHello = helloByKey(h);
+  return lastHello;
+}
+
+function helloByKey(h: Hello): Hello {
   const key = `${h.clientPeer}|${h.serverPeer}|${h.clientHost}|${h.serverHost}|${h.version}|${h.release}|${h.ueid}|${h.maxLinks}|${h.maxConns}`;
   let v = hellos.get(key);
   if (v === undefined) {
@@ -94,7 +110,17 @@ export class GroupState implements LinkGroup {
   get maxConns(): number | undefined { return this.hello.maxConns; }
   set maxConns(v: number | undefined) { this.said({ maxConns: v }); }
   /** The peers said these (a first contact's CLC, a CONFIRM LINK's limits). */
-  said(h: Partial<Hello>): void { this.hello = hello({ ...this.hello, ...h }); }
+  said(h: Partial<Hello>): void {
+    const o = this.hello;
+    // a key given (even as undefined) replaces the old value, as an object spread would
+    const n: Hello = {
+      clientPeer: 'clientPeer' in h ? h.clientPeer : o.clientPeer, serverPeer: 'serverPeer' in h ? h.serverPeer : o.serverPeer,
+      clientHost: 'clientHost' in h ? h.clientHost : o.clientHost, serverHost: 'serverHost' in h ? h.serverHost : o.serverHost,
+      version: 'version' in h ? h.version : o.version, release: 'release' in h ? h.release : o.release, ueid: 'ueid' in h ? h.ueid : o.ueid,
+      maxLinks: 'maxLinks' in h ? h.maxLinks : o.maxLinks, maxConns: 'maxConns' in h ? h.maxConns : o.maxConns,
+    };
+    if (!sameHello(n, o)) this.hello = hello(n);
+  }
 
   /** What happened to the group's links, in capture order. */
   get events(): LgEvent[] {
@@ -170,11 +196,22 @@ export class GroupState implements LinkGroup {
    *  that code and value stay exact in one double), or -1 when it is not one of this group's
    *  usual names. */
   private linkCode(name: string): number {
-    const p = `LG${this.id}/`;
-    if (!name.startsWith(p)) return -1;
-    const rest = name.slice(p.length), num = rest.slice(1);
-    if ((rest[0] !== 'L' && rest[0] !== '#') || !/^(0|[1-9][0-9]{0,3})$/.test(num)) return -1;
-    return Number(num) * 2 + (rest[0] === '#' ? 1 : 0);
+    // read as characters: "LG", this group's id (no leading zero), "/", "L" or "#", then 0 or
+    // 1-9999 without a leading zero, and nothing else (no prefix string, slice or regular
+    // expression per event)
+    if (name.charCodeAt(0) !== 76 || name.charCodeAt(1) !== 71) return -1;
+    let i = 2, id = 0;
+    if (name.charCodeAt(i) === 48) return -1;
+    for (let c = name.charCodeAt(i); c >= 48 && c <= 57; c = name.charCodeAt(++i)) id = id * 10 + c - 48;
+    if (i === 2 || id !== this.id || name.charCodeAt(i) !== 47) return -1;
+    const k = name.charCodeAt(++i);
+    if (k !== 76 && k !== 35) return -1;
+    const from = ++i;
+    let n = 0;
+    for (let c = name.charCodeAt(i); c >= 48 && c <= 57; c = name.charCodeAt(++i)) n = n * 10 + c - 48;
+    const digits = i - from;
+    if (i !== name.length || digits === 0 || digits > 4 || (digits > 1 && name.charCodeAt(from) === 48)) return -1;
+    return n * 2 + (k === 35 ? 1 : 0);
   }
 
   private linkName(code: number): string {

@@ -4,9 +4,14 @@
 // over 100 000 connections, the trees are a tenth of the tracker's memory. Called when the
 // model stores a string, never per frame.
 
-/** A flat copy of `s` (JSON's round trip always builds a fresh sequential string). */
+/** V8 makes no cons (or sliced) string shorter than this (ConsString::kMinLength): a shorter
+ *  string is flat already, e.g. "LG12/L1" or "10.0.0.1" made by concatenation. */
+const MIN_TREE = 13;
+
+/** A flat copy of `s` (JSON's round trip always builds a fresh sequential string; ~0.5 µs, once
+ *  per link name and address before strings too short to be trees were let through). */
 export function flat(s: string): string {
-  return s.length < 2 ? s : (JSON.parse(JSON.stringify(s)) as string);
+  return s.length < MIN_TREE ? s : (JSON.parse(JSON.stringify(s)) as string);
 }
 
 /** A pool of flat strings (one instance per distinct value) that starts over when it holds

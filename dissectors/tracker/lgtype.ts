@@ -11,10 +11,18 @@ import { flat, stringPool } from './intern.js';
 import { append } from './lists.js';
 import { GroupState, type Sentence } from './group.js';
 
-function lgTypeOf(lg: LinkGroup): LgType {
+/** Active links of `lg` (a loop: no list per link change). */
+function activeLinks(lg: LinkGroup): number {
+  const ls = lg.links;
+  let n = 0;
+  for (let i = 0; i < ls.length; i++) if (ls[i]!.state === 'active') n++;
+  return n;
+}
+
+function lgTypeOf(lg: LinkGroup, active: number): LgType {
+  if (active === 0) return 'NONE';
+  if (active === 1) return 'SINGLE';
   const up = lg.links.filter((l) => l.state === 'active');
-  if (up.length === 0) return 'NONE';
-  if (up.length === 1) return 'SINGLE';
   const clientGids = new Set(up.map((l) => l.ends[0].gid));
   const serverGids = new Set(up.map((l) => l.ends[1].gid));
   if (serverGids.size < up.length) return 'ASYMMETRIC_LOCAL';
@@ -26,8 +34,9 @@ function lgTypeOf(lg: LinkGroup): LgType {
 export function noteType(lg: LinkGroup, frame: number, tsNs: bigint): void {
   // A third link is transient (Linux adds the symmetric link before deleting the asymmetric
   // one): the type changes when the old link goes.
-  if (lg.links.filter((l) => l.state === 'active').length > 2) return;
-  const t = lgTypeOf(lg);
+  const active = activeLinks(lg);
+  if (active > 2) return;
+  const t = lgTypeOf(lg, active);
   const g = lg instanceof GroupState ? lg : undefined;
   const last = g ? g.lastType() : lg.types[lg.types.length - 1]?.type;
   if (last === t) return;

@@ -56,22 +56,57 @@ export class LlcPairing {
   request(r: LlcRequest): void {
     // The answer may already be here (reordered): a response of the same kind from the peer
     // just before, or (REQUEST ADD LINK) the peer's ADD LINK.
-    const i = this.early.findIndex((e) => e.lg === r.lg && e.from !== r.from && answers(e.kind, r.kind) && r.tsNs - e.tsNs <= REORDER_NS);
+    const i = this.earlyAnswer(r);
     if (i >= 0) { this.early.splice(i, 1); this.reordered++; return; }
     // A DELETE LINK crossing the peer's DELETE LINK of the same link answers both.
     if (r.kind === 'delete_link') {
-      const j = this.pending.findIndex((p) => p.lg === r.lg && p.from !== r.from && p.kind === 'delete_link' && p.linkId === r.linkId);
+      const j = this.crossingDelete(r);
       if (j >= 0) { this.pending.splice(j, 1); return; }
     }
     this.pending.push(r);
     this.dueBy(r.tsNs + LLC_TIMEOUT_NS);
   }
 
+  // The searches below are plain loops that test the group first: `early` holds up to 64
+  // responses of every group (each ADD LINK that answered no REQUEST ADD LINK is one), and a
+  // closure per entry per request was most of an LLC request's cost on captures with thousands
+  // of groups.
+
+  /** The first early response that answers `r`, or -1. */
+  private earlyAnswer(r: LlcRequest): number {
+    const early = this.early;
+    for (let i = 0; i < early.length; i++) {
+      const e = early[i]!;
+      if (e.lg === r.lg && e.from !== r.from && answers(e.kind, r.kind) && r.tsNs - e.tsNs <= REORDER_NS) return i;
+    }
+    return -1;
+  }
+
+  /** The first pending DELETE LINK of the peer for the same link as `r`, or -1. */
+  private crossingDelete(r: LlcRequest): number {
+    const pending = this.pending;
+    for (let j = 0; j < pending.length; j++) {
+      const p = pending[j]!;
+      if (p.lg === r.lg && p.from !== r.from && p.kind === 'delete_link' && p.linkId === r.linkId) return j;
+    }
+    return -1;
+  }
+
+  /** The first pending request of `lg` from the peer of `from` that `kind` answers, or -1. */
+  private pendingAnswered(lg: LinkGroup, from: 0 | 1, kind: LlcKind): number {
+    const pending = this.pending;
+    for (let i = 0; i < pending.length; i++) {
+      const p = pending[i]!;
+      if (p.lg === lg && p.from !== from && answers(kind, p.kind)) return i;
+    }
+    return -1;
+  }
+
   private dueBy(t: bigint): void { if (t < this.due) this.due = t; }
 
   /** A response (or an answering request) from `from`; returns the request it answers. */
   answer(lg: LinkGroup, from: 0 | 1, kind: LlcKind, tsNs: bigint): LlcRequest | undefined {
-    const i = this.pending.findIndex((p) => p.lg === lg && p.from !== from && answers(kind, p.kind));
+    const i = this.pendingAnswered(lg, from, kind);
     if (i >= 0) return this.pending.splice(i, 1)[0];
     this.early.push({ lg, from, kind, tsNs });
     this.dueBy(tsNs + REORDER_NS);
@@ -81,7 +116,8 @@ export class LlcPairing {
 
   /** An ADD LINK request answers a pending REQUEST ADD LINK of the peer (not remembered otherwise). */
   answerRequestAddLink(lg: LinkGroup, from: 0 | 1, tsNs: bigint): LlcRequest | undefined {
-    const i = this.pending.findIndex((p) => p.lg === lg && p.from !== from && p.kind === 'request_add_link');
+    // (answers('request_add_link', k) holds for k = 'request_add_link' only)
+    const i = this.pendingAnswered(lg, from, 'request_add_link');
     if (i >= 0) return this.pending.splice(i, 1)[0];
     this.early.push({ lg, from, kind: 'add_link', tsNs });
     this.dueBy(tsNs + REORDER_NS);

@@ -288,7 +288,7 @@ export class Tracker {
   /** A SYN or SYN-ACK: whether it offered SMC (option 254). */
   private onSyn(c: TcpState, d: DecodedFrame, fromClient: boolean): void {
     const h = d.tcp!;
-    const hasOpt = d.smc.some((i) => i.proto === 'tcpopt');
+    const hasOpt = hasProto(d, 'tcpopt');
     if (!h.flags.ack) {
       c.synSmc = hasOpt;
       c.addStep('SYN', d.n, d.tsNs);
@@ -1099,16 +1099,19 @@ export class Tracker {
       nl.setNextPsn(dir, m.psn);
       const sent = this.sentOf(nl, dir);
       if (sent) sent.add = llcQp(m, d);
-      lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: intern(m.gid), qpn: m.qpn });
+      lgEventSaid(lg, d.n, d.tsNs, nl.name, by, { kind: 'add-link', gid: nl.gidOf(dir), qpn: m.qpn }); // (interned by newLink)
       for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
     } else {
       const nl = lg.links.find((l) => l.id === m.linkId && l.state === 'confirming' && (l as LinkState).gidOf(dir) === '') as LinkState | undefined;
       if (nl) {
-        nl.setEnd(dir, { gid: intern(m.gid), qpn: m.qpn, mac: intern(m.mac), psn: m.psn });
+        // the interned GID for the QP index too: one lookup in the pool, and the index's key
+        // is the flat string rather than the decoder's
+        const gid = intern(m.gid);
+        nl.setEnd(dir, { gid, qpn: m.qpn, mac: intern(m.mac), psn: m.psn });
         (nl as LinkState).setNextPsn(dir, m.psn);
         const sent = this.sentOf(nl, dir);
         if (sent) sent.add = llcQp(m, d);
-        this.claimQp(m.gid, m.qpn, nl);
+        this.claimQp(gid, m.qpn, nl);
         for (const rk of m.v2?.rkeys ?? []) this.rkeyAlias(link, nl, rk.rkey, rk.rkeyNew, rk.vaddrNew, dir);
       }
     }
@@ -1129,7 +1132,8 @@ export class Tracker {
   private onConfirmRkey(m: Extract<LlcMessage, { kind: 'confirm_rkey' }>, link: LinkState, dir: 0 | 1): void {
     const lg = link.lg;
     const wdir = (1 - dir) as 0 | 1;
-    const others = m.others.slice(0, m.numRtokens).filter((o) => this.linkById(lg, o.linkId) !== undefined);
+    // (most name no other link: no copy and no closure then)
+    const others = m.numRtokens === 0 || m.others.length === 0 ? none<typeof m.others[number]>() : m.others.slice(0, m.numRtokens).filter((o) => this.linkById(lg, o.linkId) !== undefined);
     // On a group's only link it confirms what the CLC said (same rkey, same address): the
     // connection's CLC side stays the record, no entry is made.
     if (others.length === 0 && this.sameAsClc(link, wdir, m.rkey, m.vaddr)) return;
@@ -1313,8 +1317,22 @@ function llcQp(m: Extract<LlcMessage, { kind: 'add_link' }>, d: DecodedFrame): L
  *  connections offering the same UEID keep one. */
 const proposals = new Map<string, { ueids: string[] }>();
 const NO_PROPOSED = Object.freeze({ ueids: NO_UEIDS }) as { ueids: string[] };
-function proposedOf(eids: readonly string[] | undefined): { ueids: string[] } {
+/** The record proposedOf() returned last. */
+let lastProposed: { ueids: string[] } | undefined;
+export function proposedOf(eids: readonly string[] | undefined): { ueids: string[] } {
   if (!eids || eids.length === 0) return NO_PROPOSED;
+  // the same UEIDs as the last Proposal (most connections of a capture): no key string
+  const last = lastProposed;
+  if (last !== undefined && sameList(last.ueids, eids)) return last;
+  lastProposed = proposedByKey(eids);
+  return lastProposed;
+}
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+function proposedByKey(eids: readonly string[]): { ueids: string[] } {
   const key = eids.join('\n');
   let p = proposals.get(key);
   if (!p) {
@@ -1323,6 +1341,13 @@ function proposedOf(eids: readonly string[] | undefined): { ueids: string[] } {
     proposals.set(flat(key), p);
   }
   return p;
+}
+
+/** Whether the frame carries an SMC item of protocol `p` (a loop: no closure per call). */
+function hasProto(d: DecodedFrame, p: string): boolean {
+  const smc = d.smc;
+  for (let i = 0; i < smc.length; i++) if (smc[i]!.proto === p) return true;
+  return false;
 }
 
 /** Update a "last seen" slot in place (no object per frame on the hot path). */
@@ -1365,8 +1390,14 @@ function sideOf(m: ClcAcceptConfirm): SmcSide {
   const r = m.r!;
   return {
     peerId: intern(r.peerId), gid: intern(r.gid), mac: intern(r.mac), qpn: r.qpn, rkey: r.rkey, token: r.token, rmbVa: r.rmbVa,
-    rmbeSize: bufSizeFromCode(r.rmbeSizeCode), mtu: mtuFromCode(r.mtuCode), psn: r.psn,
+    rmbeSize: rmbeSizeOf(r.rmbeSizeCode), mtu: mtuFromCode(r.mtuCode), psn: r.psn,
   };
+}
+
+/** bufSizeFromCode() as a shift where it fits 31 bits (every 4-bit code): `2 **` with a
+ *  variable exponent is a call into the C library's pow per side. */
+export function rmbeSizeOf(code: number): number {
+  return (code | 0) === code && code >= 0 && code <= 16 ? 1 << (code + 14) : bufSizeFromCode(code);
 }
 
 /** RoCEv2 over IPv4 uses IPv4-mapped GIDs: the GID of 10.55.0.1 is ::ffff:10.55.0.1 (cached: few
