@@ -1390,15 +1390,10 @@ function sideOf(m: ClcAcceptConfirm): SmcSide {
   const r = m.r!;
   return {
     peerId: intern(r.peerId), gid: intern(r.gid), mac: intern(r.mac), qpn: r.qpn, rkey: r.rkey, token: r.token, rmbVa: r.rmbVa,
-    rmbeSize: rmbeSizeOf(r.rmbeSizeCode), mtu: mtuFromCode(r.mtuCode), psn: r.psn,
+    rmbeSize: bufSizeFromCode(r.rmbeSizeCode), mtu: mtuFromCode(r.mtuCode), psn: r.psn,
   };
 }
 
-/** bufSizeFromCode() as a shift where it fits 31 bits (every 4-bit code): `2 **` with a
- *  variable exponent is a call into the C library's pow per side. */
-export function rmbeSizeOf(code: number): number {
-  return (code | 0) === code && code >= 0 && code <= 16 ? 1 << (code + 14) : bufSizeFromCode(code);
-}
 
 /** RoCEv2 over IPv4 uses IPv4-mapped GIDs: the GID of 10.55.0.1 is ::ffff:10.55.0.1 (cached: few
  *  hosts, no string per frame). */

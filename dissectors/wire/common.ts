@@ -210,7 +210,11 @@ export function isZero(b: Uint8Array, o: number, n: number): boolean {
 }
 
 /** Size code → bytes for RMBE/DMBE (2^(code+14)). */
-export function bufSizeFromCode(code: number): number { return 2 ** (code + 14); }
+export function bufSizeFromCode(code: number): number {
+  // a shift for the 4-bit codes the wire can carry (`2 **` with a variable exponent is a call
+  // into the C library's pow, twice per connection in the tracker); the power for anything else
+  return (code | 0) === code && code >= 0 && code <= 16 ? 1 << (code + 14) : 2 ** (code + 14);
+}
 /** IB MTU code → bytes (1 = 256 … 5 = 4096); 0 for invalid codes. */
 export function mtuFromCode(code: number): number { return code >= 1 && code <= 5 ? 128 << code : 0; }
 

@@ -10,7 +10,7 @@ import { GroupState } from '../../dissectors/tracker/group.js';
 import { LlcPairing, type LlcKind, type LlcRequest, type Unanswered } from '../../dissectors/tracker/llcpair.js';
 import type { LgEvent, Link, LinkGroup, SmcConn, SmcDir } from '../../dissectors/tracker/model.js';
 import { closeState } from '../../dissectors/render/summary.js';
-import { proposedOf, rmbeSizeOf } from '../../dissectors/tracker/tracker.js';
+import { proposedOf } from '../../dissectors/tracker/tracker.js';
 import { bufSizeFromCode } from '../../dissectors/wire/common.js';
 import { prng } from '../helpers.js';
 
@@ -93,11 +93,11 @@ test('strings: short ones pass as they are, long ones come back equal; intern gi
   t.is(i1, i2);
 });
 
-test('RMBE size by shift: the same number as bufSizeFromCode for every code a side can carry and beyond', (t) => {
-  for (let c = -2; c <= 300; c++) t.is(rmbeSizeOf(c), bufSizeFromCode(c), `code ${c}`);
-  t.is(rmbeSizeOf(0.5), bufSizeFromCode(0.5));
-  t.is(rmbeSizeOf(1), 32768);
-  t.is(rmbeSizeOf(16), 2 ** 30);
+test('RMBE size: the shift for 4-bit codes gives the power of two the formula says, and other codes the power', (t) => {
+  for (let c = -2; c <= 300; c++) t.is(bufSizeFromCode(c), 2 ** (c + 14), `code ${c}`);
+  t.is(bufSizeFromCode(0.5), 2 ** 14.5);
+  t.is(bufSizeFromCode(1), 32768);
+  t.is(bufSizeFromCode(16), 2 ** 30);
 });
 
 /** The pairing rules of llcpair.ts as a plain model (lists and first matches), to hold the
