@@ -745,8 +745,8 @@ const EMPTY = new Uint8Array(0);
  * field is present from the start, in the order a fresh packet gets them (one object shape for
  * every opcode, so readers' property loads stay monomorphic; the same JSON, as undefined fields are
  * left out), the BTH and AETH are records of their own refilled in place, and the payload is a view
- * made when something reads it (what the compact modes do not: a `subarray` costs about 60 ns, a
- * third of a RoCE frame's decode without it). `payloadLength` is the same length without a view.
+ * made when something first reads it (`-q` without tracking never does; a `subarray` costs about
+ * 60 ns).
  */
 export class IbPacketRecord implements IbPacket {
   bth: Bth = blankBth();
@@ -765,27 +765,28 @@ export class IbPacketRecord implements IbPacket {
   ieth: number | undefined = undefined;
   /** The AETH record `aeth` points at when the packet has one (refilled, never made anew). */
   readonly #aeth: Aeth = { syndrome: 0, msn: 0, kind: 'ACK', code: 0 };
-  // the payload: bytes [from, to) of the frame (private fields: not spread or serialized)
+  // the payload: bytes [from, to) of the frame, and its view once made (private fields: not
+  // spread or serialized); readers such as the tracker and the line read it several times a frame
   #bytes: Uint8Array = EMPTY;
   #from = 0;
   #to = 0;
+  #view: Uint8Array | undefined = undefined;
 
-  get payload(): Uint8Array { return this.#to > this.#from ? this.#bytes.subarray(this.#from, this.#to) : EMPTY; }
-  set payload(p: Uint8Array) { this.#bytes = p; this.#from = 0; this.#to = p.length; }
-  get payloadLength(): number { return this.#to > this.#from ? this.#to - this.#from : 0; }
+  get payload(): Uint8Array { return this.#view ??= this.#to > this.#from ? this.#bytes.subarray(this.#from, this.#to) : EMPTY; }
+  set payload(p: Uint8Array) { this.#bytes = p; this.#from = 0; this.#to = p.length; this.#view = p; }
 
   /** The AETH at b[o], read into this packet's own AETH record. */
   aethAt(b: Uint8Array, o: number): Aeth { return readAethInto(this.#aeth, b, o); }
 
   /** The payload is b[from, to) (to <= from: none). */
-  payloadAt(b: Uint8Array, from: number, to: number): void { this.#bytes = b; this.#from = from; this.#to = to; }
+  payloadAt(b: Uint8Array, from: number, to: number): void { this.#bytes = b; this.#from = from; this.#to = to; this.#view = undefined; }
 
   /** Every field as a fresh decode starts it (the BTH is refilled by the caller). */
   clear(): this {
     this.payloadOffset = BTH_LEN; this.padCount = 0; this.icrc = 0;
     this.rdeth = undefined; this.deth = undefined; this.xrceth = undefined; this.feth = undefined; this.reth = undefined;
     this.atomicEth = undefined; this.aeth = undefined; this.atomicAckEth = undefined; this.immDt = undefined; this.ieth = undefined;
-    this.#bytes = EMPTY; this.#from = 0; this.#to = 0;
+    this.#bytes = EMPTY; this.#from = 0; this.#to = 0; this.#view = undefined;
     return this;
   }
 }
