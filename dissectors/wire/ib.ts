@@ -781,6 +781,23 @@ export class IbPacketRecord implements IbPacket {
   /** The payload is b[from, to) (to <= from: none). */
   payloadAt(b: Uint8Array, from: number, to: number): void { this.#bytes = b; this.#from = from; this.#to = to; this.#view = undefined; }
 
+  /** JSON.stringify of this record: that of the fresh packet it stands for (payload second,
+   *  the extension headers it has after icrc, in wire order). */
+  toJSON(): IbPacket {
+    const o: IbPacket = { bth: this.bth, payload: this.payload, payloadOffset: this.payloadOffset, padCount: this.padCount, icrc: this.icrc };
+    if (this.rdeth) o.rdeth = this.rdeth;
+    if (this.deth) o.deth = this.deth;
+    if (this.xrceth) o.xrceth = this.xrceth;
+    if (this.feth) o.feth = this.feth;
+    if (this.reth) o.reth = this.reth;
+    if (this.atomicEth) o.atomicEth = this.atomicEth;
+    if (this.aeth) o.aeth = this.aeth;
+    if (this.atomicAckEth) o.atomicAckEth = this.atomicAckEth;
+    if (this.immDt !== undefined) o.immDt = this.immDt;
+    if (this.ieth !== undefined) o.ieth = this.ieth;
+    return o;
+  }
+
   /** Every field as a fresh decode starts it (the BTH is refilled by the caller). */
   clear(): this {
     this.payloadOffset = BTH_LEN; this.padCount = 0; this.icrc = 0;
