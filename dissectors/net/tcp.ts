@@ -243,6 +243,11 @@ function decodeOptions(b: Uint8Array, base: number, end: number, syn: boolean, c
 const view = new TcpView();
 const DOFF = bitPicker(F.dataOffset), FLAG_BITS = bitPicker(F.flags), RESERVED = bitPicker(F.reserved);
 
+/** A header value with every field present (decodeTcpAt fills it). */
+export function blankTcpHeader(): TcpHeader {
+  return { srcPort: 0, dstPort: 0, seq: 0, ack: 0, dataOffset: 0, headerLength: TCP_MIN_LEN, reserved: 0, flags: FLAGS[0]!, window: 0, checksum: 0, urgentPointer: 0, options: NO_OPTIONS };
+}
+
 export function decodeTcp(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<TcpHeader> {
   const issues: Issue[] = [];
   return { value: decodeTcpAt(issues, b, 0, b.length, t, wireLength), issues };
@@ -253,19 +258,20 @@ export function decodeTcp(b: Uint8Array, t?: Tree, wireLength = b.length): Decod
  * relative to `off`: the replay path decodes each frame without a view per segment, a result
  * object or an issue array of its own.
  */
-export function decodeTcpAt(issues: Issue[], b: Uint8Array, off: number, end: number, t?: Tree, wireLength = end - off): TcpHeader {
+export function decodeTcpAt(issues: Issue[], b: Uint8Array, off: number, end: number, t?: Tree, wireLength = end - off, into?: TcpHeader): TcpHeader {
   // A header cut short reads its missing bytes as 0: only a view that ends there gives that.
-  if (end - off < TCP_MIN_LEN && (off !== 0 || end !== b.length)) return decodeTcpAt(issues, b.subarray(off, end), 0, end - off, t, wireLength);
+  if (end - off < TCP_MIN_LEN && (off !== 0 || end !== b.length)) return decodeTcpAt(issues, b.subarray(off, end), 0, end - off, t, wireLength, into);
   const n = end - off;
   // the fast form: bytes read at the table's offsets, bit fields by its shift/mask (no view per segment)
   const fl = u16(b, off + F.flags.at);
   const doff = DOFF(u8(b, off + F.dataOffset.at));
   const flags = FLAGS[FLAG_BITS(fl)]!;
-  const value: TcpHeader = {
-    srcPort: u16(b, off + F.srcPort.at), dstPort: u16(b, off + F.dstPort.at), seq: u32(b, off + F.seq.at), ack: u32(b, off + F.ack.at), dataOffset: doff,
-    headerLength: doff * 4 < TCP_MIN_LEN ? TCP_MIN_LEN : doff * 4, reserved: RESERVED(u8(b, off + F.reserved.at)), flags, window: u16(b, off + F.window.at),
-    checksum: u16(b, off + F.checksum.at), urgentPointer: u16(b, off + F.urgentPointer.at), options: NO_OPTIONS,
-  };
+  // every field, in one order (one object shape whether fresh or a reusing decoder's record)
+  const value = into ?? blankTcpHeader();
+  value.srcPort = u16(b, off + F.srcPort.at); value.dstPort = u16(b, off + F.dstPort.at); value.seq = u32(b, off + F.seq.at); value.ack = u32(b, off + F.ack.at);
+  value.dataOffset = doff; value.headerLength = doff * 4 < TCP_MIN_LEN ? TCP_MIN_LEN : doff * 4; value.reserved = RESERVED(u8(b, off + F.reserved.at));
+  value.flags = flags; value.window = u16(b, off + F.window.at); value.checksum = u16(b, off + F.checksum.at); value.urgentPointer = u16(b, off + F.urgentPointer.at);
+  value.options = NO_OPTIONS;
   const hl = value.headerLength;
   const D = F.dataOffset, FL = F.flagByte;
   if (n < TCP_MIN_LEN) {

@@ -27,7 +27,7 @@ function said(d: DecodedFrame): string {
 
 /** The records a reusing decoder refills, as seen through one frame. */
 function records(d: DecodedFrame): [string, object | undefined][] {
-  return [['eth', d.eth], ['ip', d.ip?.version === 4 ? d.ip : undefined], ['ipv4', d.ip?.version === 4 ? d.ip.header : undefined], ['udp', d.udp],
+  return [['eth', d.eth], ['ip', d.ip?.version === 4 ? d.ip : undefined], ['ipv4', d.ip?.version === 4 ? d.ip.header : undefined], ['udp', d.udp], ['tcp', d.tcp],
     ['ib', d.roce?.version === 2 ? d.roce.ib : undefined], ['bth', d.roce?.version === 2 ? d.roce.ib.bth : undefined], ['roce', d.roce?.version === 2 ? d.roce : undefined],
     ['aeth', d.roce?.version === 2 ? d.roce.ib.aeth : undefined]];
 }
