@@ -242,7 +242,11 @@ export class FrameDecoder {
     fitLast(t, h.headerLength);
     out.tcp = h;
     // Option 254/253 were decoded by the TCP codec (issues included); surface them as SMC items.
-    if (h.options.length !== 0) for (const o of h.options) if (o.exp) out.smc.push({ proto: 'tcpopt', value: o.exp, summary: this.summaries ? summarizeTcpOpt(o.exp) : '' });
+    const opts = h.options;
+    for (let i = 0; i < opts.length; i++) {
+      const x = opts[i]!.exp;
+      if (x) out.smc.push({ proto: 'tcpopt', value: x, summary: this.summaries ? summarizeTcpOpt(x) : '' });
+    }
     const poff = off + h.headerLength;
     const plen = poff <= end ? end - poff : 0;
     out.payloadLength = plen;
@@ -250,7 +254,9 @@ export class FrameDecoder {
     const seg = this.clc.segment(ip.src, h.srcPort, ip.dst, h.dstPort, h.seq, h.flags.syn, h.flags.fin, h.flags.rst, b, poff, poff + plen, out.n);
     out.tcpRole = seg.role;
     if (seg.role === 'data' && plen > 0) out.tcpData = b.subarray(poff, poff + plen);
-    for (const m of seg.messages) {
+    const msgs = seg.messages;
+    for (let i = 0; i < msgs.length; i++) {
+      const m = msgs[i]!;
       const msgOff = m.offsetInFrame >= 0 ? poff + m.offsetInFrame : poff;
       const d = decodeClc(m.bytes, t && m.offsetInFrame >= 0 ? t.sub('SMC CLC', msgOff, m.bytes.length) : t?.sub('SMC CLC (reassembled)', poff, plen));
       // Issues of a reassembled message refer to the message; anchor them at the payload start.

@@ -184,6 +184,10 @@ function decodeOptions(b: Uint8Array, base: number, end: number, syn: boolean, c
     if (!whole || (fixed !== 0 && len !== fixed)) {
       if (whole) issue(issues, 'warn', 'tcp.opt-length', `option ${tcpOptionName(kind)} length ${len}, expected ${fixed}`, o + O.length.at, O.length.size);
       opt = raw(kind, o, oend - o, b.subarray(at, base + oend));
+    } else if (kind === 8) {
+      // timestamps: on every segment of a Linux connection, so made whole in one literal (no
+      // property added to a 3-field object: that grows it a property array per segment)
+      opt = { kind, offset: o, length: len, tsVal: u32(b, at + O.tsVal.at), tsEcr: u32(b, at + O.tsEcr.at) };
     } else {
       opt = { kind, offset: o, length: len };
       switch (kind) {
@@ -200,7 +204,6 @@ function decodeOptions(b: Uint8Array, base: number, end: number, syn: boolean, c
           if ((len - 2) % 8 !== 0 || len < 10) issue(issues, 'warn', 'tcp.opt-length', `SACK length ${len} is not 2 + 8n (n ≥ 1)`, o + O.length.at, O.length.size);
           break;
         }
-        case 8: opt.tsVal = u32(b, at + O.tsVal.at); opt.tsEcr = u32(b, at + O.tsEcr.at); break;
         case 29:
           opt.bytes = b.subarray(at, base + oend);
           opt.keyId = u8(b, at + O.aoKeyId.at);
