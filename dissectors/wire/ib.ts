@@ -753,16 +753,11 @@ export class IbPacketRecord implements IbPacket {
   payloadOffset = BTH_LEN;
   padCount = 0;
   icrc = 0;
-  rdeth: Rdeth | undefined = undefined;
-  deth: Deth | undefined = undefined;
-  xrceth: Xrceth | undefined = undefined;
-  feth: Feth | undefined = undefined;
-  reth: Reth | undefined = undefined;
-  atomicEth: AtomicEth | undefined = undefined;
-  aeth: Aeth | undefined = undefined;
-  atomicAckEth: AtomicAckEth | undefined = undefined;
-  immDt: number | undefined = undefined;
-  ieth: number | undefined = undefined;
+  // the extension headers, in wire order (as decode adds them to a fresh packet)
+  rdeth: Rdeth | undefined = undefined; deth: Deth | undefined = undefined; xrceth: Xrceth | undefined = undefined;
+  feth: Feth | undefined = undefined; reth: Reth | undefined = undefined; atomicEth: AtomicEth | undefined = undefined;
+  aeth: Aeth | undefined = undefined; atomicAckEth: AtomicAckEth | undefined = undefined;
+  immDt: number | undefined = undefined; ieth: number | undefined = undefined;
   /** The AETH record `aeth` points at when the packet has one (refilled, never made anew). */
   readonly #aeth: Aeth = { syndrome: 0, msn: 0, kind: 'ACK', code: 0 };
   // the payload: bytes [from, to) of the frame, and its view once made (private fields: not
