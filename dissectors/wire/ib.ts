@@ -760,21 +760,38 @@ export class IbPacketRecord implements IbPacket {
   immDt: number | undefined = undefined; ieth: number | undefined = undefined;
   /** The AETH record `aeth` points at when the packet has one (refilled, never made anew). */
   readonly #aeth: Aeth = { syndrome: 0, msn: 0, kind: 'ACK', code: 0 };
-  // the payload: bytes [from, to) of the frame, and its view once made (private fields: not
-  // spread or serialized); readers such as the tracker and the line read it several times a frame
+  // The payload (private fields: not spread or serialized): bytes [from, to) of the frame's
+  // ArrayBuffer when the frame is a plain Uint8Array (the reader's block: a long-lived object, so
+  // keeping it costs no write barrier per frame, where the frame's own view is new every frame),
+  // else of the frame itself (a Buffer: its payload a Buffer too, as subarray gives); and its view
+  // once made, as readers such as the tracker and the line read it several times a frame.
+  #buffer: ArrayBufferLike | undefined = undefined;
   #bytes: Uint8Array = EMPTY;
   #from = 0;
   #to = 0;
   #view: Uint8Array | undefined = undefined;
 
-  get payload(): Uint8Array { return this.#view ??= this.#to > this.#from ? this.#bytes.subarray(this.#from, this.#to) : EMPTY; }
-  set payload(p: Uint8Array) { this.#bytes = p; this.#from = 0; this.#to = p.length; this.#view = p; }
+  get payload(): Uint8Array {
+    let v = this.#view;
+    if (v === undefined) {
+      const n = this.#to - this.#from;
+      v = n <= 0 ? EMPTY : this.#buffer !== undefined ? new Uint8Array(this.#buffer, this.#from, n) : this.#bytes.subarray(this.#from, this.#to);
+      this.#view = v;
+    }
+    return v;
+  }
+  set payload(p: Uint8Array) { this.#buffer = undefined; this.#bytes = p; this.#from = 0; this.#to = p.length; this.#view = p; }
 
   /** The AETH at b[o], read into this packet's own AETH record. */
   aethAt(b: Uint8Array, o: number): Aeth { return readAethInto(this.#aeth, b, o); }
 
   /** The payload is b[from, to) (to <= from: none). */
-  payloadAt(b: Uint8Array, from: number, to: number): void { this.#bytes = b; this.#from = from; this.#to = to; this.#view = undefined; }
+  payloadAt(b: Uint8Array, from: number, to: number): void {
+    this.#view = undefined;
+    if (to <= from) { this.#from = 0; this.#to = 0; return; }
+    if (b.constructor === Uint8Array) { const o = b.byteOffset; this.#buffer = b.buffer; this.#from = o + from; this.#to = o + to; return; }
+    this.#buffer = undefined; this.#bytes = b; this.#from = from; this.#to = to;
+  }
 
   /** JSON.stringify of this record: that of the fresh packet it stands for (payload second,
    *  the extension headers it has after icrc, in wire order). */
@@ -798,7 +815,7 @@ export class IbPacketRecord implements IbPacket {
     this.payloadOffset = BTH_LEN; this.padCount = 0; this.icrc = 0;
     this.rdeth = undefined; this.deth = undefined; this.xrceth = undefined; this.feth = undefined; this.reth = undefined;
     this.atomicEth = undefined; this.aeth = undefined; this.atomicAckEth = undefined; this.immDt = undefined; this.ieth = undefined;
-    this.#bytes = EMPTY; this.#from = 0; this.#to = 0; this.#view = undefined;
+    this.#from = 0; this.#to = 0; this.#view = undefined;
     return this;
   }
 }
