@@ -324,8 +324,8 @@ function readBthInto(x: Bth, b: Uint8Array, o: number, end: number): Bth {
   return x;
 }
 
-/** A BTH record for decodeIbPacketAt(…, bthInto) to refill frame after frame. */
-export function blankBth(): Bth {
+/** A BTH record for IbPacketRecord to refill frame after frame. */
+function blankBth(): Bth {
   return { opcode: 0, se: false, migReq: false, padCount: 0, tver: 0, pkey: 0, fecn: false, becn: false, resv6: 0, destQp: 0, ackReq: false, resv7: 0, psn: 0 };
 }
 
