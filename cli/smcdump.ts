@@ -10,7 +10,7 @@ import { CaptureFormatError } from '../capture/reader.js';
 import { expandCaptureArgs, MergedReader, tsDigits } from '../capture/merge.js';
 import type { CaptureWriter, WriteTarget } from '../capture/writer.js';
 import type { CapturedFrame } from '../capture/types.js';
-import type { InterfaceInfo, LiveStats } from '../capture/live.js';
+import type { BpfMatcher, InterfaceInfo, LiveStats } from '../capture/live.js';
 import { FrameDecoder, frameProtoMask, PROTO_BIT, type SmcProto } from '../dissectors/frame.js';
 import { CachedLine, renderLine, writeLineRest, type LineOptions } from '../dissectors/render/line.js';
 import { TimeColumn, TimeParts, timeModeForTCount, type TimeMode } from '../dissectors/render/time.js';
@@ -548,6 +548,51 @@ class StopOnSignal {
   close(): void { for (const s of this.signals) process.removeListener(s, this.handler); }
 }
 
+/**
+ * The replay's frames between two looks at the event loop: read and handled until the end, a
+ * damaged block or the -c count, or until the 1024th frame since the last look, which run()
+ * returns unhandled (the caller reports progress and may yield first, then hands it to
+ * handle()). A small function of its own: V8 compiles this loop once, where the loop inside the
+ * async replay() had the whole of replay() compiled for it, more than once (on-stack replacement).
+ */
+class FrameLoop {
+  /** Frames read so far. */
+  read = 0;
+  /** A corrupt block in the middle ended the loop (the frames before it were handled). */
+  damage: string | undefined = undefined;
+
+  constructor(private readonly reader: MergedReader, private readonly dump: Dump, private readonly bpf: BpfMatcher | undefined,
+    private readonly digits: 6 | 9 | undefined, private readonly count: number | undefined) {}
+
+  /** Handles frames until the end (null) or a frame whose count is a multiple of 1024 (returned unhandled). */
+  run(): CapturedFrame | null {
+    const reader = this.reader;
+    for (;;) {
+      let f: CapturedFrame | null;
+      try {
+        f = reader.next();
+      } catch (e) {
+        // a corrupt block in the middle: what came before it is reported, then the damage
+        if (!(e instanceof CaptureFormatError)) throw e;
+        this.damage = reader.readers.length > 1 ? `${reader.paths[reader.readers.indexOf(reader.current)]}: ${e.message}` : e.message;
+        return null;
+      }
+      if (!f) return null;
+      if ((++this.read & 1023) === 0) return f;
+      if (this.handle(f)) return null;
+    }
+  }
+
+  /** One frame through the filter and the dump; true when the -c count is reached. */
+  handle(f: CapturedFrame): boolean {
+    const bpf = this.bpf, dump = this.dump;
+    const selected = !bpf || bpf.matches(f);
+    if (!selected && !dump.tracker) return false;
+    dump.handle(f, selected, this.digits ?? tsDigits(this.reader.current, f));
+    return this.count !== undefined && dump.frames >= this.count;
+  }
+}
+
 async function replay(o: Opts, filter: string): Promise<void> {
   const bpf = filter !== '' ? new lazy.live!.BpfMatcher(filter) : undefined;
   const st = await initialState(o);
@@ -568,32 +613,22 @@ async function replay(o: Opts, filter: string): Promise<void> {
     if (st && dump.tracker) dump.join = new lazy.statejoin!.StateJoin(st, dump.tracker);
     if (wantProgress(o.progress)) progress = new Progress({ total: reader.fileSize, delayMs: o.progress ? 0 : 1000 });
     let lastYield = Date.now();
+    const loop = new FrameLoop(reader, dump, bpf, digits, o.count);
     for (;;) {
-      let f: CapturedFrame | null;
-      try {
-        f = reader.next();
-      } catch (e) {
-        // a corrupt block in the middle: what came before it is reported, then the damage
-        if (!(e instanceof CaptureFormatError)) throw e;
-        damage = reader.readers.length > 1 ? `${reader.paths[reader.readers.indexOf(reader.current)]}: ${e.message}` : e.message;
-        break;
-      }
+      // every 1024th frame comes back unhandled: progress and a look at the event loop first
+      const f = loop.run();
       if (!f) break;
-      read++;
-      if ((read & 1023) === 0) {
-        if (progress) progress.update(reader.bytesRead, read);
-        // Let a Ctrl-C through now and then: the loop is synchronous otherwise.
-        if (Date.now() - lastYield > 50) {
-          await new Promise<void>((r) => setImmediate(r));
-          lastYield = Date.now();
-        }
+      if (progress) progress.update(reader.bytesRead, loop.read);
+      // Let a Ctrl-C through now and then: the loop is synchronous otherwise.
+      if (Date.now() - lastYield > 50) {
+        await new Promise<void>((r) => setImmediate(r));
+        lastYield = Date.now();
       }
       if (stop.stopped) break;
-      const selected = !bpf || bpf.matches(f);
-      if (!selected && !dump.tracker) continue;
-      dump.handle(f, selected, digits ?? tsDigits(reader.current, f));
-      if (o.count !== undefined && dump.frames >= o.count) break;
+      if (loop.handle(f)) break;
     }
+    read = loop.read;
+    damage = loop.damage;
     if (progress) { progress.update(reader.bytesRead, read); progress.end(); }
     // a live endpoint: compare with its state as it is now, after the whole file
     if (o.endpoint !== undefined && dump.join) dump.join.update((await lazy.state!.fetchState(o.endpoint)).state);

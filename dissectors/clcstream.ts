@@ -30,10 +30,11 @@ export interface SegmentResult {
   role: SegmentRole;
   /** Messages completed by this segment (also those completed by held segments it released).
    *  `bytes` of a message wholly inside this segment is a view of the frame: decode it now. */
-  messages: ClcChunk[];
+  messages: readonly ClcChunk[];
 }
 
 const MAX_HELD_SEGMENTS = 64;
+const EMPTY = new Uint8Array(0);
 /** CLC lengths are u16; a direction holding more than this without completing a message is not CLC. */
 const MAX_PENDING = 65536 + 8;
 
@@ -50,6 +51,12 @@ interface Direction {
 function seqLt(a: number, b: number): boolean { return ((a - b) | 0) < 0; }
 function seqDiff(a: number, b: number): number { return (a - b) | 0; }
 
+/** What a segment that changes no direction's state gets (shared: callers only read it). */
+const NONE: SegmentResult = Object.freeze({ role: 'none', messages: Object.freeze([]) });
+const DATA: SegmentResult = Object.freeze({ role: 'data', messages: Object.freeze([]) });
+const RETRANSMISSION: SegmentResult = Object.freeze({ role: 'retransmission', messages: Object.freeze([]) });
+const OUT_OF_ORDER: SegmentResult = Object.freeze({ role: 'out-of-order', messages: Object.freeze([]) });
+
 export class ClcStreams {
   private readonly dirs = new Map<string, Direction>();
 
@@ -57,39 +64,47 @@ export class ClcStreams {
   get size(): number { return this.dirs.size; }
 
   /**
-   * Feed one TCP segment in capture order.
-   * @param key direction key (src ip/port → dst ip/port)
+   * Feed one TCP segment in capture order: the direction src.sport > dst.dport, its payload
+   * b[from, to). A pure ACK (no payload, no SYN, FIN or RST: most segments) changes nothing and
+   * is answered without the direction's key string or a payload view.
    * @param frame capture frame number, to record where message bytes came from
    */
-  segment(key: string, seq: number, syn: boolean, fin: boolean, rst: boolean, payload: Uint8Array, frame: number): SegmentResult {
+  segment(src: string, sport: number, dst: string, dport: number, seq: number, syn: boolean, fin: boolean, rst: boolean, b: Uint8Array, from: number, to: number, frame: number): SegmentResult {
+    const len = to > from ? to - from : 0;
+    if (len === 0 && !syn && !fin && !rst) return NONE;
+    return this.segmentOf(`${src}.${sport}>${dst}.${dport}`, seq, syn, fin, rst, len === 0 ? EMPTY : b.subarray(from, to), frame);
+  }
+
+  /** segment() of the direction `key` with its payload as a view. */
+  private segmentOf(key: string, seq: number, syn: boolean, fin: boolean, rst: boolean, payload: Uint8Array, frame: number): SegmentResult {
     let d = this.dirs.get(key);
     if (syn) {
       // A (new) connection: stream starts at ISN + 1 and is CLC-capable until proven otherwise.
       d = { next: (seq + 1) >>> 0, mode: 'clc', pending: undefined, pendingFrames: [], held: [] };
       this.dirs.set(key, d);
-      if (payload.length === 0) return { role: 'none', messages: [] };
+      if (payload.length === 0) return NONE;
       seq = (seq + 1) >>> 0; // data on a SYN (TFO) follows the ISN
     }
-    if (rst) { this.dirs.delete(key); return { role: payload.length ? 'data' : 'none', messages: [] }; }
+    if (rst) { this.dirs.delete(key); return payload.length ? DATA : NONE; }
     if (payload.length === 0) {
       if (fin) this.dirs.delete(key);
-      return { role: 'none', messages: [] };
+      return NONE;
     }
     if (!d) {
       // Capture began mid-connection: a segment starting with a CLC header starts tracking.
-      if (clcMessageLength(payload) === undefined) return { role: 'data', messages: [] };
+      if (clcMessageLength(payload) === undefined) return DATA;
       d = { next: seq, mode: 'clc', pending: undefined, pendingFrames: [], held: [] };
       this.dirs.set(key, d);
     }
-    if (d.mode === 'data') return { role: 'data', messages: [] };
+    if (d.mode === 'data') return DATA;
     const next = d.next ?? seq;
     const end = (seq + payload.length) >>> 0;
-    if (!seqLt(next, end)) return { role: 'retransmission', messages: [] };
+    if (!seqLt(next, end)) return RETRANSMISSION;
     if (seqLt(next, seq)) {
       // Gap: hold until the missing bytes arrive (bounded).
       if (d.held.length < MAX_HELD_SEGMENTS) d.held.push({ seq, data: payload.slice(), frame });
       else d.mode = 'data';
-      return { role: 'out-of-order', messages: [] };
+      return OUT_OF_ORDER;
     }
     // Trim bytes already seen (partial retransmission).
     const fresh = seqDiff(next, seq) > 0 ? payload.subarray(seqDiff(next, seq)) : payload;

@@ -8,17 +8,17 @@
 import type { CapturedFrame } from '../capture/types.js';
 import { LINKTYPE } from '../capture/types.js';
 import { type Issue, Tree, type FieldNode } from './wire/common.js';
-import { decodeEthernetAt, ETHERTYPE_IPV4, ETHERTYPE_IPV6, type EthernetHeader } from './net/ethernet.js';
+import { blankEthernetHeader, decodeEthernetAt, ETHERTYPE_IPV4, ETHERTYPE_IPV6, type EthernetHeader } from './net/ethernet.js';
 import { decodeSll, decodeSll2 } from './net/sll.js';
 import { blankIpv4Header, decodeIpv4At, IPPROTO_TCP, IPPROTO_UDP, type Ipv4Header } from './net/ipv4.js';
 import { decodeIpv6, type Ipv6Header } from './net/ipv6.js';
-import { decodeTcp, type TcpHeader } from './net/tcp.js';
+import { blankTcpHeader, decodeTcpAt, type TcpHeader } from './net/tcp.js';
 import { decodeUdpAt, type UdpHeader } from './net/udp.js';
 import { summarizeTcpOpt, type TcpOpt } from './wire/tcpopt.js';
 import { decodeClc, summarizeClc, type ClcMessage } from './wire/clc.js';
 import { decodeLlc, summarizeLlc, type LlcMessage } from './wire/llc.js';
 import { decodeCdc, summarizeCdc, type CdcMessage } from './wire/cdc.js';
-import { blankBth, decodeIbPacketAt, decodeGrh, checkIcrc, icrcOk, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
+import { IbPacketRecord, decodeIbPacketAt, decodeGrh, checkIcrc, icrcOk, opcodeInfo, ROCE_V2_PORT, ROCE_V1_ETHERTYPE, type IbPacket, type Grh } from './wire/ib.js';
 import { ClcStreams, type SegmentRole } from './clcstream.js';
 import { SendStreams, type SendPart } from './sendstream.js';
 import { ETHERNET_LEN, IPV4_MIN_LEN, IPV6_LEN, SLL_LEN, SLL2_LEN, TCP_MIN_LEN, UDP_LEN, ipVersionAt } from './wire/views/net.js';
@@ -77,13 +77,14 @@ export interface FrameDecoderOptions {
   /** Verify ICRC (default true). */
   icrc?: boolean;
   /**
-   * The caller keeps nothing of a decoded frame past the next decode(): the frame, its issue
-   * and item lists and the records of the layers every RoCE frame has (IPv4, UDP, BTH, IB
-   * packet, RoCE info) are then one object each, refilled per frame, instead of about ten new
-   * ones. What the frame points at beyond those (SMC items and their messages, issues, TCP,
-   * IPv6, Ethernet records, payload views) is still made per frame and may be kept. smcdump
-   * turns it on where only the one-line/-q/--summary path sees frames (not -V, --json, the
-   * ladder, the report or the endpoint comparison, which keep frames or their parts).
+   * The caller keeps nothing of a decoded frame's layer records past the next decode(): the
+   * Ethernet header, the IPv4 header and IP info, the TCP and UDP headers, the IB packet (its
+   * BTH and AETH) and the RoCE v2 info are then one record each, refilled per frame, and the IB
+   * payload is a view made only when read (IbPacketRecord). The frame itself, its issue and
+   * item lists, SMC items and their messages, issues, TCP option lists, IPv6 records and other
+   * payload views are still made per frame and may be kept. smcdump turns it on where only the
+   * one-line/-q/--summary path sees frames (not -V, --json, the ladder, the report or the
+   * endpoint comparison, which keep frames or their parts).
    */
   reuse?: boolean;
   /**
@@ -96,11 +97,19 @@ export interface FrameDecoderOptions {
   summaries?: boolean;
 }
 
-/** The records a reusing decoder refills frame after frame (FrameDecoderOptions.reuse). */
+/** The records a reusing decoder refills frame after frame (FrameDecoderOptions.reuse): numbers,
+ *  long-lived strings and each other (an old object pointing at a new one costs V8's write
+ *  barrier, which is why the frame record stays per frame). */
 class Reused {
+  readonly eth = blankEthernetHeader();
   readonly ipv4 = blankIpv4Header();
+  readonly ip: IpInfo = { version: 4, src: '', dst: '', header: this.ipv4 };
   readonly udp: UdpHeader = { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
-  readonly bth = blankBth();
+  /** Its options list stays per segment (most carry timestamps). */
+  readonly tcp = blankTcpHeader();
+  readonly ib = new IbPacketRecord();
+  /** RoCE v2 only (a v1 frame's GRH is per frame); grh declared for one shape. */
+  readonly roce: RoceInfo = { version: 2, ib: this.ib, icrc: 'unchecked', grh: undefined };
 }
 
 export class FrameDecoder {
@@ -157,7 +166,7 @@ export class FrameDecoder {
       case LINKTYPE.ETHERNET: {
         // Ethernet starts the frame: its issues go straight onto the frame's list, offsets as they are
         const n0 = out.issues.length;
-        const e = decodeEthernetAt(out.issues, b, t?.sub('Ethernet', 0, ETHERNET_LEN));
+        const e = decodeEthernetAt(out.issues, b, t?.sub('Ethernet', 0, ETHERNET_LEN), this.reused?.eth);
         out.eth = e;
         fitLast(t, e.headerLength);
         if (truncatedError(out.issues, n0)) return;
@@ -204,7 +213,7 @@ export class FrameDecoder {
       decodeIpv4At(h, out.issues, b, off, t?.sub('IPv4', off, IPV4_MIN_LEN), Math.max(0, b.length - off) + this.cut);
       rebase(out.issues, n0, off);
       fitLast(t, h.headerLength);
-      out.ip = { version: 4, src: h.src, dst: h.dst, header: h };
+      if (r) { const ip = r.ip; ip.src = h.src; ip.dst = h.dst; out.ip = ip; } else out.ip = { version: 4, src: h.src, dst: h.dst, header: h };
       proto = h.protocol; hlen = h.headerLength; plen = h.totalLength - h.headerLength;
       if (h.fragmentOffset !== 0 || h.moreFragments) return; // fragments: header only
     } else {
@@ -221,29 +230,35 @@ export class FrameDecoder {
     if (l4 > b.length) return;
     // Trust the IP length over the capture (Ethernet padding), bounded by what was captured.
     const l4end = Math.min(b.length, l4 + Math.max(0, plen));
-    if (proto === IPPROTO_TCP) this.tcp(out, b.subarray(0, l4end), l4, t);
+    if (proto === IPPROTO_TCP) this.tcp(out, b, l4, l4end, t);
     else if (proto === IPPROTO_UDP) this.udp(out, b, l4, l4end, off, t);
   }
 
-  private tcp(out: DecodedFrame, b: Uint8Array, off: number, t: Tree | undefined): void {
-    const r = decodeTcp(b.subarray(off), t?.sub('TCP', off, TCP_MIN_LEN), b.length - off + this.cut);
-    push(out.issues, r.issues, off);
-    const h = r.value;
+  /** TCP at b[off, end) (end: the IP packet's end within the frame). */
+  private tcp(out: DecodedFrame, b: Uint8Array, off: number, end: number, t: Tree | undefined): void {
+    const n0 = out.issues.length;
+    const h = decodeTcpAt(out.issues, b, off, end, t?.sub('TCP', off, TCP_MIN_LEN), end - off + this.cut, this.reused?.tcp);
+    rebase(out.issues, n0, off);
     fitLast(t, h.headerLength);
     out.tcp = h;
     // Option 254/253 were decoded by the TCP codec (issues included); surface them as SMC items.
-    for (const o of h.options) if (o.exp) out.smc.push({ proto: 'tcpopt', value: o.exp, summary: this.summaries ? summarizeTcpOpt(o.exp) : '' });
+    const opts = h.options;
+    for (let i = 0; i < opts.length; i++) {
+      const x = opts[i]!.exp;
+      if (x) out.smc.push({ proto: 'tcpopt', value: x, summary: this.summaries ? summarizeTcpOpt(x) : '' });
+    }
     const poff = off + h.headerLength;
-    const payload = poff <= b.length ? b.subarray(poff) : new Uint8Array(0);
-    out.payloadLength = payload.length;
+    const plen = poff <= end ? end - poff : 0;
+    out.payloadLength = plen;
     const ip = out.ip!;
-    const key = `${ip.src}.${h.srcPort}>${ip.dst}.${h.dstPort}`;
-    const seg = this.clc.segment(key, h.seq, h.flags.syn, h.flags.fin, h.flags.rst, payload, out.n);
+    const seg = this.clc.segment(ip.src, h.srcPort, ip.dst, h.dstPort, h.seq, h.flags.syn, h.flags.fin, h.flags.rst, b, poff, poff + plen, out.n);
     out.tcpRole = seg.role;
-    if (seg.role === 'data' && payload.length > 0) out.tcpData = payload;
-    for (const m of seg.messages) {
+    if (seg.role === 'data' && plen > 0) out.tcpData = b.subarray(poff, poff + plen);
+    const msgs = seg.messages;
+    for (let i = 0; i < msgs.length; i++) {
+      const m = msgs[i]!;
       const msgOff = m.offsetInFrame >= 0 ? poff + m.offsetInFrame : poff;
-      const d = decodeClc(m.bytes, t && m.offsetInFrame >= 0 ? t.sub('SMC CLC', msgOff, m.bytes.length) : t?.sub('SMC CLC (reassembled)', poff, payload.length));
+      const d = decodeClc(m.bytes, t && m.offsetInFrame >= 0 ? t.sub('SMC CLC', msgOff, m.bytes.length) : t?.sub('SMC CLC (reassembled)', poff, plen));
       // Issues of a reassembled message refer to the message; anchor them at the payload start.
       push(out.issues, d.issues, msgOff);
       out.smc.push({ proto: 'clc', value: d.value, summary: this.summaries ? summarizeClc(d.value) : '', frames: m.frames });
@@ -260,10 +275,10 @@ export class FrameDecoder {
     out.udp = h;
     const poff = off + UDP_LEN;
     out.payloadLength = Math.max(0, end - poff);
-    if (!this.rocePorts.has(h.dstPort)) return;
+    if (h.dstPort !== ROCE_V2_PORT && !this.rocePorts.has(h.dstPort)) return;
     const ibTree = t?.sub('InfiniBand (RoCEv2)', poff, Math.max(0, end - poff));
     n0 = out.issues.length;
-    const ib = decodeIbPacketAt(out.issues, b, poff, end, ibTree, r?.bth);
+    const ib = decodeIbPacketAt(out.issues, b, poff, end, ibTree, r?.ib);
     rebase(out.issues, n0, poff);
     let icrc: RoceInfo['icrc'] = 'unchecked';
     if (this.checkIcrc && out.caplen >= out.origlen && ib.icrc !== undefined) {
@@ -302,13 +317,16 @@ export class FrameDecoder {
   /** SMC-R payload of a RoCE packet: LLC/CDC in SENDs (reassembled when multi-packet). */
   private roce(out: DecodedFrame, version: 1 | 2, grh: Grh | undefined, ib: IbPacket, icrc: RoceInfo['icrc'], ibOff: number, t: Tree | undefined): void {
     const info = opcodeInfo(ib.bth.opcode);
-    out.roce = { version, ib, icrc };
-    if (grh) out.roce.grh = grh;
+    const r = this.reused;
+    if (r && version === 2) { const roce = r.roce; roce.icrc = icrc; out.roce = roce; } else {
+      out.roce = { version, ib, icrc };
+      if (grh) out.roce.grh = grh;
+    }
     // SMC-R speaks only over RC queue pairs: UD/UC SENDs (e.g. ibv_ud_pingpong) are not LLC/CDC.
     if (!info.isSend || info.transport !== 'RC') return;
     const part: SendPart = info.isOnly ? 'only' : info.isFirst ? 'first' : info.isMiddle ? 'middle' : 'last';
     const dst = out.ip ? out.ip.dst : grh ? grh.dgid : '?';
-    const s = this.sends.packet(`${dst}/${ib.bth.destQp}`, part, ib.bth.psn, ib.payload, out.n);
+    const s = this.sends.packet(dst, ib.bth.destQp, part, ib.bth.psn, ib.payload, out.n);
     if (s.problem === 'missing-first' || s.problem === 'psn-gap') {
       out.issues.push({ severity: 'warn', code: 'roce.send-reassembly', message: s.problem === 'psn-gap' ? 'multi-packet SEND abandoned: PSN gap' : 'SEND continuation without its FIRST packet', offset: ibOff, length: 12 });
     }

@@ -16,17 +16,25 @@ export interface SendResult {
 
 interface Partial { psnNext: number; chunks: Uint8Array[]; size: number; frames: number[] }
 
+function sendKey(dst: string, qp: number): string { return `${dst}/${qp}`; }
+
 /** Upper bound of a reassembled SEND (Linux v2 LLC max is 8 KiB; be generous, but bounded). */
 const MAX_MESSAGE = 1 << 20;
 
 export class SendStreams {
   private readonly partial = new Map<string, Partial>();
 
-  packet(key: string, part: SendPart, psn: number, payload: Uint8Array, frame: number): SendResult {
+  /**
+   * One SEND packet to QP `qp` at `dst` (an address or GID). A SEND ONLY (every LLC and CDC
+   * message that fits one packet) looks for an abandoned message of its QP only when one is in
+   * progress anywhere: no key string per packet otherwise.
+   */
+  packet(dst: string, qp: number, part: SendPart, psn: number, payload: Uint8Array, frame: number): SendResult {
     if (part === 'only') {
-      if (this.partial.delete(key)) return { message: payload, problem: 'psn-gap' };
+      if (this.partial.size !== 0 && this.partial.delete(sendKey(dst, qp))) return { message: payload, problem: 'psn-gap' };
       return { message: payload };
     }
+    const key = sendKey(dst, qp);
     if (part === 'first') {
       // Always restart: after a NAK, go-back-N resends the message from its FIRST packet.
       this.partial.set(key, { psnNext: (psn + 1) & 0xffffff, chunks: [payload.slice()], size: payload.length, frames: [frame] });

@@ -73,13 +73,20 @@ const AT_DST = E.dst.at, AT_SRC = E.src.at, AT_GROUP = E.srcGroup.at, AT_TYPE = 
 /** The EtherType (or next TPID) at b[o]: a tag's TPID sits where the type it pushes back was. */
 function typeAt(b: Uint8Array, o: number): number { return tagView.reset(b, o).tpid; }
 
+/** A header value with every field present (decodeEthernetAt refills it). */
+export function blankEthernetHeader(): EthernetHeader {
+  return { dst: '', src: '', vlans: NO_VLANS, ethertype: 0, headerLength: ETHERNET_LEN };
+}
+
 /** decodeEthernet() with its issues pushed onto `issues` (the frame's own list: the replay path
- *  makes no result object and no issue list per frame). Kept small (the cold parts are functions
- *  of their own) so that it inlines into the frame decoder. */
-export function decodeEthernetAt(issues: Issue[], b: Uint8Array, t?: Tree): EthernetHeader {
-  const value: EthernetHeader = { dst: '', src: '', vlans: NO_VLANS, ethertype: 0, headerLength: ETHERNET_LEN };
+ *  makes no result object and no issue list per frame), into `into` when given (every field
+ *  overwritten: a reusing decoder's one record). Kept small (the cold parts are functions of their
+ *  own) so that it inlines into the frame decoder. */
+export function decodeEthernetAt(issues: Issue[], b: Uint8Array, t?: Tree, into?: EthernetHeader): EthernetHeader {
+  const value = into ?? blankEthernetHeader();
   value.dst = macAt(b, AT_DST);
   value.src = macAt(b, AT_SRC);
+  value.vlans = NO_VLANS; value.ethertype = 0; value.headerLength = ETHERNET_LEN;
   if (b.length < ETHERNET_LEN) return truncated(issues, b, t, value);
   if (t) treeAddresses(t, b, value);
   // the replay path's fast form: bytes read at the table's offsets (no view per frame)

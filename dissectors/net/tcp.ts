@@ -130,22 +130,23 @@ function raw(kind: number, offset: number, length: number, bytes: Uint8Array): T
 }
 
 /**
- * Decodes the option area (`b` = the whole TCP header; options from 20 to `end`).
+ * Decodes the option area of the TCP header at b[base…] (options from base + 20 to base + `end`).
  * `syn` enables the SYN-only checks; `cut`: the header was cut by the capture at `end` (an option
- * running past it is then not an error of its own). Issues use offsets within the header; `t` is the options
- * subtree (its base is the first option byte, offset 20).
+ * running past it is then not an error of its own). Offsets (issues, options) are within the
+ * header; `t` is the options subtree (its base is the first option byte, offset 20).
  */
-function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, issues: Issue[], t: Tree | undefined): TcpOption[] {
+function decodeOptions(b: Uint8Array, base: number, end: number, syn: boolean, cut: boolean, issues: Issue[], t: Tree | undefined): TcpOption[] {
   const list: TcpOption[] = [];
   let o = TCP_MIN_LEN;
   while (o < end) {
-    const kind = b[o]!;
+    const at = base + o;
+    const kind = b[at]!;
     if (kind === 0) {
       let nz = false;
-      for (let i = o + 1; i < end; i++) if (b[i] !== 0) { nz = true; break; }
+      for (let i = at + 1; i < base + end; i++) if (b[i] !== 0) { nz = true; break; }
       const opt: TcpOption = { kind, offset: o, length: end - o };
       if (nz) {
-        opt.bytes = b.subarray(o, end);
+        opt.bytes = b.subarray(at, base + end);
         issue(issues, 'note', 'tcp.opt-pad', 'non-zero bytes after End of Option List', o + 1, end - o - 1);
       }
       list.push(opt);
@@ -160,14 +161,14 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, i
     }
     if (o + O.length.at >= end) {
       if (!cut) issue(issues, 'error', 'tcp.opt-truncated', `option ${tcpOptionName(kind)} (${kind}) has no length octet`, o, 1);
-      list.push(raw(kind, o, 1, b.subarray(o, end)));
+      list.push(raw(kind, o, 1, b.subarray(at, base + end)));
       break;
     }
-    const len = b[o + O.length.at]!;
+    const len = b[at + O.length.at]!;
     if (len < 2) {
       issue(issues, 'error', 'tcp.opt-length', `option ${tcpOptionName(kind)} (${kind}) length ${len} < 2: rest of the options unreadable`, o, 2);
-      list.push(raw(kind, o, end - o, b.subarray(o, end)));
-      t?.add(`Option ${tcpOptionName(kind)} (${kind}), bad length ${len}`, o - TCP_MIN_LEN, end - o, hex(b, o, end - o));
+      list.push(raw(kind, o, end - o, b.subarray(at, base + end)));
+      t?.add(`Option ${tcpOptionName(kind)} (${kind}), bad length ${len}`, o - TCP_MIN_LEN, end - o, hex(b, at, end - o));
       break;
     }
     let oend = o + len;
@@ -182,37 +183,40 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, i
     let expTree: Tree | undefined;
     if (!whole || (fixed !== 0 && len !== fixed)) {
       if (whole) issue(issues, 'warn', 'tcp.opt-length', `option ${tcpOptionName(kind)} length ${len}, expected ${fixed}`, o + O.length.at, O.length.size);
-      opt = raw(kind, o, oend - o, b.subarray(o, oend));
+      opt = raw(kind, o, oend - o, b.subarray(at, base + oend));
+    } else if (kind === 8) {
+      // timestamps: on every segment of a Linux connection, so made whole in one literal (no
+      // property added to a 3-field object: that grows it a property array per segment)
+      opt = { kind, offset: o, length: len, tsVal: u32(b, at + O.tsVal.at), tsEcr: u32(b, at + O.tsEcr.at) };
     } else {
       opt = { kind, offset: o, length: len };
       switch (kind) {
-        case 2: opt.mss = u16(b, o + O.mss.at); break;
+        case 2: opt.mss = u16(b, at + O.mss.at); break;
         case 3:
-          opt.wscale = b[o + O.wscale.at]!;
+          opt.wscale = b[at + O.wscale.at]!;
           if (opt.wscale > 14) issue(issues, 'warn', 'tcp.wscale', `window scale shift ${opt.wscale} > 14 (RFC 7323 caps it at 14)`, o + O.wscale.at, O.wscale.size);
           break;
         case 4: break;
         case 5: {
           const sack: TcpSackBlock[] = [];
-          for (let i = o + O.sackBlocks.at; i + O.sackBlocks.len <= oend; i += O.sackBlocks.len) sack.push({ left: u32(b, i + S.left.at), right: u32(b, i + S.right.at) });
+          for (let i = at + O.sackBlocks.at; i + O.sackBlocks.len <= base + oend; i += O.sackBlocks.len) sack.push({ left: u32(b, i + S.left.at), right: u32(b, i + S.right.at) });
           opt.sack = sack;
           if ((len - 2) % 8 !== 0 || len < 10) issue(issues, 'warn', 'tcp.opt-length', `SACK length ${len} is not 2 + 8n (n ≥ 1)`, o + O.length.at, O.length.size);
           break;
         }
-        case 8: opt.tsVal = u32(b, o + O.tsVal.at); opt.tsEcr = u32(b, o + O.tsEcr.at); break;
         case 29:
-          opt.bytes = b.subarray(o, oend);
-          opt.keyId = u8(b, o + O.aoKeyId.at);
-          opt.rnextKeyId = u8(b, o + O.aoRnextKeyId.at);
+          opt.bytes = b.subarray(at, base + oend);
+          opt.keyId = u8(b, at + O.aoKeyId.at);
+          opt.rnextKeyId = u8(b, at + O.aoRnextKeyId.at);
           if (len < 4) issue(issues, 'warn', 'tcp.opt-length', `TCP-AO length ${len} < 4`, o + O.length.at, O.length.size);
           break;
         case 30:
-          opt.bytes = b.subarray(o, oend);
-          if (len > O.mptcpSubtype.at) opt.subtype = bitsOf(b[o + O.mptcpSubtype.at]!, O.mptcpSubtype);
+          opt.bytes = b.subarray(at, base + oend);
+          if (len > O.mptcpSubtype.at) opt.subtype = bitsOf(b[at + O.mptcpSubtype.at]!, O.mptcpSubtype);
           else issue(issues, 'warn', 'tcp.opt-length', `MPTCP length ${len} < 3`, o + O.length.at, O.length.size);
           break;
         case 253: case 254: {
-          opt.bytes = b.subarray(o, oend);
+          opt.bytes = b.subarray(at, base + oend);
           if (t) expTree = new Tree(t.base + o - TCP_MIN_LEN);
           const d = decodeTcpOpt(opt.bytes, expTree);
           opt.exp = d.value;
@@ -220,7 +224,7 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, i
           break;
         }
         default:
-          opt.bytes = b.subarray(o, oend);
+          opt.bytes = b.subarray(at, base + oend);
           if (kind !== 19 && kind !== 34 && !OPT_NAMES.has(kind)) issue(issues, 'note', 'tcp.opt-unknown', `unknown TCP option kind ${kind}`, o, oend - o);
       }
     }
@@ -242,52 +246,74 @@ function decodeOptions(b: Uint8Array, end: number, syn: boolean, cut: boolean, i
 const view = new TcpView();
 const DOFF = bitPicker(F.dataOffset), FLAG_BITS = bitPicker(F.flags), RESERVED = bitPicker(F.reserved);
 
+/** A header value with every field present (decodeTcpAt fills it). */
+export function blankTcpHeader(): TcpHeader {
+  return { srcPort: 0, dstPort: 0, seq: 0, ack: 0, dataOffset: 0, headerLength: TCP_MIN_LEN, reserved: 0, flags: FLAGS[0]!, window: 0, checksum: 0, urgentPointer: 0, options: NO_OPTIONS };
+}
+
 export function decodeTcp(b: Uint8Array, t?: Tree, wireLength = b.length): Decoded<TcpHeader> {
   const issues: Issue[] = [];
+  return { value: decodeTcpAt(issues, b, 0, b.length, t, wireLength), issues };
+}
+
+/**
+ * decodeTcp() of the segment at b[off, end), its issues pushed onto `issues` with offsets
+ * relative to `off`: the replay path decodes each frame without a view per segment, a result
+ * object or an issue array of its own.
+ */
+export function decodeTcpAt(issues: Issue[], b: Uint8Array, off: number, end: number, t?: Tree, wireLength = end - off, into?: TcpHeader): TcpHeader {
+  // A header cut short reads its missing bytes as 0: only a view that ends there gives that.
+  if (end - off < TCP_MIN_LEN && (off !== 0 || end !== b.length)) return decodeTcpAt(issues, b.subarray(off, end), 0, end - off, t, wireLength, into);
+  const n = end - off;
   // the fast form: bytes read at the table's offsets, bit fields by its shift/mask (no view per segment)
-  const fl = u16(b, F.flags.at);
-  const doff = DOFF(u8(b, F.dataOffset.at));
+  const fl = u16(b, off + F.flags.at);
+  const doff = DOFF(u8(b, off + F.dataOffset.at));
   const flags = FLAGS[FLAG_BITS(fl)]!;
-  const value: TcpHeader = {
-    srcPort: u16(b, F.srcPort.at), dstPort: u16(b, F.dstPort.at), seq: u32(b, F.seq.at), ack: u32(b, F.ack.at), dataOffset: doff,
-    headerLength: doff * 4 < TCP_MIN_LEN ? TCP_MIN_LEN : doff * 4, reserved: RESERVED(u8(b, F.reserved.at)), flags, window: u16(b, F.window.at),
-    checksum: u16(b, F.checksum.at), urgentPointer: u16(b, F.urgentPointer.at), options: NO_OPTIONS,
-  };
+  // every field, in one order (one object shape whether fresh or a reusing decoder's record)
+  const value = into ?? blankTcpHeader();
+  value.srcPort = u16(b, off + F.srcPort.at); value.dstPort = u16(b, off + F.dstPort.at); value.seq = u32(b, off + F.seq.at); value.ack = u32(b, off + F.ack.at);
+  value.dataOffset = doff; value.headerLength = doff * 4 < TCP_MIN_LEN ? TCP_MIN_LEN : doff * 4; value.reserved = RESERVED(u8(b, off + F.reserved.at));
+  value.flags = flags; value.window = u16(b, off + F.window.at); value.checksum = u16(b, off + F.checksum.at); value.urgentPointer = u16(b, off + F.urgentPointer.at);
+  value.options = NO_OPTIONS;
   const hl = value.headerLength;
   const D = F.dataOffset, FL = F.flagByte;
-  if (b.length < TCP_MIN_LEN) {
-    if (wireLength > b.length && wireLength >= TCP_MIN_LEN) issue(issues, 'note', 'tcp.snaplen', `TCP header cut by the capture: ${b.length} of ${TCP_MIN_LEN}+ bytes captured`, 0, b.length);
-    else issue(issues, 'error', 'tcp.truncated', `truncated TCP header: need ${TCP_MIN_LEN} bytes, have ${b.length}`, 0, b.length);
-  } else if (hl > b.length) {
-    if (wireLength >= hl) issue(issues, 'note', 'tcp.snaplen', `TCP options cut by the capture: ${b.length} of ${hl} header bytes captured`, TCP_MIN_LEN, b.length - TCP_MIN_LEN);
-    else issue(issues, 'error', 'tcp.truncated', `data offset ${doff} (${hl} bytes) exceeds the ${b.length}-byte segment`, D.at, D.size);
+  if (n < TCP_MIN_LEN) {
+    if (wireLength > n && wireLength >= TCP_MIN_LEN) issue(issues, 'note', 'tcp.snaplen', `TCP header cut by the capture: ${n} of ${TCP_MIN_LEN}+ bytes captured`, 0, n);
+    else issue(issues, 'error', 'tcp.truncated', `truncated TCP header: need ${TCP_MIN_LEN} bytes, have ${n}`, 0, n);
+  } else if (hl > n) {
+    if (wireLength >= hl) issue(issues, 'note', 'tcp.snaplen', `TCP options cut by the capture: ${n} of ${hl} header bytes captured`, TCP_MIN_LEN, n - TCP_MIN_LEN);
+    else issue(issues, 'error', 'tcp.truncated', `data offset ${doff} (${hl} bytes) exceeds the ${n}-byte segment`, D.at, D.size);
   }
-  if (b.length > D.at && doff * 4 < TCP_MIN_LEN) issue(issues, 'error', 'tcp.doff', `data offset ${doff} < ${TCP_MIN_LEN / 4} (header length ${doff * 4} bytes)`, D.at, D.size);
-  if (b.length > D.at && value.reserved !== 0) issue(issues, 'warn', 'tcp.reserved', `reserved header bits set (${value.reserved})`, D.at, D.size);
-  if (b.length > FL.at) {
+  if (n > D.at && doff * 4 < TCP_MIN_LEN) issue(issues, 'error', 'tcp.doff', `data offset ${doff} < ${TCP_MIN_LEN / 4} (header length ${doff * 4} bytes)`, D.at, D.size);
+  if (n > D.at && value.reserved !== 0) issue(issues, 'warn', 'tcp.reserved', `reserved header bits set (${value.reserved})`, D.at, D.size);
+  if (n > FL.at) {
     if (flags.syn && (flags.fin || flags.rst)) issue(issues, 'warn', 'tcp.flags', `invalid flag combination: SYN with ${flags.fin ? 'FIN' : 'RST'}`, FL.at, FL.size);
-    else if (u8(b, FL.at) === 0 && !flags.ae) issue(issues, 'warn', 'tcp.flags', 'no flags set', FL.at, FL.size);
+    else if (u8(b, off + FL.at) === 0 && !flags.ae) issue(issues, 'warn', 'tcp.flags', 'no flags set', FL.at, FL.size);
   }
-  if (b.length >= F.ack.at + F.ack.size && !flags.ack && value.ack !== 0 && !flags.rst) issue(issues, 'note', 'tcp.ack-nonzero', `ACK flag clear but acknowledgment number is ${value.ack}`, F.ack.at, F.ack.size);
-  if (b.length >= TCP_MIN_LEN && !flags.urg && value.urgentPointer !== 0) issue(issues, 'note', 'tcp.urg', `urgent pointer ${value.urgentPointer} without URG`, F.urgentPointer.at, F.urgentPointer.size);
-  if (b.length >= F.dstPort.at + F.dstPort.size && (value.srcPort === 0 || value.dstPort === 0)) issue(issues, 'warn', 'tcp.port0', 'port 0', value.srcPort === 0 ? F.srcPort.at : F.dstPort.at, F.dstPort.size);
+  if (n >= F.ack.at + F.ack.size && !flags.ack && value.ack !== 0 && !flags.rst) issue(issues, 'note', 'tcp.ack-nonzero', `ACK flag clear but acknowledgment number is ${value.ack}`, F.ack.at, F.ack.size);
+  if (n >= TCP_MIN_LEN && !flags.urg && value.urgentPointer !== 0) issue(issues, 'note', 'tcp.urg', `urgent pointer ${value.urgentPointer} without URG`, F.urgentPointer.at, F.urgentPointer.size);
+  if (n >= F.dstPort.at + F.dstPort.size && (value.srcPort === 0 || value.dstPort === 0)) issue(issues, 'warn', 'tcp.port0', 'port 0', value.srcPort === 0 ? F.srcPort.at : F.dstPort.at, F.dstPort.size);
 
-  if (t) {
-    addField(t, F.srcPort, value.srcPort);
-    addField(t, F.dstPort, value.dstPort);
-    addField(t, F.seq, value.seq);
-    addField(t, F.ack, value.ack);
-    addField(t, D, `${doff * 4} bytes (${doff})`);
-    addField(t, F.flags, `0x${bitsOf(fl, F.flagBits12).toString(16).padStart(3, '0')} (${tcpFlagNames(flags) || 'none'})${value.reserved ? ` reserved ${value.reserved}` : ''}`);
-    addField(t, F.window, value.window);
-    addField(t, F.checksum, `0x${value.checksum.toString(16).padStart(4, '0')} [unverified]`);
-    addField(t, F.urgentPointer, value.urgentPointer);
-  }
-  const oend = Math.min(hl, b.length);
+  if (t) treeTcp(t, value, fl);
+  const oend = Math.min(hl, n);
   if (oend > TCP_MIN_LEN) {
-    value.options = decodeOptions(b, oend, flags.syn, hl > b.length && wireLength >= hl, issues, t ? t.sub('Options', TCP_MIN_LEN, oend - TCP_MIN_LEN, `${hl - TCP_MIN_LEN} bytes`) : undefined);
+    value.options = decodeOptions(b, off, oend, flags.syn, hl > n && wireLength >= hl, issues, t ? t.sub('Options', TCP_MIN_LEN, oend - TCP_MIN_LEN, `${hl - TCP_MIN_LEN} bytes`) : undefined);
   }
-  return { value, issues };
+  return value;
+}
+
+/** The `-V` nodes of the fixed header (a function of its own: the decoder stays small). */
+function treeTcp(t: Tree, value: TcpHeader, fl: number): void {
+  const flags = value.flags, doff = value.dataOffset;
+  addField(t, F.srcPort, value.srcPort);
+  addField(t, F.dstPort, value.dstPort);
+  addField(t, F.seq, value.seq);
+  addField(t, F.ack, value.ack);
+  addField(t, F.dataOffset, `${doff * 4} bytes (${doff})`);
+  addField(t, F.flags, `0x${bitsOf(fl, F.flagBits12).toString(16).padStart(3, '0')} (${tcpFlagNames(flags) || 'none'})${value.reserved ? ` reserved ${value.reserved}` : ''}`);
+  addField(t, F.window, value.window);
+  addField(t, F.checksum, `0x${value.checksum.toString(16).padStart(4, '0')} [unverified]`);
+  addField(t, F.urgentPointer, value.urgentPointer);
 }
 
 // ---------- encoding ----------

@@ -324,8 +324,8 @@ function readBthInto(x: Bth, b: Uint8Array, o: number, end: number): Bth {
   return x;
 }
 
-/** A BTH record for decodeIbPacketAt(…, bthInto) to refill frame after frame. */
-export function blankBth(): Bth {
+/** A BTH record for IbPacketRecord to refill frame after frame. */
+function blankBth(): Bth {
   return { opcode: 0, se: false, migReq: false, padCount: 0, tver: 0, pkey: 0, fecn: false, becn: false, resv6: 0, destQp: 0, ackReq: false, resv7: 0, psn: 0 };
 }
 
@@ -346,6 +346,13 @@ function writeReth(out: Uint8Array, o: number, v: Reth): void { const w = rethV.
 function readAeth(b: Uint8Array, o: number): Aeth {
   const v = aethV.reset(b, o);
   return { syndrome: v.syndrome, msn: v.msn, kind: AETH_KINDS[v.kindBits]!, code: v.code };
+}
+
+/** readAeth() into an existing record (every field overwritten, in readAeth's order). */
+function readAethInto(x: Aeth, b: Uint8Array, o: number): Aeth {
+  const v = aethV.reset(b, o);
+  x.syndrome = v.syndrome; x.msn = v.msn; x.kind = AETH_KINDS[v.kindBits]!; x.code = v.code;
+  return x;
 }
 function writeAeth(out: Uint8Array, o: number, v: Aeth): void { const w = aethV.reset(out, o); w.syndrome = v.syndrome; w.msn = v.msn; }
 
@@ -634,13 +641,14 @@ export function decodeIbPacket(b: Uint8Array, t?: Tree): Decoded<IbPacket> {
  * with offsets relative to `base` (as are payloadOffset and the tree's): the replay path
  * decodes each frame without cutting a view per layer.
  */
-export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, end: number, t?: Tree, bthInto?: Bth): IbPacket {
+export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, end: number, t?: Tree, into?: IbPacketRecord): IbPacket {
   if (end > b.length) end = b.length;
   const len = end > base ? end - base : 0;
-  // bthInto: a record the caller refills per frame (numbers only: no young pointers in an old object)
-  const bth = bthInto ? readBthInto(bthInto, b, base, end) : readBth(b, base, end);
+  // into: a record the caller refills per frame (numbers, its own BTH and AETH records, and the
+  // frame's bytes for the payload view it makes when read)
+  const bth = into ? readBthInto(into.bth, b, base, end) : readBth(b, base, end);
   const info = OPCODES[bth.opcode]!;
-  const v: IbPacket = { bth, payload: EMPTY, payloadOffset: BTH_LEN, padCount: 0, icrc: 0 };
+  const v: IbPacket = into ? into.clear() : { bth, payload: EMPTY, payloadOffset: BTH_LEN, padCount: 0, icrc: 0 };
   if (len < BTH_LEN) {
     issue(issues, 'error', 'ib.truncated', `truncated BTH: need 12 bytes, have ${len}`, 0, len);
     if (t) treeBth(t, 0, bth);
@@ -671,7 +679,7 @@ export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, e
     }
     switch (h) {
       case 'RETH': v.reth = readReth(b, base + o); rethOff = o; if (t) treeReth(t, o, v.reth); break;
-      case 'AETH': v.aeth = readAeth(b, base + o); checkAeth(v.aeth, o, issues); if (t) treeAeth(t, o, v.aeth); break;
+      case 'AETH': v.aeth = into ? into.aethAt(b, base + o) : readAeth(b, base + o); checkAeth(v.aeth, o, issues); if (t) treeAeth(t, o, v.aeth); break;
       case 'ImmDt': v.immDt = readImmDt(b, base + o); if (t) addField(t, IMMDT_FIELDS.immDt, hx(v.immDt), o); break;
       case 'IETH': v.ieth = readIeth(b, base + o); if (t) addField(t, IETH_FIELDS.rkey, hx(v.ieth), o); break;
       case 'DETH':
@@ -706,7 +714,8 @@ export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, e
   v.padCount = pad;
   v.payloadOffset = o;
   const payEnd = bodyEnd - pad;
-  if (avail > 0) v.payload = b.subarray(base + o, base + payEnd);
+  if (into) into.payloadAt(b, base + o, base + payEnd);
+  else if (avail > 0) v.payload = b.subarray(base + o, base + payEnd);
   if (!info.payload) {
     if (avail > 0) issue(issues, 'error', 'ib.payload', `${info.name} must not carry a payload (${avail} bytes)`, o, avail);
     else if (bth.padCount !== 0) issue(issues, 'warn', 'ib.padcnt', `PadCnt ${bth.padCount} on ${info.name} (no payload)`, 1, 1);
@@ -717,8 +726,9 @@ export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, e
     if (b[base + i] !== 0) { issue(issues, 'note', 'ib.pad', 'pad bytes are not zero', payEnd, pad); break; }
   }
   if (bth.opcode === 0x81 && avail !== 16) issue(issues, 'warn', 'ib.cnp', `CNP carries ${avail} bytes after the BTH (16 reserved expected)`, o, avail);
-  if (v.reth && (info.isOnly && info.isWrite) && v.reth.dmaLen !== v.payload.length && bodyEnd === len - ICRC_LEN) {
-    issue(issues, 'warn', 'ib.reth-len', `RETH DMA length ${v.reth.dmaLen} != payload ${v.payload.length}`, rethOff + RETH_FIELDS.dmaLen.at, RETH_FIELDS.dmaLen.size);
+  const payLen = payEnd > o ? payEnd - o : 0;
+  if (v.reth && (info.isOnly && info.isWrite) && v.reth.dmaLen !== payLen && bodyEnd === len - ICRC_LEN) {
+    issue(issues, 'warn', 'ib.reth-len', `RETH DMA length ${v.reth.dmaLen} != payload ${payLen}`, rethOff + RETH_FIELDS.dmaLen.at, RETH_FIELDS.dmaLen.size);
   }
   if (t) {
     if (payEnd > o) t.add('Payload', o, payEnd - o, `${payEnd - o} bytes`);
@@ -729,6 +739,86 @@ export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, e
 }
 
 const EMPTY = new Uint8Array(0);
+
+/**
+ * An IbPacket that decodeIbPacketAt() refills frame after frame (FrameDecoderOptions.reuse). Every
+ * field is present from the start, in the order a fresh packet gets them (one object shape for
+ * every opcode, so readers' property loads stay monomorphic; the same JSON, as undefined fields are
+ * left out), the BTH and AETH are records of their own refilled in place, and the payload is a view
+ * made when something first reads it (`-q` without tracking never does; a `subarray` costs about
+ * 60 ns).
+ */
+export class IbPacketRecord implements IbPacket {
+  bth: Bth = blankBth();
+  payloadOffset = BTH_LEN;
+  padCount = 0;
+  icrc = 0;
+  // the extension headers, in wire order (as decode adds them to a fresh packet)
+  rdeth: Rdeth | undefined = undefined; deth: Deth | undefined = undefined; xrceth: Xrceth | undefined = undefined;
+  feth: Feth | undefined = undefined; reth: Reth | undefined = undefined; atomicEth: AtomicEth | undefined = undefined;
+  aeth: Aeth | undefined = undefined; atomicAckEth: AtomicAckEth | undefined = undefined;
+  immDt: number | undefined = undefined; ieth: number | undefined = undefined;
+  /** The AETH record `aeth` points at when the packet has one (refilled, never made anew). */
+  readonly #aeth: Aeth = { syndrome: 0, msn: 0, kind: 'ACK', code: 0 };
+  // The payload (private fields: not spread or serialized): bytes [from, to) of the frame's
+  // ArrayBuffer when the frame is a plain Uint8Array (the reader's block: a long-lived object, so
+  // keeping it costs no write barrier per frame, where the frame's own view is new every frame),
+  // else of the frame itself (a Buffer: its payload a Buffer too, as subarray gives); and its view
+  // once made, as readers such as the tracker and the line read it several times a frame.
+  #buffer: ArrayBufferLike | undefined = undefined;
+  #bytes: Uint8Array = EMPTY;
+  #from = 0;
+  #to = 0;
+  #view: Uint8Array | undefined = undefined;
+
+  get payload(): Uint8Array {
+    let v = this.#view;
+    if (v === undefined) {
+      const n = this.#to - this.#from;
+      v = n <= 0 ? EMPTY : this.#buffer !== undefined ? new Uint8Array(this.#buffer, this.#from, n) : this.#bytes.subarray(this.#from, this.#to);
+      this.#view = v;
+    }
+    return v;
+  }
+  set payload(p: Uint8Array) { this.#buffer = undefined; this.#bytes = p; this.#from = 0; this.#to = p.length; this.#view = p; }
+
+  /** The AETH at b[o], read into this packet's own AETH record. */
+  aethAt(b: Uint8Array, o: number): Aeth { return readAethInto(this.#aeth, b, o); }
+
+  /** The payload is b[from, to) (to <= from: none). */
+  payloadAt(b: Uint8Array, from: number, to: number): void {
+    this.#view = undefined;
+    if (to <= from) { this.#from = 0; this.#to = 0; return; }
+    if (b.constructor === Uint8Array) { const o = b.byteOffset; this.#buffer = b.buffer; this.#from = o + from; this.#to = o + to; return; }
+    this.#buffer = undefined; this.#bytes = b; this.#from = from; this.#to = to;
+  }
+
+  /** JSON.stringify of this record: that of the fresh packet it stands for (payload second,
+   *  the extension headers it has after icrc, in wire order). */
+  toJSON(): IbPacket {
+    const o: IbPacket = { bth: this.bth, payload: this.payload, payloadOffset: this.payloadOffset, padCount: this.padCount, icrc: this.icrc };
+    if (this.rdeth) o.rdeth = this.rdeth;
+    if (this.deth) o.deth = this.deth;
+    if (this.xrceth) o.xrceth = this.xrceth;
+    if (this.feth) o.feth = this.feth;
+    if (this.reth) o.reth = this.reth;
+    if (this.atomicEth) o.atomicEth = this.atomicEth;
+    if (this.aeth) o.aeth = this.aeth;
+    if (this.atomicAckEth) o.atomicAckEth = this.atomicAckEth;
+    if (this.immDt !== undefined) o.immDt = this.immDt;
+    if (this.ieth !== undefined) o.ieth = this.ieth;
+    return o;
+  }
+
+  /** Every field as a fresh decode starts it (the BTH is refilled by the caller). */
+  clear(): this {
+    this.payloadOffset = BTH_LEN; this.padCount = 0; this.icrc = 0;
+    this.rdeth = undefined; this.deth = undefined; this.xrceth = undefined; this.feth = undefined; this.reth = undefined;
+    this.atomicEth = undefined; this.aeth = undefined; this.atomicAckEth = undefined; this.immDt = undefined; this.ieth = undefined;
+    this.#from = 0; this.#to = 0; this.#view = undefined;
+    return this;
+  }
+}
 
 /** Total encoded size of a packet value (BTH … ICRC). */
 export function ibPacketLength(v: IbPacket): number {
