@@ -1159,10 +1159,10 @@ export function summarizeClc(m: ClcMessage): string {
   return s.s;
 }
 
-/** `64KiB`: an RMBE/DMBE size code's text (16 codes, made once each). */
-const BUF_TEXT: string[] = [];
+/** `64KiB`: an RMBE/DMBE size code's text (a 4-bit code: 16 texts, made when the module loads). */
+const BUF_TEXT: readonly string[] = Array.from({ length: 16 }, (_, code) => fmtSize(bufSizeFromCode(code)));
 function bufText(code: number): string {
-  return (BUF_TEXT[code] ??= fmtSize(bufSizeFromCode(code)));
+  return BUF_TEXT[code] ?? fmtSize(bufSizeFromCode(code));
 }
 
 /** summarizeClc() written into a sink (smcdump's one-line output takes its numbers as digits). */

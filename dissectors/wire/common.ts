@@ -126,15 +126,16 @@ export class StringSink implements TextSink {
 }
 
 const HEX_DIGIT: readonly string[] = Array.from({ length: 16 }, (_, i) => i.toString(16));
+/** `0x` and 0–8 zeros: the start of a padded hex number, one piece. */
+const HEX_PAD: readonly string[] = Array.from({ length: 9 }, (_, i) => '0x' + '0'.repeat(i));
 
-/** hexN(v, digits) written into a sink (`0x` and `digits` lower-case digits, more when v needs
+/** hexN(v, digits) for digits <= 8 written into a sink (`0x` and `digits` lower-case digits, more when v needs
  *  them): a summary written into smcdump's output buffer makes no string for it. */
 export function writeHexN(s: TextSink, v: number, digits: number): void {
   const x = v >>> 0;
   let len = 1;
   for (let y = x >>> 4; y !== 0; y >>>= 4) len++;
-  s.text('0x');
-  for (let i = len; i < digits; i++) s.text('0');
+  s.text(HEX_PAD[digits > len ? Math.min(8, digits - len) : 0]!);
   for (let i = (len - 1) * 4; i >= 0; i -= 4) s.text(HEX_DIGIT[(x >>> i) & 15]!);
 }
 
