@@ -97,23 +97,14 @@ export class Out {
       // then two digits per integer division from a table
       const len = digits31(n);
       end = this.pos + (width > len ? width : len);
-      p = end;
-      let x = n;
-      while (x >= 100) {
-        const q = (x / 100) | 0;
-        const r = (x - q * 100) << 1;
-        b[--p] = PAIRS[r + 1]!;
-        b[--p] = PAIRS[r]!;
-        x = q;
-      }
-      if (x >= 10) { b[--p] = PAIRS[(x << 1) + 1]!; b[--p] = PAIRS[x << 1]!; } else b[--p] = 48 + x;
+      p = digitsBefore(b, end, n);
     } else {
-      let len = 1;
-      for (let x = n; x >= 10; x = Math.floor(x / 10)) len++;
+      // wider (32-bit TCP sequence numbers and timestamps, epoch seconds): the low eight digits
+      // and the rest (< 2^27) each as 31-bit numbers
+      const hi = Math.floor(n / 1e8);
+      const len = digits31(hi) + 8;
       end = this.pos + (width > len ? width : len);
-      p = end;
-      let x = n;
-      do { b[--p] = 48 + (x % 10); x = Math.floor(x / 10); } while (x > 0);
+      p = digitsBefore(b, eightBefore(b, end, n - hi * 1e8), hi);
     }
     while (p > this.pos) b[--p] = pad;
     this.pos = end;
@@ -201,6 +192,31 @@ const HEADROOM = 16384;
 
 /** "00" … "99" as byte pairs (Out.int writes two digits per division). */
 const PAIRS = Uint8Array.from({ length: 200 }, (_, i) => 48 + ((i & 1) === 0 ? Math.floor((i >> 1) / 10) : (i >> 1) % 10));
+
+/** Write the digits of 0 <= x < 2^31 into b ending before `p`, two per division; returns where they start. */
+function digitsBefore(b: Buffer, p: number, x: number): number {
+  while (x >= 100) {
+    const q = (x / 100) | 0;
+    const r = (x - q * 100) << 1;
+    b[--p] = PAIRS[r + 1]!;
+    b[--p] = PAIRS[r]!;
+    x = q;
+  }
+  if (x >= 10) { b[--p] = PAIRS[(x << 1) + 1]!; b[--p] = PAIRS[x << 1]!; } else b[--p] = 48 + x;
+  return p;
+}
+
+/** Write 0 <= x < 10^8 as exactly eight digits (leading zeros) ending before `p`; returns p - 8. */
+function eightBefore(b: Buffer, p: number, x: number): number {
+  for (let k = 0; k < 4; k++) {
+    const q = (x / 100) | 0;
+    const r = (x - q * 100) << 1;
+    b[--p] = PAIRS[r + 1]!;
+    b[--p] = PAIRS[r]!;
+    x = q;
+  }
+  return p;
+}
 
 /** Decimal digits of 0 <= n < 2^31. */
 function digits31(n: number): number {

@@ -262,10 +262,10 @@ class Dump {
     // compact tracker reads it and the line is written at once), the decoder refills one
     // record per layer instead of making new ones (-V and --json keep their own)
     const reuse = compact && o.tree !== true && o.json !== true;
-    // an SMC item's one-line summary is read only by the line, -V, --json, the ladder and the
-    // report; -q and --summary without them print none (the tracker never reads it)
+    // an SMC item's summary text is read only by -V, --json, the ladder and the report (the
+    // one-line renderer writes it from the item's value; the tracker never reads it)
     const report = o.summary === true || o.follow !== undefined || o.ladder === true;
-    const summaries = !(o.quiet === true || report) || o.tree === true || o.json === true || o.ladder === true || o.ladderSvg !== undefined || o.report !== undefined;
+    const summaries = o.tree === true || o.json === true || o.ladder === true || o.ladderSvg !== undefined || o.report !== undefined;
     this.decoder = new FrameDecoder({ rocePorts: o.rocePort, tree: o.tree === true, icrc: o.icrc, reuse, summaries });
     this.chalk = makeChalk(o.color && !o.json);
     const legacy: Record<Opts['time'], TimeMode> = { abs: 'hms', epoch: 'epoch', rel: 'rel', none: 'none' };
@@ -350,7 +350,7 @@ class Dump {
       this.out.lineStart();
       if (lo.number) { this.out.int(d.n, 6); this.out.byte(32); }
       this.parts!.writeParts(this.out, sec, f.tsSubNs ?? 0, digits);
-      if (this.cached === undefined || !this.cached.write(this.out, d, note)) writeLineRest(this.out, d, lo, note);
+      if (this.cached === undefined || !this.cached.write(this.out, d, note, seq)) writeLineRest(this.out, d, lo, note);
       this.out.byte(10);
     } else this.out.line(renderLine(d, lo, note));
     if (link && (o.x || o.X || o.A)) {

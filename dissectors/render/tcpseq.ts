@@ -6,12 +6,18 @@
 
 import type { DecodedFrame } from '../frame.js';
 
-interface Bases { seq: number; ack: number }
+/** A conversation: its ends in collating order (a first) and both directions' bases. */
+interface Conv { a: string; ap: number; b: string; bp: number; seq: number; ack: number }
 
 export class TcpRelative {
-  private readonly conv = new Map<string, Bases>();
+  /** Conversations by a hash of their ends (numbers as keys: no key string per segment); a
+   *  bucket holds one conversation, or a list of those whose hashes collide. */
+  private readonly conv = new Map<number, Conv | Conv[]>();
+  /** What bases() returns: one object refilled per call (read before the next call). */
+  private readonly out = { seqBase: 0, ackBase: 0 };
 
-  /** Bases for this frame's seq/ack (undefined: print absolute numbers). Call once per frame, in order. */
+  /** Bases for this frame's seq/ack (undefined: print absolute numbers). Call once per frame, in
+   *  order; the object returned is reused by the next call. */
   bases(d: DecodedFrame): { seqBase: number; ackBase: number } | undefined {
     const tcp = d.tcp;
     const ip = d.ip;
@@ -20,15 +26,38 @@ export class TcpRelative {
     // tcpdump's collating order: the lower port first; equal ports, the lower address
     // (memcmp of the raw bytes, so compared as numbers, not as text)
     const rev = sp > dp || (sp === dp && addrCmp(ip.src, ip.dst) > 0);
-    const key = rev ? `${ip.dst}.${dp}>${ip.src}.${sp}` : `${ip.src}.${sp}>${ip.dst}.${dp}`;
-    const th = this.conv.get(key);
+    const a = rev ? ip.dst : ip.src, ap = rev ? dp : sp, b = rev ? ip.src : ip.dst, bp = rev ? sp : dp;
+    const h = (hashText(hashText(Math.imul(ap, 0x10001) ^ bp, a), b) ^ 0x5bd1e995) | 0;
+    const bucket = this.conv.get(h);
+    let th: Conv | undefined;
+    if (bucket !== undefined) {
+      if (!Array.isArray(bucket)) { if (same(bucket, a, ap, b, bp)) th = bucket; }
+      else for (const c of bucket) if (same(c, a, ap, b, bp)) { th = c; break; }
+    }
     if (th === undefined || tcp.flags.syn) {
       const ackm1 = (tcp.ack - 1) >>> 0;
-      this.conv.set(key, rev ? { ack: tcp.seq, seq: ackm1 } : { seq: tcp.seq, ack: ackm1 });
+      const seq = rev ? ackm1 : tcp.seq, ack = rev ? tcp.seq : ackm1;
+      if (th !== undefined) { th.seq = seq; th.ack = ack; return undefined; }
+      const c: Conv = { a, ap, b, bp, seq, ack };
+      if (bucket === undefined) this.conv.set(h, c);
+      else if (Array.isArray(bucket)) bucket.push(c);
+      else this.conv.set(h, [bucket, c]);
       return undefined;
     }
-    return rev ? { seqBase: th.ack, ackBase: th.seq } : { seqBase: th.seq, ackBase: th.ack };
+    const o = this.out;
+    if (rev) { o.seqBase = th.ack; o.ackBase = th.seq; } else { o.seqBase = th.seq; o.ackBase = th.ack; }
+    return o;
   }
+}
+
+function same(c: Conv, a: string, ap: number, b: string, bp: number): boolean {
+  return c.ap === ap && c.bp === bp && c.a === a && c.b === b;
+}
+
+/** FNV-style mix of a string's characters into h (32 bits). */
+function hashText(h: number, s: string): number {
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h;
 }
 
 /** memcmp order of two addresses given as text (IPv4 dotted quad or IPv6). */

@@ -5,8 +5,8 @@
 // producer cursor and consumer cursor (reserved u16 · wrap u16 · count u32 each),
 // producer flags, connection-state flags, 18 reserved bytes.
 
-import type { Decoded, Issue, Tree } from './common.js';
-import { hex, hex32, issue } from './common.js';
+import type { Decoded, Issue, TextSink, Tree } from './common.js';
+import { hex, hex32, issue, StringSink, writeHexN } from './common.js';
 import { CDC_FIELDS, CDC_RESERVED_AT, CdcView } from './views/cdc.js';
 import { fieldBits } from './views/field.js';
 
@@ -225,9 +225,18 @@ function flagList(m: CdcMessage): string {
 
 /** e.g. `CDC seq 3 token 0x00000001 prod 1:1004 cons 0:0 [wb,done]`. */
 export function summarizeCdc(m: CdcMessage): string {
-  let s = `CDC seq ${m.seq} token ${hex32(m.token)} prod ${m.prod.wrap}:${m.prod.count} cons ${m.cons.wrap}:${m.cons.count}`;
+  const s = new StringSink();
+  writeCdcSummary(s, m);
+  return s.s;
+}
+
+/** summarizeCdc() written into a sink (smcdump's one-line output takes its numbers as digits). */
+export function writeCdcSummary(s: TextSink, m: CdcMessage): void {
+  s.text('CDC seq '); s.dec(m.seq);
+  s.text(' token '); writeHexN(s, m.token, 8);
+  s.text(' prod '); s.dec(m.prod.wrap); s.text(':'); s.dec(m.prod.count);
+  s.text(' cons '); s.dec(m.cons.wrap); s.text(':'); s.dec(m.cons.count);
   const f = flagList(m);
-  if (f) s += ` [${f}]`;
-  if (m.type !== CDC_TYPE || m.length !== CDC_MSG_SIZE) s += ` (type 0x${m.type.toString(16)} len ${m.length})`;
-  return s;
+  if (f) { s.text(' ['); s.text(f); s.text(']'); }
+  if (m.type !== CDC_TYPE || m.length !== CDC_MSG_SIZE) s.text(` (type 0x${m.type.toString(16)} len ${m.length})`);
 }

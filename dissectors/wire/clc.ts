@@ -14,10 +14,10 @@
 // Every offset is declared once, in ./views/clc.ts; decode, the `-V` tree and encode read and
 // write through those views (tree names and node ranges come from the tables too).
 
-import type { Decoded, Issue, Tree } from './common.js';
+import type { Decoded, Issue, TextSink, Tree } from './common.js';
 import {
   bufSizeFromCode, fmtSize, hex, hex32, ipv4Str, ipv6Str, isZero, issue, macStr, mtuFromCode,
-  parseIpv4, parseIpv6, parseMac, put16, put32, putAscii, u16, u32, u8, EBCDIC_SMCD, EBCDIC_SMCR,
+  parseIpv4, parseIpv6, parseMac, put16, put32, putAscii, StringSink, u16, u32, u8, EBCDIC_SMCD, EBCDIC_SMCR,
 } from './common.js';
 import { declineReason, formatReason } from './reasons.js';
 import { addField, addSpan, entryAt, type BytesSpec } from './views/field.js';
@@ -1154,55 +1154,69 @@ function pathsOffered(typev: number, v: string): string {
 
 /** One line, tcpdump style. */
 export function summarizeClc(m: ClcMessage): string {
+  const s = new StringSink();
+  writeClcSummary(s, m);
+  return s.s;
+}
+
+/** `64KiB`: an RMBE/DMBE size code's text (a 4-bit code: 16 texts, made when the module loads). */
+const BUF_TEXT: readonly string[] = Array.from({ length: 16 }, (_, code) => fmtSize(bufSizeFromCode(code)));
+function bufText(code: number): string {
+  return BUF_TEXT[code] ?? fmtSize(bufSizeFromCode(code));
+}
+
+/** summarizeClc() written into a sink (smcdump's one-line output takes its numbers as digits). */
+export function writeClcSummary(s: TextSink, m: ClcMessage): void {
   switch (m.type) {
     case 'proposal': {
-      let s = `CLC Proposal v${m.version}`;
+      s.text('CLC Proposal v'); s.dec(m.version);
       const p2 = m.version >= 2 ? pathsOffered(m.typev2, 'v2') : '';
       const p1 = pathsOffered(m.typev1, 'v1');
-      s += ' ' + (p2 && p1 ? `${p2} ${p1}` : p2 || p1 || 'no-path');
+      s.text(' '); s.text(p2 && p1 ? `${p2} ${p1}` : p2 || p1 || 'no-path');
       const v2 = m.v2;
       const r2 = m.version >= 2 && (m.typev2 === PATH_R || m.typev2 === PATH_B);
       const r1 = m.typev1 === PATH_R || m.typev1 === PATH_B;
       if (v2) {
-        s += ` rel 2.${v2.release}`;
-        if (v2.eids.length) s += ` ueid ${v2.eids.join(',')}`;
-        if (v2.seidFlag) s += ' seid';
-        if (r2) s += ` gid ${v2.roceV2Gid}`;
+        s.text(' rel 2.'); s.dec(v2.release);
+        if (v2.eids.length) { s.text(' ueid '); s.text(v2.eids.join(',')); }
+        if (v2.seidFlag) s.text(' seid');
+        if (r2) { s.text(' gid '); s.text(v2.roceV2Gid); }
       }
-      if (r1) s += `${v2 && r2 ? ' v1gid' : ' gid'} ${m.gid}`;
-      if (m.smcd && m.smcd.ismGid !== 0n) s += ` ism ${ismGidStr(m.smcd.ismGid)}`;
-      if (m.smcdv2 && m.smcdv2.gids.length) s += ` ismv2 ${m.smcdv2.gids.length}`;
+      if (r1) { s.text(v2 && r2 ? ' v1gid ' : ' gid '); s.text(m.gid); }
+      if (m.smcd && m.smcd.ismGid !== 0n) { s.text(' ism '); s.text(ismGidStr(m.smcd.ismGid)); }
+      if (m.smcdv2 && m.smcdv2.gids.length) { s.text(' ismv2 '); s.dec(m.smcdv2.gids.length); }
       if (m.prefix) {
         const pf: string[] = [];
         if (m.prefix.ipv4Len || m.prefix.ipv4 !== '0.0.0.0' || !m.prefix.ipv6.length) pf.push(`${m.prefix.ipv4}/${m.prefix.ipv4Len}`);
         for (const p of m.prefix.ipv6) pf.push(`${p.prefix}/${p.len}`);
-        s += ` pfx ${pf.join(',')}`;
+        s.text(' pfx '); s.text(pf.join(','));
       }
-      return s;
+      return;
     }
     case 'accept':
     case 'confirm': {
-      let s = `CLC ${m.type === 'accept' ? 'Accept' : 'Confirm'} v${m.version} ${m.d ? 'SMC-D' : 'SMC-R'}`;
-      if (m.firstContact) s += ' first-contact';
+      s.text(m.type === 'accept' ? 'CLC Accept v' : 'CLC Confirm v'); s.dec(m.version); s.text(m.d ? ' SMC-D' : ' SMC-R');
+      if (m.firstContact) s.text(' first-contact');
       if (m.r) {
         const r = m.r;
-        s += ` QP 0x${r.qpn.toString(16)} rkey 0x${r.rkey.toString(16)} token 0x${r.token.toString(16)}`;
-        s += ` buf ${fmtSize(bufSizeFromCode(r.rmbeSizeCode))} mtu ${mtuFromCode(r.mtuCode)} psn ${r.psn}`;
-        s += ` va 0x${r.rmbVa.toString(16)}`;
-        if (r.fce) s += fceSummary(r.fce, true);
-        if (r.gidList) s += ` gids ${r.gidList.length ? r.gidList.join(',') : '-'}`;
+        s.text(' QP '); s.hex(r.qpn); s.text(' rkey '); s.hex(r.rkey); s.text(' token '); s.hex(r.token);
+        s.text(' buf '); s.text(bufText(r.rmbeSizeCode)); s.text(' mtu '); s.dec(mtuFromCode(r.mtuCode)); s.text(' psn '); s.dec(r.psn);
+        s.text(' va 0x'); s.text(r.rmbVa.toString(16));
+        if (r.fce) s.text(fceSummary(r.fce, true));
+        if (r.gidList) { s.text(' gids '); s.text(r.gidList.length ? r.gidList.join(',') : '-'); }
       } else if (m.d) {
         const d = m.d;
-        s += ` gid ${ismGidStr(d.gid)} token 0x${d.dmbToken.toString(16)} buf ${fmtSize(bufSizeFromCode(d.dmbeSizeCode))} link 0x${d.linkId.toString(16)}`;
-        if (d.chid !== undefined) s += ` chid 0x${d.chid.toString(16)}`;
-        if (d.fce) s += fceSummary(d.fce, false);
+        s.text(` gid ${ismGidStr(d.gid)} token 0x${d.dmbToken.toString(16)} buf ${bufText(d.dmbeSizeCode)} link 0x${d.linkId.toString(16)}`);
+        if (d.chid !== undefined) s.text(` chid 0x${d.chid.toString(16)}`);
+        if (d.fce) s.text(fceSummary(d.fce, false));
       }
-      return s;
+      return;
     }
     case 'decline':
-      return `CLC Decline v${m.version}${m.outOfSync ? ' out-of-sync' : ''} ${formatReason(m.diagnosis)}`;
+      s.text(`CLC Decline v${m.version}${m.outOfSync ? ' out-of-sync' : ''} ${formatReason(m.diagnosis)}`);
+      return;
     default:
-      return `CLC type ${m.typeCode} len ${m.length}`;
+      s.text(`CLC type ${m.typeCode} len ${m.length}`);
   }
 }
 

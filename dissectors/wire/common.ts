@@ -125,6 +125,20 @@ export class StringSink implements TextSink {
   hex(n: number): void { this.s += '0x' + (n >>> 0).toString(16); }
 }
 
+const HEX_DIGIT: readonly string[] = Array.from({ length: 16 }, (_, i) => i.toString(16));
+/** `0x` and 0–8 zeros: the start of a padded hex number, one piece. */
+const HEX_PAD: readonly string[] = Array.from({ length: 9 }, (_, i) => '0x' + '0'.repeat(i));
+
+/** hexN(v, digits) for digits <= 8 written into a sink (`0x` and `digits` lower-case digits, more when v needs
+ *  them): a summary written into smcdump's output buffer makes no string for it. */
+export function writeHexN(s: TextSink, v: number, digits: number): void {
+  const x = v >>> 0;
+  let len = 1;
+  for (let y = x >>> 4; y !== 0; y >>>= 4) len++;
+  s.text(HEX_PAD[digits > len ? Math.min(8, digits - len) : 0]!);
+  for (let i = (len - 1) * 4; i >= 0; i -= 4) s.text(HEX_DIGIT[(x >>> i) & 15]!);
+}
+
 export function hexN(v: number, digits: number): string { return '0x' + (v >>> 0).toString(16).padStart(digits, '0'); }
 
 export function hex32(v: number): string { return hexN(v, 8); }

@@ -16,8 +16,8 @@
 // Every offset and flag bit is declared once, in ./views/llc.ts; decode, the `-V` tree and
 // encode read and write through those views.
 
-import type { Decoded, Issue, Tree } from './common.js';
-import { hex, hex32, ipv6Str, issue, macStr, mtuFromCode, need, parseIpv6, parseMac, put32, u32 } from './common.js';
+import type { Decoded, Issue, TextSink, Tree } from './common.js';
+import { hex, hex32, ipv6Str, issue, macStr, mtuFromCode, need, parseIpv6, parseMac, put32, StringSink, u32, writeHexN } from './common.js';
 import { addField, addSpan, entryAt, fieldBits, type BytesSpec, type FieldSpec } from './views/field.js';
 import {
   LLC_HEADER_FIELDS, LLC_MSG_SIZE, LLC_CONFIRM_LINK_FIELDS, LLC_ADD_LINK_FIELDS, LLC_ADD_LINK_CONT_FIELDS, LLC_ADD_LINK_CONT_SLOTS,
@@ -957,67 +957,85 @@ function putAddLink(b: Uint8Array, m: LlcAddLink): void {
 
 // ---- summary ----
 
-function v(m: LlcMessage): string {
-  return `v${m.llcVersion} ${m.response ? 'rsp' : 'req'}`;
-}
-
 /** One-line summary, e.g. `LLC CONFIRM LINK v2 req link 1 qp 0x11 gid ::ffff:10.55.0.2 uid 0x00000101 maxlinks 2 maxconns 255 [len le]`. */
 export function summarizeLlc(m: LlcMessage): string {
-  let s = `LLC ${llcTypeName(m.type)} ${v(m)}`;
+  const s = new StringSink();
+  writeLlcSummary(s, m);
+  return s.s;
+}
+
+/** ` 0x3a1->0x570@0x…`: an rkey entry of ADD LINK (CONT). */
+function writeRkeyEntry(s: TextSink, e: LlcRkeyEntry): void {
+  s.text(' '); s.hex(e.rkey); s.text('->'); s.hex(e.rkeyNew); s.text('@'); s.text(hx64(e.vaddrNew));
+}
+
+/** ` link 1 rkey 0x3a1 va 0x…`: an rtoken of CONFIRM RKEY (CONT). */
+function writeRtoken(s: TextSink, r: LlcRtoken): void {
+  s.text(' link '); s.dec(r.linkId); s.text(' rkey '); s.hex(r.rkey); s.text(' va '); s.text(hx64(r.vaddr));
+}
+
+/** ` link 1 qp 0x11 gid … mac …`: what CONFIRM LINK and ADD LINK say of the new link's end. */
+function linkEnd(s: TextSink, linkId: number, qpn: number, gid: string, mac: string): void {
+  s.text(' link '); s.dec(linkId); s.text(' qp '); s.hex(qpn); s.text(' gid '); s.text(gid); s.text(' mac '); s.text(mac);
+}
+
+/** summarizeLlc() written into a sink (smcdump's one-line output takes its numbers as digits). */
+export function writeLlcSummary(s: TextSink, m: LlcMessage): void {
+  s.text('LLC '); s.text(llcTypeName(m.type)); s.text(m.llcVersion === 2 ? ' v2' : m.llcVersion === 1 ? ' v1' : ` v${m.llcVersion}`);
+  s.text(m.response ? ' rsp' : ' req');
   switch (m.kind) {
     case 'confirm_link':
-      s += ` link ${m.linkId} qp ${hx(m.qpn)} gid ${m.gid} mac ${m.mac} uid ${hex32(m.linkUid)} maxlinks ${m.maxLinks} maxconns ${m.maxConns}`;
+      linkEnd(s, m.linkId, m.qpn, m.gid, m.mac);
+      s.text(' uid '); writeHexN(s, m.linkUid, 8); s.text(' maxlinks '); s.dec(m.maxLinks); s.text(' maxconns '); s.dec(m.maxConns);
       break;
     case 'add_link':
-      if (m.rejected) s += ` REJECT (${addLinkRejectReason(m.rejectReason)})`;
-      s += ` link ${m.linkId} qp ${hx(m.qpn)} gid ${m.gid} mac ${m.mac} mtu ${mtuFromCode(m.mtu) || m.mtu} psn ${m.psn}`;
+      if (m.rejected) { s.text(' REJECT ('); s.text(addLinkRejectReason(m.rejectReason)); s.text(')'); }
+      linkEnd(s, m.linkId, m.qpn, m.gid, m.mac);
+      s.text(' mtu '); s.dec(mtuFromCode(m.mtu) || m.mtu); s.text(' psn '); s.dec(m.psn);
       if (m.v2) {
-        s += `${m.v2.direct ? ' direct' : ''} target ${m.v2.targetGid} rkeys ${m.v2.numRkeys}`;
-        for (const e of m.v2.rkeys) s += ` ${hx(e.rkey)}->${hx(e.rkeyNew)}@${hx64(e.vaddrNew)}`;
-        if (m.v2.numRkeysOrder !== m.lengthOrder) s += ` [n ${m.v2.numRkeysOrder}]`;
+        if (m.v2.direct) s.text(' direct');
+        s.text(' target '); s.text(m.v2.targetGid); s.text(' rkeys '); s.dec(m.v2.numRkeys);
+        for (const e of m.v2.rkeys) writeRkeyEntry(s, e);
+        if (m.v2.numRkeysOrder !== m.lengthOrder) { s.text(' [n '); s.text(m.v2.numRkeysOrder); s.text(']'); }
       }
       break;
     case 'add_link_cont':
-      s += ` link ${m.linkId} remaining ${m.numRkeys}`;
-      for (const e of m.rkeys) if (e.rkey || e.rkeyNew) s += ` ${hx(e.rkey)}->${hx(e.rkeyNew)}@${hx64(e.vaddrNew)}`;
+      s.text(' link '); s.dec(m.linkId); s.text(' remaining '); s.dec(m.numRkeys);
+      for (const e of m.rkeys) if (e.rkey || e.rkeyNew) writeRkeyEntry(s, e);
       break;
     case 'delete_link':
-      if (m.all) s += ' ALL';
-      if (m.orderly) s += ' ORDERLY';
-      if (!m.all || m.linkId) s += ` link ${m.linkId}`;
-      s += ` reason ${hex32(m.reason)} ${deleteLinkReason(m.reason)}`;
+      if (m.all) s.text(' ALL');
+      if (m.orderly) s.text(' ORDERLY');
+      if (!m.all || m.linkId) { s.text(' link '); s.dec(m.linkId); }
+      s.text(' reason '); writeHexN(s, m.reason, 8); s.text(' '); s.text(deleteLinkReason(m.reason));
       break;
     case 'request_add_link':
-      if (m.rejected) s += ` REJECT (${addLinkRejectReason(m.rejectReason)})`;
-      s += ` gids ${m.gidCount}`;
-      if (m.gids.length) s += ' ' + m.gids.join(',');
+      if (m.rejected) { s.text(' REJECT ('); s.text(addLinkRejectReason(m.rejectReason)); s.text(')'); }
+      s.text(' gids '); s.dec(m.gidCount);
+      if (m.gids.length) { s.text(' '); s.text(m.gids.join(',')); }
       break;
     case 'confirm_rkey':
-      if (m.negative) s += ' NEGATIVE';
-      if (m.retry) s += ' RETRY';
-      s += ` rkey ${hx(m.rkey)} va ${hx64(m.vaddr)} +${m.numRtokens}`;
-      for (let i = 0; i < m.numRtokens && i < 2; i++) {
-        const r = m.others[i]!;
-        s += ` link ${r.linkId} rkey ${hx(r.rkey)} va ${hx64(r.vaddr)}`;
-      }
+      if (m.negative) s.text(' NEGATIVE');
+      if (m.retry) s.text(' RETRY');
+      s.text(' rkey '); s.hex(m.rkey); s.text(' va '); s.text(hx64(m.vaddr)); s.text(' +'); s.dec(m.numRtokens);
+      for (let i = 0; i < m.numRtokens && i < 2; i++) writeRtoken(s, m.others[i]!);
       break;
     case 'confirm_rkey_cont':
-      s += ` remaining ${m.numRemaining}`;
-      for (const r of m.rtokens) if (r.linkId || r.rkey) s += ` link ${r.linkId} rkey ${hx(r.rkey)} va ${hx64(r.vaddr)}`;
+      s.text(' remaining '); s.dec(m.numRemaining);
+      for (const r of m.rtokens) if (r.linkId || r.rkey) writeRtoken(s, r);
       break;
     case 'test_link':
-      s += ` data ${hex(m.userData)}`;
+      s.text(' data '); s.text(hex(m.userData));
       break;
     case 'delete_rkey':
-      if (m.negative) s += ` NEGATIVE mask 0x${hex2(m.errorMask)}`;
-      s += ` n ${m.numRkeys}`;
-      if (m.rkeys.length) s += ' ' + m.rkeys.map(hx).join(',');
-      if (m.variable) s += ' (variable)';
+      if (m.negative) { s.text(' NEGATIVE mask 0x'); s.text(hex2(m.errorMask)); }
+      s.text(' n '); s.dec(m.numRkeys);
+      for (let i = 0; i < m.rkeys.length; i++) { s.text(i === 0 ? ' ' : ','); s.hex(m.rkeys[i]!); }
+      if (m.variable) s.text(' (variable)');
       break;
     case 'unknown':
-      s += ` body ${m.body.length}B`;
+      s.text(' body '); s.dec(m.body.length); s.text('B');
       break;
   }
-  if (m.llcVersion === 2) s += ` [len ${m.lengthOrder ?? 'le'}]`;
-  return s;
+  if (m.llcVersion === 2) { s.text(' [len '); s.text(m.lengthOrder ?? 'le'); s.text(']'); }
 }

@@ -1,6 +1,7 @@
 // The time and number columns written as bytes (TimeParts.writeParts, Out.int/text: the
 // replay fast path for pcap frames) against the string formatter TimeColumn.format, for
-// timestamps over several decades, DST changes and both precisions, in the modes both print.
+// timestamps over several decades, DST changes (second by second across them) and both
+// precisions, in the modes both print.
 
 import test from 'ava';
 import { TimeColumn, TimeParts, type TimeMode } from '../../dissectors/render/time.js';
@@ -19,8 +20,15 @@ test('TimeParts.writeParts prints what TimeColumn.format prints (hms, date, epoc
   for (let i = 0; i < 300; i++) stamps.push([Math.floor(r() * 4_294_967_296), Math.floor(r() * 1e9)]);
   // a burst inside one second, then the next: the cached prefix must follow
   for (let i = 0; i < 20; i++) stamps.push([1_795_335_097 + (i >> 3), i * 37_000_123]);
+  // second after second (and in steps of 7) across DST changes and an offset with seconds in it
+  // (Monrovia's -0:44:30 until 1972): the prefix changed only in its SS digits within a minute
+  for (const at of [1_711_846_800, 1_729_990_800, 63_590_400 + 2_670]) {
+    for (let k = -150; k <= 150; k++) stamps.push([at + k, (k + 150) * 1_000_123]);
+    for (let k = -4_000; k <= 4_000; k += 7) stamps.push([at + k, 1_000]);
+    for (let k = 150; k >= -150; k--) stamps.push([at + k, 999_999_999]);
+  }
   const tz = process.env.TZ;
-  for (const zone of ['UTC', 'Europe/Berlin', 'America/Sao_Paulo']) {
+  for (const zone of ['UTC', 'Europe/Berlin', 'America/Sao_Paulo', 'Africa/Monrovia']) {
     process.env.TZ = zone;
     for (const mode of ['hms', 'date', 'epoch', 'none'] as TimeMode[]) {
       for (const utc of [false, true]) {
