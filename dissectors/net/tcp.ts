@@ -453,8 +453,16 @@ const FLAG_NAMES: readonly [keyof TcpFlags, string][] = [
   ['syn', 'SYN'], ['fin', 'FIN'], ['rst', 'RST'], ['psh', 'PSH'], ['ack', 'ACK'], ['urg', 'URG'], ['ece', 'ECE'], ['cwr', 'CWR'], ['ae', 'AE'],
 ];
 
+/** summarizeTcpFlags() by flagBits() (the header's 9 flag bits): 512 texts, each made once (a line
+ *  per segment reads one). */
+const FLAG_TEXT: (string | undefined)[] = new Array<string | undefined>(512).fill(undefined);
+
 /** tcpdump letters: `S`, `S.`, `P.`, `F.`, `R.`, `SEW`; 'none' when no flag is set. */
 export function summarizeTcpFlags(f: TcpFlags): string {
+  return (FLAG_TEXT[flagBits(f)] ??= flagLetters(f));
+}
+
+function flagLetters(f: TcpFlags): string {
   let s = '';
   for (const [k, c] of FLAG_LETTERS) if (f[k]) s += c;
   return s || 'none';
@@ -467,37 +475,55 @@ function tcpFlagNames(f: TcpFlags): string {
   return s;
 }
 
+/** One option's text (the -V tree's option line). */
 function optionText(o: TcpOption): string {
+  const s = new StringSink();
+  writeTcpOption(s, o);
+  return s.s;
+}
+
+/** One option as tcpdump writes it (`mss 1460`, `TS val 1 ecr 2`, `smc-r`), piece by piece into
+ *  a sink: the options Linux sends go in as pieces and numbers (smcdump's output buffer writes the
+ *  digits; no string per segment), the rare ones as one text. */
+function writeTcpOption(s: TextSink, o: TcpOption): void {
   switch (o.kind) {
-    case 0: return 'eol';
-    case 1: return 'nop';
-    case 2: if (o.mss !== undefined) return `mss ${o.mss}`; break;
-    case 3: if (o.wscale !== undefined) return `wscale ${o.wscale}`; break;
-    case 4: if (!o.bytes) return 'sackOK'; break;
-    case 5: if (o.sack) return `sack ${o.sack.length} ${o.sack.map((x) => `{${x.left}:${x.right}}`).join('')}`; break;
-    case 8: if (o.tsVal !== undefined) return `TS val ${o.tsVal} ecr ${o.tsEcr}`; break;
-    case 19: if (o.bytes && o.bytes.length === 18) return `md5 ${hex(o.bytes, 2)}`; break;
-    case 29: if (o.keyId !== undefined) return `tcp-ao keyid ${o.keyId} rnextkeyid ${o.rnextKeyId}`; break;
-    case 30: if (o.subtype !== undefined) return `mptcp ${MPTCP_SUBTYPES[o.subtype] ?? `subtype ${o.subtype}`}`; break;
-    case 34: if (o.bytes) return o.bytes.length > 2 ? `tfo cookie ${hex(o.bytes, 2)}` : 'tfo cookiereq'; break;
+    case 0: s.text('eol'); return;
+    case 1: s.text('nop'); return;
+    case 2: if (o.mss !== undefined) { s.text('mss '); s.dec(o.mss); return; } break;
+    case 3: if (o.wscale !== undefined) { s.text('wscale '); s.dec(o.wscale); return; } break;
+    case 4: if (!o.bytes) { s.text('sackOK'); return; } break;
+    case 5: if (o.sack) { s.text(`sack ${o.sack.length} ${o.sack.map((x) => `{${x.left}:${x.right}}`).join('')}`); return; } break;
+    case 8: if (o.tsVal !== undefined) { s.text('TS val '); s.dec(o.tsVal); s.text(' ecr '); if (o.tsEcr !== undefined) s.dec(o.tsEcr); else s.text('undefined'); return; } break;
+    case 19: if (o.bytes && o.bytes.length === 18) { s.text(`md5 ${hex(o.bytes, 2)}`); return; } break;
+    case 29: if (o.keyId !== undefined) { s.text(`tcp-ao keyid ${o.keyId} rnextkeyid ${o.rnextKeyId}`); return; } break;
+    case 30: if (o.subtype !== undefined) { s.text(`mptcp ${MPTCP_SUBTYPES[o.subtype] ?? `subtype ${o.subtype}`}`); return; } break;
+    case 34: if (o.bytes) { s.text(o.bytes.length > 2 ? `tfo cookie ${hex(o.bytes, 2)}` : 'tfo cookiereq'); return; } break;
     case 253: case 254: {
       const e = o.exp;
       if (e) {
-        if (e.name === 'smc-r' || e.name === 'smc-d') return e.name + (e.length !== 6 ? ` len ${e.length}` : '');
-        if (e.exidBits) return `exp-${e.exid.toString(16).padStart(e.exidBits / 4, '0')}${e.data.length ? ':' + hex(e.data) : ''}`;
+        if (e.name === 'smc-r' || e.name === 'smc-d') { s.text(e.name); if (e.length !== 6) { s.text(' len '); s.dec(e.length); } return; }
+        if (e.exidBits) { s.text(`exp-${e.exid.toString(16).padStart(e.exidBits / 4, '0')}${e.data.length ? ':' + hex(e.data) : ''}`); return; }
       }
       break;
     }
   }
   const b = o.bytes;
-  return `${OPT_NAMES.has(o.kind) ? tcpOptionName(o.kind) : 'unknown-' + o.kind}${b && b.length > 2 ? ' 0x' + hex(b, 2) : ''}${b && b.length >= 2 && b[1] !== b.length ? ` [bad opt len ${b[1]}]` : ''}`;
+  s.text(`${OPT_NAMES.has(o.kind) ? tcpOptionName(o.kind) : 'unknown-' + o.kind}${b && b.length > 2 ? ' 0x' + hex(b, 2) : ''}${b && b.length >= 2 && b[1] !== b.length ? ` [bad opt len ${b[1]}]` : ''}`);
+}
+
+/** The option list's content (`mss 1460,sackOK,TS val 1 ecr 0,nop,wscale 7`) into a sink. */
+function writeTcpOptions(s: TextSink, opts: readonly TcpOption[]): void {
+  for (let i = 0; i < opts.length; i++) {
+    if (i !== 0) s.text(',');
+    writeTcpOption(s, opts[i]!);
+  }
 }
 
 /** tcpdump style list content: `mss 1460,sackOK,TS val 1 ecr 0,nop,wscale 7,nop,nop,smc-r`. */
 export function summarizeTcpOptions(opts: readonly TcpOption[]): string {
-  let s = '';
-  for (let i = 0; i < opts.length; i++) s += (i ? ',' : '') + optionText(opts[i]!);
-  return s;
+  const s = new StringSink();
+  writeTcpOptions(s, opts);
+  return s.s;
 }
 
 export interface TcpSummaryContext {
@@ -539,7 +565,7 @@ export function writeTcpSummary(s: TextSink, v: TcpHeader, payloadLength = 0, c?
   s.text(', win ');
   s.dec(v.window);
   if (f.urg) { s.text(', urg '); s.dec(v.urgentPointer); }
-  if (v.options.length) { s.text(', options ['); s.text(summarizeTcpOptions(v.options)); s.text(']'); }
+  if (v.options.length) { s.text(', options ['); writeTcpOptions(s, v.options); s.text(']'); }
   s.text(', length ');
   s.dec(payloadLength);
 }

@@ -10,7 +10,6 @@ import { summarizeCdc, writeCdcSummary } from '../wire/cdc.js';
 import { summarizeClc, writeClcSummary } from '../wire/clc.js';
 import { summarizeLlc, writeLlcSummary } from '../wire/llc.js';
 import { StringSink, type TextSink } from '../wire/common.js';
-import { tcpLinePlain, writeTcpLine } from './tcpline.js';
 import { ETHERTYPE } from '../wire/views/net.js';
 
 export interface LineOptions {
@@ -335,12 +334,11 @@ export class CachedLine {
   /** A TCP segment's line, as body() writes it without colour. */
   private tcpLine(out: LineSink, d: DecodedFrame, h: TcpHeader, src: string, dst: string, note: FrameNote | undefined, seq: LineOptions['seq']): boolean {
     const clc = hasClc(d);
-    if (!clc && !tcpLinePlain(h)) return false;
     const t = note === undefined ? EMPTY : this.tagBytes(note);
     out.bytes(this.flowEnds(src, dst, h));
     if (clc) writeClcItems(out, d);
     else {
-      writeTcpLine(out, h, d.payloadLength, seq);
+      writeTcpSummary(out, h, d.payloadLength, seq); // (no addresses in seq: flowEnds wrote them)
       const role = d.tcpRole;
       if (role === 'clc-part') out.bytes(ROLE_CLC_PART);
       else if (role === 'out-of-order') out.bytes(ROLE_OUT_OF_ORDER);

@@ -137,8 +137,9 @@ test('CachedLine TCP keys: addresses, ports, flags, numbers, options, roles, bas
     if (hit) hits++; else misses++;
     if (got !== want) { t.is(got, want, `case ${i} (change ${k})`); return; }
   }
-  // most stay cached; the options it leaves to the general path (sack, MPTCP, unknown, …) do not
-  t.true(hits > 4000 && misses > 100, `${hits} from the cache, ${misses} not`);
+  // the cache writes the TCP text with the general renderer's writeTcpSummary, unusual options
+  // (sack, MPTCP, unknown, …) included: only frames with issues or anomalies are left to it
+  t.true(hits > 4000, `${hits} from the cache, ${misses} not`);
 });
 
 test('SMC summaries written into Out = their strings, every item of every bundled capture', async (t) => {
