@@ -278,7 +278,7 @@ function tail2(s: string): number {
 /**
  * writeLineRest() without colour and without -e, for the lines that make up most of a capture:
  * a RoCE packet over IP of a common shape (wire/ib.ts ibLineShape: RDMA WRITE/SEND with their
- * length, ACK) and a TCP segment (its flags and numbers, options of the kinds Linux sends, or
+ * length, ACK) and a TCP segment (its flags, numbers and options, or
  * its CLC messages), with no issue and no anomaly. Such a line is the same text as the one
  * before it on the same QP or flow but for its numbers, so the stable parts (the addresses and
  * the packet's head, the tracker's tags) are kept as bytes, made once by the general renderer's
