@@ -71,7 +71,7 @@ function ackUpTo(qp: UroceQp, psn: number): void {
   qp.retryLeft = qp.retryCnt;
   qp.rnrLeft = qp.rnrRetry;
   qp.lastNakPsn = -1;
-  qp.deadline = qp.engine.now() + qp.timeoutMs;
+  qp.deadline = performance.now() + qp.timeoutMs;
   if (psnDiff(txPsn(qp), qp.unacked) < 0) goBack(qp, qp.unacked);
   completeUpTo(qp, psn);
 }

@@ -11,8 +11,6 @@
 // call per batch, and the QPs' ACKs are coalesced per batch.
 
 import type dgram from 'node:dgram';
-// a module binding: the global `performance` is an accessor, looked up per call on the data path
-import { performance } from 'node:perf_hooks';
 import { BatchQueue, beginBatch, endBatch, microtask } from '../../microtask.js';
 import { setIcrc, readIcrc, BTH_LEN, ICRC_LEN, IB_OP, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
 import { AETH_FIELDS, BTH_FIELDS as B, DEFAULT_PKEY, PKEY_MEMBERSHIP } from '../../../dissectors/wire/views/ib.js';
@@ -221,8 +219,6 @@ export class UroceEngine {
    * here, read and cleared by the loop, which skips after() without it).
    */
   private turn: Int32Array | undefined;
-  /** performance.now() at the start of the receive batch whose turn is running (see now()). */
-  private batchNow = 0;
   /** True during the native loop's call for a batch (its end included), false in the
    *  microtasks that follow it: a flush asked for there is a microtask (see scheduleFlush). */
   private inCall = false;
@@ -589,25 +585,10 @@ export class UroceEngine {
     return s;
   }
 
-  /**
-   * The clock for retransmission deadlines (ms, performance.now()'s). Inside a native receive
-   * batch's turn (its call and its microtasks: turn[0] set by the loop) the time the batch
-   * started: an rr leg set a deadline three times per side (the ACK's progress, the answer's
-   * post from idle, the link's last-receive stamp), ~55 ns a clock read on this VM (round 13).
-   * A deadline set late in a long turn (an application handler that computes for a while) is
-   * early by at most that turn's length: the retransmission that may cause is a duplicate the
-   * responder acknowledges again, never lost data.
-   */
-  now(): number {
-    const turn = this.turn;
-    return turn !== undefined && turn[0] === 1 ? this.batchNow : performance.now();
-  }
-
   /** One batch from the native receive loop: n datagrams (GRO ones cut into their packets). */
   private onBatch(n: number): void {
     const meta = this.rxMeta!, views = this.rxViews!, st = this.stats;
     st.rxBatches++;
-    this.batchNow = performance.now();
     this.inBatch = true;
     this.inCall = true;
     beginBatch(this.deferred);

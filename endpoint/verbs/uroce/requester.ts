@@ -51,7 +51,7 @@ export function pump(qp: UroceQp): void {
       sendRequest(qp, w, qp.txPkt, psn, inflight + 1 >= win || (inflight + 1) % qp.tune.ackReqEvery === 0);
       if (psnDiff(psn, qp.txHigh) >= 0) qp.txHigh = (psn + 1) & PSN_MASK;
       else qp.stats.retransmits++;
-      if (wasIdle) qp.deadline = qp.engine.now() + qp.timeoutMs;
+      if (wasIdle) qp.deadline = performance.now() + qp.timeoutMs;
       if (++qp.txPkt >= w.npkts) { qp.txIdx++; qp.txPkt = 0; }
     }
   } finally {
