@@ -16,7 +16,8 @@ import { LINKTYPE, type CapturedFrame } from '../capture/types.js';
 import type { DecodedFrame, FrameDecoder } from './frame.js';
 import { ipv4ChecksumOk, type Ipv4Header } from './net/ipv4.js';
 import type { Tracker } from './tracker/tracker.js';
-import { BTH_LEN, icrcOk, ICRC_LEN, PREDICTED, PREDICTED_KIND, predictedBodyLength } from './wire/ib.js';
+import { BTH_LEN, icrcOkIpv4, ICRC_LEN, PREDICTED, PREDICTED_KIND, predictedBodyLength } from './wire/ib.js';
+import { fieldBits, type FieldSpec } from './wire/views/field.js';
 import { BTH_FIELDS } from './wire/views/ib.js';
 import { ETHERNET_LEN, IPV4_FIELDS, IPV4_MIN_LEN, UDP_FIELDS, UDP_LEN } from './wire/views/net.js';
 
@@ -28,10 +29,9 @@ const STACK_LEN = BTH_AT + BTH_LEN;
 /** The shortest frame predicted: the stack and an ICRC. */
 const MIN_LEN = STACK_LEN + ICRC_LEN;
 
-interface Field { at: number; size: number; shift?: number; mask?: number }
 
 /** The fields that may differ between two packets of one flow, at their offsets in the frame. */
-const VARYING: readonly [number, Field][] = [
+const VARYING: readonly [number, FieldSpec][] = [
   [IP_AT, IPV4_FIELDS.totalLength], [IP_AT, IPV4_FIELDS.id], [IP_AT, IPV4_FIELDS.checksum],
   [UDP_AT, UDP_FIELDS.length], [UDP_AT, UDP_FIELDS.checksum],
   [BTH_AT, BTH_FIELDS.opcode], [BTH_AT, BTH_FIELDS.padCount], [BTH_AT, BTH_FIELDS.ackReq], [BTH_AT, BTH_FIELDS.psn],
@@ -44,9 +44,9 @@ const { WORD_AT, WORD_MASK } = (() => {
   const keep = new Uint8Array(Math.ceil(STACK_LEN / 4) * 4);
   keep.fill(0xff, 0, STACK_LEN);
   for (const [base, f] of VARYING) {
-    // the field's bits as a big-endian number of `size` bytes, cleared byte by byte
-    const bits = f.mask !== undefined ? f.mask * 2 ** (f.shift ?? 0) : 2 ** (8 * f.size) - 1;
-    for (let i = 0; i < f.size; i++) keep[base + f.at + i]! &= ~Math.floor(bits / 2 ** (8 * (f.size - 1 - i))) & 0xff;
+    // the field's bits in its big-endian value of `size` bytes, cleared byte by byte
+    const bits = fieldBits(f);
+    for (let i = 0; i < f.size; i++) keep[base + f.at + i]! &= ~(bits >>> (8 * (f.size - 1 - i))) & 0xff;
   }
   const at: number[] = [], mask: number[] = [];
   for (let o = 0; o < keep.length; o += 4) {
@@ -126,7 +126,7 @@ export class HeaderPrediction {
     const tl = dv.getUint16(o + AT_IP_LEN);
     if (tl !== b.length - IP_AT || dv.getUint16(o + AT_UDP_LEN) !== tl - IPV4_MIN_LEN || !ipv4ChecksumOk(b, IP_AT, IPV4_MIN_LEN)) return 0;
     const payLen = predictedBodyLength(b, BTH_AT, b.length, kind);
-    if (payLen < 0 || (this.icrc && !icrcOk(b, IP_AT, 'v2'))) return 0;
+    if (payLen < 0 || (this.icrc && !icrcOkIpv4(b, IP_AT))) return 0;
     this.qpn = dv.getInt32(o + AT_QP) & QP_MASK;
     this.psn = dv.getInt32(o + AT_PSN) & PSN_MASK;
     this.payLen = payLen;

@@ -745,6 +745,9 @@ function padZero(b: Uint8Array, from: number, to: number): boolean {
   return true;
 }
 
+/** The syndrome bits that make an AETH other than a plain ACK: its kind and the reserved bit. */
+const AETH_NOT_ACK = fieldBits(AETH_FIELDS.kindBits) | AETH_RESV_BIT;
+
 /** What header prediction (dissectors/predict.ts) does with a packet of each opcode: 0 none,
  *  else one of these (RC, at most an AETH after the BTH, so nothing but the BTH's numbers, the
  *  AETH and the body's length can differ from the packet before on the same QP). */
@@ -766,14 +769,13 @@ export const PREDICTED_KIND: Uint8Array = (() => {
  */
 export function predictedBodyLength(b: Uint8Array, base: number, end: number, kind: number): number {
   const bodyEnd = end - ICRC_LEN;
+  const pad = (b[base + BTH_FIELDS.padCount.at]! >>> BTH_FIELDS.padCount.shift) & BTH_FIELDS.padCount.mask;
   if (kind === PREDICTED.ACK) {
-    // ACKNOWLEDGE: the AETH, no payload, no pad
-    if (bodyEnd - base !== BTH_LEN + IB_EXT_SIZE.AETH) return -1;
-    const a = aethV.reset(b, base + BTH_LEN);
-    return a.kindBits === 0 && !a.resvBit && bthV.reset(b, base).padCount === 0 ? 0 : -1;
+    // ACKNOWLEDGE: the AETH, no payload, no pad; a plain ACK (the syndrome's kind and reserved bits 0)
+    if (bodyEnd - base !== BTH_LEN + IB_EXT_SIZE.AETH || pad !== 0) return -1;
+    return (b[base + BTH_LEN + AETH_FIELDS.syndrome.at]! & AETH_NOT_ACK) === 0 ? 0 : -1;
   }
   const avail = bodyEnd - base - BTH_LEN;
-  const pad = bthV.reset(b, base).padCount;
   if (avail < 0 || pad > avail || !bodyAligned(avail) || !padZero(b, bodyEnd - pad, bodyEnd)) return -1;
   return avail - pad;
 }
@@ -1068,6 +1070,15 @@ export function icrcOk(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): boole
   const r = trailerCheck(frame, off, id, e);
   if (r >= 0) return r === 1;
   return (kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e)) === u32le(frame, e - ICRC_LEN);
+}
+
+/** icrcOk(frame, off, 'v2') of a packet known to be IPv4 without options that ends the frame
+ *  (header prediction checked both): the same trailerCheck, without finding the stack again. */
+export function icrcOkIpv4(frame: Uint8Array, off: number): boolean {
+  const e = frame.length;
+  const r = trailerCheck(frame, off, V2_IPV4_CHECK, e);
+  if (r >= 0) return r === 1;
+  return icrcRoceV2(frame, off, e) === u32le(frame, e - ICRC_LEN);
 }
 
 /** End of the RoCE packet at `off` by its own length field (GRH payload length, IP length). */
