@@ -135,6 +135,13 @@ export class FrameDecoder {
     this.summaries = opts.summaries !== false;
   }
 
+  /** Frames numbered so far (decoded or skipped). */
+  get frames(): number { return this.n; }
+
+  /** Numbers a frame handled without decoding (header prediction, dissectors/predict.ts): it
+   *  holds no TCP segment or SEND, so no reassembly state changes. Returns its number. */
+  skip(): number { return ++this.n; }
+
   decode(f: CapturedFrame): DecodedFrame {
     const n = ++this.n;
     const b = f.data;

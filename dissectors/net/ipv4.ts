@@ -258,11 +258,9 @@ export function decodeIpv4At(value: Ipv4Header, issues: Issue[], b: Uint8Array, 
 
   // checksum over the full header when it is all here
   if (hl >= IPV4_MIN_LEN && hl <= n) {
-    let acc = 0;
-    for (let i = off; i < off + hl; i += 2) acc += (b[i]! << 8) | b[i + 1]!;
-    if (fold(acc) === 0xffff) value.checksumStatus = 'ok';
+    if (ipv4ChecksumOk(b, off, hl)) value.checksumStatus = 'ok';
     else {
-      const expected = finish(acc - value.checksum);
+      const expected = finish(ipv4HeaderSum(b, off, hl) - value.checksum);
       if (value.checksum === 0) {
         value.checksumStatus = 'zero';
         issue(issues, 'note', 'ipv4.checksum-zero', `header checksum 0 (expected ${hexN(expected, 4)}): checksum offload on the capturing sender?`, F.checksum.at, F.checksum.size);
@@ -301,6 +299,19 @@ export function decodeIpv4At(value: Ipv4Header, issues: Issue[], b: Uint8Array, 
   }
 }
 
+
+/** The ones' complement sum of the IPv4 header b[off, off + hl), not folded. */
+function ipv4HeaderSum(b: Uint8Array, off: number, hl: number): number {
+  let acc = 0;
+  for (let i = off; i < off + hl; i += 2) acc += (b[i]! << 8) | b[i + 1]!;
+  return acc;
+}
+
+/** The header checksum rule: the header b[off, off + hl) (all captured) sums to 0xffff. The
+ *  decoder's verdict 'ok' and header prediction's (dissectors/predict.ts) are this one test. */
+export function ipv4ChecksumOk(b: Uint8Array, off: number, hl: number): boolean {
+  return fold(ipv4HeaderSum(b, off, hl)) === 0xffff;
+}
 
 /** The `-V` nodes of the fixed header (a function of its own: decodeIpv4At stays small enough to
  *  inline into the frame decoder). */

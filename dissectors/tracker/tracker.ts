@@ -19,7 +19,7 @@ import type { LlcMessage } from '../wire/llc.js';
 import { DEL_REASON, deleteLinkReason } from '../wire/llc.js';
 import type { CdcMessage } from '../wire/cdc.js';
 import { cursorDiff, cursorDistance, cursorOutOfRing, movedMultiWrap, overrunBytes, seqCheck, urgentByteAt, validationOutOfSync } from '../wire/cdcrules.js';
-import { opcodeInfo, type IbOpcodeInfo } from '../wire/ib.js';
+import { opcodeInfo, PREDICTED, type IbOpcodeInfo } from '../wire/ib.js';
 import type {
   Anomaly, FrameNote, Link, LinkGroup, LinkSent, LlcQp, QpEnd, RetxStats, RmbAlias, RmbRef, SmcConn, SmcDir, SmcSide, TcpConn, TcpStream, WriteCont,
 } from './model.js';
@@ -160,7 +160,9 @@ export class Tracker {
   private readonly sideSlab = new SideSlab();
   /** A cursor read out of a direction for the cursor rules (no object per CDC). */
   private readonly curA = { wrap: 0, count: 0 };
-  private cur!: DecodedFrame;
+  /** The current frame's number and time (anomalies are stamped with them). */
+  private curN = 0;
+  private curTs = 0n;
   /** Where a WRITE ONLY goes (filled per WRITE, never kept). */
   private readonly onlyWrite: WriteCont = { conn: undefined as unknown as SmcConn, dir: 0, offset: 0 };
   /** The end of the link linkOf() returned that the frame went to (no object per frame). */
@@ -180,12 +182,8 @@ export class Tracker {
 
   /** Feed one frame (capture order). Returns what the tracker knows about it. */
   feed(d: DecodedFrame): FrameNote {
-    this.frames++;
     if (this.firstTs === undefined) { this.firstTs = d.tsNs; this.epoch.base = d.tsNs; }
-    this.lastTs = d.tsNs;
-    this.cur = d;
-    this.note = this.reused !== undefined ? this.reused.reset() : { anomalies: NO_ANOMALIES };
-    this.frameLink = undefined;
+    this.begin(d.n, d.tsNs);
     // nothing can expire before the earliest deadline (no call, no list per frame until then)
     if (this.awaitingConfirmLink.length !== 0 || this.llc.mayExpire(d.tsNs)) this.checkTimeouts(d.tsNs, false);
     if (d.issues.length !== 0) this.codecIssues(d);
@@ -194,6 +192,50 @@ export class Tracker {
     const n = this.note;
     if (n === this.reused) return n;
     return n.anomalies.length === 0 && n.link === undefined && n.conn === undefined && n.tcpMode === undefined ? EMPTY_NOTE : n;
+  }
+
+  /** What every frame does first, fed whole or through roceFast (after the first frame). */
+  private begin(n: number, tsNs: bigint): void {
+    this.frames++;
+    this.lastTs = tsNs;
+    this.curN = n;
+    this.curTs = tsNs;
+    this.note = this.reused !== undefined ? this.reused.reset() : { anomalies: NO_ANOMALIES };
+    this.frameLink = undefined;
+  }
+
+  /**
+   * Header prediction's narrow entry (dissectors/predict.ts): a RoCE v2 packet whose headers
+   * match a clean packet of the same flow, so only its numbers are given: the destination
+   * address (the decoder's text, as onRoce looks the link up by), destination QP, PREDICTED
+   * kind (an ACK, or a WRITE MIDDLE/LAST, with no issue), PSN, payload length, frame number and
+   * time. It does what feed() would do with the decoded frame through the same steps of
+   * onRoce/onWrite, and returns false having changed nothing when the frame needs more than
+   * those steps (first frame, a timeout due, a link not cached, a PSN not the next one, a
+   * WRITE into the sender's own RMB or a stream kept for --follow): feed() it then.
+   * Only for a compact tracker with reuseNote (smcdump's -q and --summary).
+   */
+  roceFast(dstIp: string, qpn: number, kind: number, psn: number, payLen: number, n: number, tsNs: bigint): boolean {
+    if (this.firstTs === undefined || this.reused === undefined || !this.opts.compact) return false;
+    if (this.awaitingConfirmLink.length !== 0 || this.llc.mayExpire(tsNs)) return false;
+    const link = this.links.get(dstIp, qpn, this.qps.gen);
+    if (link === undefined) return false;
+    const dir: 0 | 1 = this.links.hitEnd === 1 ? 0 : 1;
+    let cont: WriteCont | undefined;
+    if (kind !== PREDICTED.ACK) {
+      const want = link.nextPsnOf(dir);
+      if (want !== undefined && psn !== want) return false;
+      cont = link.writeOf(dir);
+      if (cont !== undefined && (cont.dir !== dir || dirOf(cont.conn, cont.dir).stream !== undefined)) return false;
+    }
+    this.begin(n, tsNs);
+    this.roceFrom(link, dir, payLen, n, tsNs);
+    if (kind === PREDICTED.ACK) return true;
+    link.setNextPsn(dir, (psn + 1) & 0xffffff);
+    cont = this.writeCont(link, dir, kind === PREDICTED.WRITE_LAST);
+    if (cont !== undefined) this.written(cont, payLen, undefined, n, tsNs);
+    this.psnRemember(link, dir, psn);
+    return true;
   }
 
   /** Malformed bytes (reserved bits, trailer/length mismatch, ICRC, …) found by the codecs are
@@ -654,14 +696,7 @@ export class Tracker {
     // `end` receives; the packet travels from the other end. Direction index = sender end:
     // 0 = client → server (received by end 1), 1 = server → client.
     const dir: 0 | 1 = end === 1 ? 0 : 1;
-    this.note.link = link.name;
-    this.frameLink = link;
-    this.frameDir = dir;
-    link.count(dir, 1, ib.payload.length);
-    link.seen(dir, d.n, d.tsNs);
-    // any packet from the other end shows it is alive
-    const rx = link.retxOf((1 - dir) as 0 | 1);
-    if (rx) rx.answered = true;
+    this.roceFrom(link, dir, ib.payload.length, d.n, d.tsNs);
     if (info.isAck) {
       const a = ib.aeth;
       if (a && a.kind !== 'ACK') this.onNak(link, dir, bth.psn, a.kind, a.code);
@@ -674,10 +709,27 @@ export class Tracker {
     if (!this.opts.compact) countSent(link.sent[dir], d, info);
     if (info.isWrite) this.onWrite(d, link, dir, info);
     else this.onSend(d, link, dir);
+    this.psnRemember(link, dir, bth.psn);
+  }
+
+  /** A packet of `payLen` payload bytes from end `dir` of `link` in frame `n` (any opcode). */
+  private roceFrom(link: LinkState, dir: 0 | 1, payLen: number, n: number, tsNs: bigint): void {
+    this.note.link = link.name;
+    this.frameLink = link;
+    this.frameDir = dir;
+    link.count(dir, 1, payLen);
+    link.seen(dir, n, tsNs);
+    // any packet from the other end shows it is alive
+    const rx = link.retxOf((1 - dir) as 0 | 1);
+    if (rx) rx.answered = true;
+  }
+
+  /** After a new request: remember which connection each recent PSN carried, for NAKs and
+   *  retransmissions. */
+  private psnRemember(link: LinkState, dir: 0 | 1, psn: number): void {
     this.note.link = link.name; // CONFIRM LINK / ADD LINK may just have named the link
-    // Remember which connection each recent PSN carried, for NAKs and retransmissions.
     const ring = link.psnRingOf(dir);
-    const now = psnRecord(ring < 0 ? newPsnRing() : ring, bth.psn, this.note.conn ?? 0);
+    const now = psnRecord(ring < 0 ? newPsnRing() : ring, psn, this.note.conn ?? 0);
     if (now !== ring) link.setPsnRing(dir, now);
   }
 
@@ -759,25 +811,32 @@ export class Tracker {
 
   private onWrite(d: DecodedFrame, link: LinkState, dir: 0 | 1, info: IbOpcodeInfo): void {
     const ib = d.roce!.ib;
-    let cont: WriteCont | undefined;
-    if (ib.reth) cont = this.writeStart(d, link, dir, info);
-    else {
-      cont = link.writeOf(dir);
-      if (cont !== undefined && info.isLast) link.setWrite(dir, undefined);
-    }
+    const cont = ib.reth ? this.writeStart(d, link, dir, info) : this.writeCont(link, dir, info.isLast);
     if (cont === undefined) return; // not placed (unknown rkey), or a MIDDLE/LAST whose FIRST was not captured
+    if (cont.dir !== dir) this.anomaly('error', 'rdma.wrong-direction', `RDMA WRITE into the sender's own RMB (connection ${cont.conn.index})`, link.name, cont.conn.index);
+    this.written(cont, ib.payload.length, ib.payload, d.n, d.tsNs);
+  }
+
+  /** Where a WRITE MIDDLE or LAST from end `dir` goes: its FIRST's place (a LAST ends it). */
+  private writeCont(link: LinkState, dir: 0 | 1, last: boolean): WriteCont | undefined {
+    const cont = link.writeOf(dir);
+    if (cont !== undefined && last) link.setWrite(dir, undefined);
+    return cont;
+  }
+
+  /** `len` bytes written at `cont` in frame `n` (`payload`: the bytes, for a kept stream; a
+   *  predicted frame has none and is never one whose connection keeps its stream). */
+  private written(cont: WriteCont, len: number, payload: Uint8Array | undefined, n: number, tsNs: bigint): void {
     const conn = cont.conn as SmcState, sd = conn.dir(cont.dir);
     this.note.conn = conn.index;
     this.note.dir = cont.dir === 0 ? 'c>s' : 's>c';
-    if (cont.dir !== dir) this.anomaly('error', 'rdma.wrong-direction', `RDMA WRITE into the sender's own RMB (connection ${conn.index})`, link.name, conn.index);
-    const n = ib.payload.length;
     sd.writes++;
-    sd.writeBytes += n;
+    sd.writeBytes += len;
     if (cont.offset >= 0) {
-      sd.stream?.place(cont.offset, ib.payload);
-      cont.offset += n;
+      if (payload !== undefined) sd.stream?.place(cont.offset, payload);
+      cont.offset += len;
     }
-    conn.noteData(d.n, d.tsNs);
+    conn.noteData(n, tsNs);
   }
 
   /** A WRITE FIRST or ONLY (it has a RETH): where in which connection's RMB it goes, or
@@ -1248,7 +1307,7 @@ export class Tracker {
   }
 
   private anomaly(severity: Severity, code: string, message: string, link?: string, conn?: number): void {
-    const a = this.anomalyAt(this.cur.n, this.cur.tsNs, severity, code, message, link, conn);
+    const a = this.anomalyAt(this.curN, this.curTs, severity, code, message, link, conn);
     if (this.note.anomalies === NO_ANOMALIES) this.note.anomalies = [];
     this.note.anomalies.push(a);
   }

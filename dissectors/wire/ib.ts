@@ -719,12 +719,10 @@ export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, e
   if (!info.payload) {
     if (avail > 0) issue(issues, 'error', 'ib.payload', `${info.name} must not carry a payload (${avail} bytes)`, o, avail);
     else if (bth.padCount !== 0) issue(issues, 'warn', 'ib.padcnt', `PadCnt ${bth.padCount} on ${info.name} (no payload)`, 1, 1);
-  } else if (avail > 0 && (avail & 3) !== 0 && info.known) {
+  } else if (!bodyAligned(avail) && info.known) {
     issue(issues, 'warn', 'ib.align', `payload+pad (${avail} bytes) is not a multiple of 4`, o, avail);
   }
-  if (pad === bth.padCount) for (let i = payEnd; i < bodyEnd; i++) {
-    if (b[base + i] !== 0) { issue(issues, 'note', 'ib.pad', 'pad bytes are not zero', payEnd, pad); break; }
-  }
+  if (pad === bth.padCount && !padZero(b, base + payEnd, base + bodyEnd)) issue(issues, 'note', 'ib.pad', 'pad bytes are not zero', payEnd, pad);
   if (bth.opcode === 0x81 && avail !== 16) issue(issues, 'warn', 'ib.cnp', `CNP carries ${avail} bytes after the BTH (16 reserved expected)`, o, avail);
   const payLen = payEnd > o ? payEnd - o : 0;
   if (v.reth && (info.isOnly && info.isWrite) && v.reth.dmaLen !== payLen && bodyEnd === len - ICRC_LEN) {
@@ -736,6 +734,50 @@ export function decodeIbPacketAt(issues: Issue[], b: Uint8Array, base: number, e
     if (bodyEnd <= len - ICRC_LEN) t.add('ICRC', bodyEnd, ICRC_LEN, hx(v.icrc));
   }
   return v;
+}
+
+/** Payload and pad together fill whole 4-byte words (an empty body does). */
+function bodyAligned(avail: number): boolean { return avail <= 0 || (avail & 3) === 0; }
+
+/** The pad bytes b[from, to) are zero. */
+function padZero(b: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (b[i] !== 0) return false;
+  return true;
+}
+
+/** The syndrome bits that make an AETH other than a plain ACK: its kind and the reserved bit. */
+const AETH_NOT_ACK = fieldBits(AETH_FIELDS.kindBits) | AETH_RESV_BIT;
+
+/** What header prediction (dissectors/predict.ts) does with a packet of each opcode: 0 none,
+ *  else one of these (RC, at most an AETH after the BTH, so nothing but the BTH's numbers, the
+ *  AETH and the body's length can differ from the packet before on the same QP). */
+export const PREDICTED = { WRITE_MIDDLE: 1, WRITE_LAST: 2, ACK: 3 } as const;
+export const PREDICTED_KIND: Uint8Array = (() => {
+  const k = new Uint8Array(256);
+  for (const x of OPCODES) {
+    if (x.transport !== 'RC' || !x.known) continue;
+    if (x.isWrite && x.headers.length === 0) k[x.opcode] = x.isMiddle ? PREDICTED.WRITE_MIDDLE : x.isLast ? PREDICTED.WRITE_LAST : 0;
+    else if (x.isAck && x.headers.length === 1 && x.headers[0] === 'AETH') k[x.opcode] = PREDICTED.ACK;
+  }
+  return k;
+})();
+
+/**
+ * decodeIbPacketAt's body rules for a predicted packet (PREDICTED_KIND, its BTH otherwise equal
+ * to a clean packet's) at b[base, end): the payload length when its body would raise no issue and
+ * an ACK's AETH is a plain ACK (no NAK, no reserved bits), else -1 (the general path decodes it).
+ */
+export function predictedBodyLength(b: Uint8Array, base: number, end: number, kind: number): number {
+  const bodyEnd = end - ICRC_LEN;
+  const pad = (b[base + BTH_FIELDS.padCount.at]! >>> BTH_FIELDS.padCount.shift) & BTH_FIELDS.padCount.mask;
+  if (kind === PREDICTED.ACK) {
+    // ACKNOWLEDGE: the AETH, no payload, no pad; a plain ACK (the syndrome's kind and reserved bits 0)
+    if (bodyEnd - base !== BTH_LEN + IB_EXT_SIZE.AETH || pad !== 0) return -1;
+    return (b[base + BTH_LEN + AETH_FIELDS.syndrome.at]! & AETH_NOT_ACK) === 0 ? 0 : -1;
+  }
+  const avail = bodyEnd - base - BTH_LEN;
+  if (avail < 0 || pad > avail || !bodyAligned(avail) || !padZero(b, bodyEnd - pad, bodyEnd)) return -1;
+  return avail - pad;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -1028,6 +1070,15 @@ export function icrcOk(frame: Uint8Array, off: number, kind: 'v1' | 'v2'): boole
   const r = trailerCheck(frame, off, id, e);
   if (r >= 0) return r === 1;
   return (kind === 'v1' ? icrcRoceV1(frame, off, e) : icrcRoceV2(frame, off, e)) === u32le(frame, e - ICRC_LEN);
+}
+
+/** icrcOk(frame, off, 'v2') of a packet known to be IPv4 without options that ends the frame
+ *  (header prediction checked both): the same trailerCheck, without finding the stack again. */
+export function icrcOkIpv4(frame: Uint8Array, off: number): boolean {
+  const e = frame.length;
+  const r = trailerCheck(frame, off, V2_IPV4_CHECK, e);
+  if (r >= 0) return r === 1;
+  return icrcRoceV2(frame, off, e) === u32le(frame, e - ICRC_LEN);
 }
 
 /** End of the RoCE packet at `off` by its own length field (GRH payload length, IP length). */
