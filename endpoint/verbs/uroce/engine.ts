@@ -8,7 +8,9 @@
 // (docs/uroce.md, "The fast path"): packets are built in a staging buffer per send socket and
 // leave in sendmmsg(2) batches, runs of equal-size packets optionally as one UDP GSO send; the
 // receive socket is read by the helper's recvmmsg loop (UDP_GRO on loopback), one JavaScript
-// call per batch, and the QPs' ACKs are coalesced per batch.
+// call per batch, and the QPs' ACKs are coalesced per batch. Since round 14 the helper also
+// does the ICRC's arithmetic (icrcInHelper): each staged packet's prefix CRC (icrc.ts) goes
+// with it as a job, the receive loop gives each packet a verdict; the rule stays here.
 
 import type dgram from 'node:dgram';
 import { BatchQueue, beginBatch, endBatch, microtask } from '../../microtask.js';
