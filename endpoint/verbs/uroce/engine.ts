@@ -593,6 +593,7 @@ export class UroceEngine {
 
   /** The ICRC jobs staged for the helper, computed here (the same prefix, the one ICRC). */
   private icrcJobs(d: Int32Array, stage: Uint8Array, nj: number): void {
+    this.stats.icrcHelperTx -= nj; // counted when staged: these got theirs here after all
     for (let k = 0, j = JOBS_AT; k < nj; k++, j += 3) {
       const pkt = stage.subarray(d[j]!, d[j]! + d[j + 1]!);
       setIcrc(pkt, icrcFromPrefix(d[j + 2]!, pkt));
