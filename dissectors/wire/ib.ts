@@ -941,6 +941,10 @@ const V2_IPV6_OR = stack(IPV6_OR, UDP_OR, BTH_OR);
 const V1_OR = stack(GRH_OR, BTH_OR);
 const UDP_BTH_OR = stack(UDP_OR, BTH_OR);
 
+/** The ICRC's mask over the BTH (ones where the ICRC forces ones: FECN, BECN, resv6), a copy:
+ *  for an endpoint that hands the ICRC's arithmetic to native code (endpoint/verbs/uroce). */
+export function icrcBthMask(): Uint8Array { return BTH_OR.slice(); }
+
 export const LRH_STANDIN = 8;
 /** CRC of the LRH stand-in (8 × 0xFF) every ICRC starts with. */
 const LRH_CRC = crc32UpdateFill(0, 0xff, LRH_STANDIN);

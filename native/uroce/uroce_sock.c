@@ -20,7 +20,16 @@
 //                ONE JavaScript call per batch (count; lengths, sources, GRO segment sizes in
 //                a caller-provided Int32Array). UDP_GRO is asked for, so a GSO send that stayed
 //                whole (loopback) arrives as one datagram plus its segment size.
-// No protocol work happens here: the ICRC, headers and every decision stay in TypeScript.
+// And the ICRC's arithmetic (round 14, a project decision: docs/uroce.md): the helper puts the
+// ICRC on the packets sendPackets sends and checks the packets recvStart reads, with the
+// project's one CRC-32 implementation (native/src/icrc.c, compiled in by icrc_arith.c). The
+// protocol RULE stays in TypeScript and reaches this file as data: the BTH mask of the wire
+// layer (icrcInit, once) and the CRC of the modelled IPv4 + UDP header in front of each packet
+// (its "prefix": per packet in sendPackets' jobs, per (source, port, length, IP ID) in the
+// receive loop's table, which only JavaScript fills). A packet whose ICRC is not the exact one
+// for an entry of that table gets no verdict here: JavaScript checks it as before (ID recovery,
+// the per-source policy, every counter). Headers, ICRC policy and every decision stay in
+// TypeScript (endpoint/verbs/uroce/icrc.ts, engine.ts).
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -34,6 +43,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <sys/uio.h>
+#include "icrc_arith.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -135,19 +145,65 @@ static napi_value GsoSupported(napi_env env, napi_callback_info info) {
   return num(env, getsockopt(fd, SOL_UDP, UDP_SEGMENT, &v, &l) == 0 ? 1 : 0);
 }
 
-// sendPackets(fd, addr (IPv4, host order), port, buf: Uint8Array, desc: Int32Array, n)
+// ---------------------------------------------------------------------------------------
+// ICRC arithmetic (see the header comment; the rule is TypeScript's)
+// ---------------------------------------------------------------------------------------
+
+// The mask laid over the first bytes of every IB packet (the BTH's variant fields forced to
+// ones), zero-padded; given once by icrcInit. Process-wide: every engine registers the same
+// wire-layer mask. mask_len 0: icrcInit not called, no ICRC work here.
+static uint8_t bth_mask[UROCE_MASK_MAX];
+static size_t bth_mask_len = 0;
+
+static inline uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+// The ICRC of the IB packet p[0, len) (BTH … 4-byte ICRC slot) behind headers whose CRC is `prefix`.
+static inline uint32_t packet_icrc(uint32_t prefix, const uint8_t *p, size_t len) {
+  return uroce_crc_masked(prefix, p, bth_mask, bth_mask_len, len - 4);
+}
+
+// icrcInit(mask: Uint8Array) -> true when the helper does the ICRC arithmetic from now on
+// (false: a mask it cannot hold). Called once by the engine with the wire layer's BTH mask.
+static napi_value IcrcInit(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_typedarray_type t;
+  size_t len = 0, off = 0;
+  void *data = NULL;
+  napi_value ab, out;
+  int ok = napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1 &&
+           napi_get_typedarray_info(env, argv[0], &t, &len, &data, &ab, &off) == napi_ok && t == napi_uint8_array &&
+           len > 0 && len <= UROCE_MASK_MAX;
+  if (ok) {
+    uroce_crc_setup(env);
+    for (size_t i = 0; i < UROCE_MASK_MAX; i++) bth_mask[i] = i < len ? ((const uint8_t *)data)[i] : 0;
+    bth_mask_len = len;
+  }
+  napi_get_boolean(env, ok, &out);
+  return out;
+}
+
+// sendPackets(fd, addr (IPv4, host order), port, buf: Uint8Array, desc: Int32Array, n[, nJobs, jobsAt])
 //   -> number of descriptors sent (fewer when the socket buffer is full: EAGAIN) or -errno
 //   when the first one failed. desc[3i] = offset in buf, desc[3i+1] = length, desc[3i+2] =
 //   GSO segment size (0: one datagram).
+//   ICRC jobs (after icrcInit): desc[jobsAt + 3j …] = offset of an IB packet in buf, its length,
+//   the CRC of the headers in front of it (int32); each packet gets its ICRC in its last four
+//   bytes (least-significant byte first) before anything is sent, so every packet of the call
+//   carries its ICRC even when only some leave in it (EAGAIN: the engine sends the rest
+//   another way). A job outside buf: -EINVAL, nothing sent.
 #define SBATCH 64
 static napi_value SendPackets(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6];
+  size_t argc = 8;
+  napi_value argv[8];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 6) return num(env, -EINVAL);
-  int32_t fd = -1, port = 0, n = 0;
+  int32_t fd = -1, port = 0, n = 0, nJobs = 0, jobsAt = 0;
   uint32_t addr = 0;
   if (napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_uint32(env, argv[1], &addr) != napi_ok ||
       napi_get_value_int32(env, argv[2], &port) != napi_ok || napi_get_value_int32(env, argv[5], &n) != napi_ok) return num(env, -EINVAL);
+  if (argc >= 8 && (napi_get_value_int32(env, argv[6], &nJobs) != napi_ok || napi_get_value_int32(env, argv[7], &jobsAt) != napi_ok)) return num(env, -EINVAL);
   napi_typedarray_type bt, dt;
   size_t blen = 0, dlen = 0, boff = 0, doff = 0;
   void *bdata = NULL, *ddata = NULL;
@@ -156,6 +212,19 @@ static napi_value SendPackets(napi_env env, napi_callback_info info) {
   if (napi_get_typedarray_info(env, argv[4], &dt, &dlen, &ddata, &ab, &doff) != napi_ok || dt != napi_int32_array) return num(env, -EINVAL);
   if (n < 0 || (size_t)n * 3 > dlen) return num(env, -EINVAL);
   const int32_t *desc = (const int32_t *)ddata;
+  if (nJobs > 0) {
+    if (bth_mask_len == 0 || jobsAt < 0 || (size_t)jobsAt + (size_t)nJobs * 3 > dlen) return num(env, -EINVAL);
+    const int32_t *j = desc + jobsAt;
+    for (int32_t k = 0; k < nJobs; k++, j += 3)
+      if (j[0] < 0 || j[1] < (int32_t)bth_mask_len + 4 || (size_t)j[0] + (size_t)j[1] > blen) return num(env, -EINVAL);
+    j = desc + jobsAt;
+    for (int32_t k = 0; k < nJobs; k++, j += 3) {
+      uint8_t *p = (uint8_t *)bdata + j[0];
+      uint32_t c = packet_icrc((uint32_t)j[2], p, (size_t)j[1]);
+      uint8_t *t = p + j[1] - 4;
+      t[0] = (uint8_t)c; t[1] = (uint8_t)(c >> 8); t[2] = (uint8_t)(c >> 16); t[3] = (uint8_t)(c >> 24);
+    }
+  }
   struct sockaddr_in sa;
   memset(&sa, 0, sizeof sa);
   sa.sin_family = AF_INET;
@@ -218,6 +287,15 @@ typedef struct {
   // and its microtasks run (the loop's turn), turn[1] = 1 when the engine deferred a transmit
   // flush to after() in that turn. No flag: after() is not called. NULL: after() every batch.
   int32_t *turn;
+  // ICRC verdicts (recvStart's `icrc` and `table`, optional; NULL: none, JavaScript checks
+  // every packet): vout[i * vmax + k] for packet k of datagram i (see rx_icrc), and the
+  // prefix table, 4 cells per entry (source IPv4, source port << 16 | IB length, IP ID,
+  // prefix CRC), tmask + 1 entries, filled by JavaScript only.
+  int32_t *vout;
+  int vmax;
+  int32_t *table;
+  uint32_t tmask;
+  napi_ref voutRef, tableRef;
   int gro;
   int stopped;
   struct mmsghdr *msgs;
@@ -246,10 +324,59 @@ static void on_closed(uv_handle_t *h) {
   napi_delete_reference(r->env, r->cb);
   if (r->after) napi_delete_reference(r->env, r->after);
   if (r->turnRef) napi_delete_reference(r->env, r->turnRef);
+  if (r->voutRef) napi_delete_reference(r->env, r->voutRef);
+  if (r->tableRef) napi_delete_reference(r->env, r->tableRef);
   napi_delete_reference(r->env, r->bufRef);
   napi_delete_reference(r->env, r->metaRef);
   napi_delete_reference(r->env, r->self);
   rx_free(r);
+}
+
+// The table entry of a (source, port << 16 | length, IP ID) key: a hash JavaScript never
+// computes (a miss tells it the entry to fill).
+static inline uint32_t prefix_slot(const rx_t *r, uint32_t src, uint32_t w1, uint32_t id) {
+  uint32_t h = src * 0x9e3779b1u ^ w1 * 0x85ebca77u ^ id * 0xc2b2ae3du;
+  return (h ^ (h >> 15)) & r->tmask;
+}
+
+// The verdict on one IB packet p[0, len) from src:port, k-th in its datagram (a GRO datagram's
+// packets carry IP IDs 0, 1, 2 … from a GSO sender; the same order of tries as icrc.ts' check:
+// the hinted ID k, then ID 0):
+//   1   its ICRC is the exact one for ID k;  2   for ID 0 (k > 0);
+//   0   neither (or too short): JavaScript checks it (ID recovery, its source policy);
+//  <0   a key without a table entry: -(1 + 2 * entry + (the key's ID is 0 though k > 0)),
+//       JavaScript checks it and fills that entry.
+static int32_t rx_verdict(const rx_t *r, const uint8_t *p, int32_t len, int32_t src, int32_t port, int k) {
+  if (len < (int32_t)bth_mask_len + 4 || len > 0xffff) return 0;
+  uint32_t got = le32(p + len - 4), w1 = (uint32_t)port << 16 | (uint32_t)len;
+  int32_t miss = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    uint32_t id = pass == 0 ? (uint32_t)k : 0;
+    if (pass == 1 && k == 0) break;
+    uint32_t slot = prefix_slot(r, (uint32_t)src, w1, id);
+    const int32_t *e = r->table + 4 * (size_t)slot;
+    if (e[0] == src && (uint32_t)e[1] == w1 && (uint32_t)e[2] == id) {
+      if (packet_icrc((uint32_t)e[3], p, (size_t)len) == got) return pass == 0 ? 1 : 2;
+    } else if (miss == 0) {
+      miss = -(int32_t)(1 + 2 * slot + (uint32_t)pass);
+    }
+  }
+  return miss;
+}
+
+// Verdicts for the packets of datagram i, in the cells JavaScript reads for it: cell 0 always
+// (a datagram too short for a packet still has one), one per GRO segment up to vmax (the
+// engine checks the rest itself).
+static void rx_icrc(const rx_t *r, int i) {
+  const int32_t *m = r->meta + 4 * i;
+  int32_t *v = r->vout + (size_t)i * (size_t)r->vmax;
+  int32_t len = m[0], seg = m[3];
+  v[0] = 0;
+  if (len <= 0) return;
+  if (seg <= 0 || len <= seg) seg = len;
+  const uint8_t *base = r->buf + (size_t)i * r->slotSize;
+  for (int32_t o = 0, k = 0; o < len && k < r->vmax; o += seg, k++)
+    v[k] = rx_verdict(r, base + o, len - o < seg ? len - o : seg, m[1], m[2], k);
 }
 
 static void on_readable(uv_poll_t *h, int status, int events) {
@@ -288,6 +415,7 @@ static void on_readable(uv_poll_t *h, int status, int events) {
           m[3] = seg;
         }
       }
+      if (r->vout) rx_icrc(r, i);
     }
     napi_value cb, recv, arg, result;
     if (napi_get_reference_value(env, r->cb, &cb) != napi_ok || napi_get_reference_value(env, r->self, &recv) != napi_ok) break;
@@ -342,9 +470,12 @@ static void rx_finalize(napi_env env, void *data, void *hint) {
 //   datagram). The buffers are reused as soon as cb returns. after() (optional) is called
 //   after each cb, once the microtasks cb led to have run; with `turn` (Int32Array of 2, see
 //   rx_t) only when turn[1] was set during that cb and its microtasks.
+//   icrc (Int32Array, a multiple of slots: vmax cells per datagram) and table (Int32Array of
+//   4 × a power of two cells), optional, after icrcInit: the loop writes an ICRC verdict per
+//   packet (rx_verdict) before cb; the handle's `icrc` says whether it does.
 static napi_value RecvStart(napi_env env, napi_callback_info info) {
-  size_t argc = 9;
-  napi_value argv[9];
+  size_t argc = 11;
+  napi_value argv[11];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) return num(env, -EINVAL);
   int32_t fd = -1, slots = 0, slotSize = 0;
   bool gro = false;
@@ -370,6 +501,22 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
     if (napi_get_typedarray_info(env, argv[8], &tt, &tlen, &tdata, &ab, &off) != napi_ok || tt != napi_int32_array || tlen < 2) return num(env, -EINVAL);
     turn = tdata;
   }
+  int32_t *vout = NULL, *table = NULL;
+  size_t vlen = 0, tlen = 0;
+  if (argc >= 11 && bth_mask_len > 0) {
+    napi_valuetype vty = napi_undefined, tty2 = napi_undefined;
+    napi_typeof(env, argv[9], &vty);
+    napi_typeof(env, argv[10], &tty2);
+    if (vty == napi_object && tty2 == napi_object) {
+      napi_typedarray_type vt, tt;
+      void *vd = NULL, *td = NULL;
+      if (napi_get_typedarray_info(env, argv[9], &vt, &vlen, &vd, &ab, &off) != napi_ok || vt != napi_int32_array ||
+          napi_get_typedarray_info(env, argv[10], &tt, &tlen, &td, &ab, &off) != napi_ok || tt != napi_int32_array ||
+          vlen < (size_t)slots || tlen < 4 || ((tlen / 4) & (tlen / 4 - 1)) != 0) return num(env, -EINVAL);
+      vout = vd;
+      table = td;
+    }
+  }
   uv_loop_t *loop = NULL;
   if (napi_get_uv_event_loop(env, &loop) != napi_ok || !loop) return num(env, -EINVAL);
 
@@ -387,6 +534,12 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   r->buf = bdata;
   r->meta = mdata;
   r->turn = turn;
+  if (vout) {
+    r->vout = vout;
+    r->vmax = (int)(vlen / (size_t)slots);
+    r->table = table;
+    r->tmask = (uint32_t)(tlen / 4 - 1);
+  }
   if (gro) {
     int one = 1;
     r->gro = setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
@@ -404,10 +557,18 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   napi_value turnV;
   napi_get_boolean(env, turn != NULL, &turnV);
   napi_set_named_property(env, self, "turn", turnV);
+  // and that it writes ICRC verdicts (an older one ignores the arguments)
+  napi_value icrcV;
+  napi_get_boolean(env, vout != NULL, &icrcV);
+  napi_set_named_property(env, self, "icrc", icrcV);
   napi_wrap(env, self, r, rx_finalize, NULL, NULL);
   napi_create_reference(env, argv[6], 1, &r->cb);
   if (hasAfter) napi_create_reference(env, argv[7], 1, &r->after);
   if (turn) napi_create_reference(env, argv[8], 1, &r->turnRef);
+  if (vout) {
+    napi_create_reference(env, argv[9], 1, &r->voutRef);
+    napi_create_reference(env, argv[10], 1, &r->tableRef);
+  }
   napi_create_reference(env, argv[1], 1, &r->bufRef);
   napi_create_reference(env, argv[2], 1, &r->metaRef);
   napi_create_reference(env, self, 1, &r->self);
@@ -415,7 +576,7 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
   napi_async_init(env, NULL, name, &r->actx);
   if (uv_poll_init(loop, &r->poll, fd) != 0) {
     napi_async_destroy(env, r->actx);
-    napi_delete_reference(env, r->cb); if (r->after) napi_delete_reference(env, r->after); if (r->turnRef) napi_delete_reference(env, r->turnRef); napi_delete_reference(env, r->bufRef); napi_delete_reference(env, r->metaRef); napi_delete_reference(env, r->self);
+    napi_delete_reference(env, r->cb); if (r->after) napi_delete_reference(env, r->after); if (r->turnRef) napi_delete_reference(env, r->turnRef); if (r->voutRef) napi_delete_reference(env, r->voutRef); if (r->tableRef) napi_delete_reference(env, r->tableRef); napi_delete_reference(env, r->bufRef); napi_delete_reference(env, r->metaRef); napi_delete_reference(env, r->self);
     napi_remove_wrap(env, self, NULL);
     rx_free(r);
     return num(env, -EINVAL);
@@ -468,6 +629,7 @@ static napi_value Init(napi_env env, napi_value exports) {
     { "recvStop", NULL, RecvStop, NULL, NULL, NULL, napi_default, NULL },
     { "rcvbufOf", NULL, RcvbufOf, NULL, NULL, NULL, napi_default, NULL },
     { "recvRef", NULL, RecvRef, NULL, NULL, NULL, napi_default, NULL },
+    { "icrcInit", NULL, IcrcInit, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof d / sizeof d[0], d);
   return exports;

@@ -8,20 +8,22 @@
 // (docs/uroce.md, "The fast path"): packets are built in a staging buffer per send socket and
 // leave in sendmmsg(2) batches, runs of equal-size packets optionally as one UDP GSO send; the
 // receive socket is read by the helper's recvmmsg loop (UDP_GRO on loopback), one JavaScript
-// call per batch, and the QPs' ACKs are coalesced per batch.
+// call per batch, and the QPs' ACKs are coalesced per batch. Since round 14 the helper also
+// does the ICRC's arithmetic (icrcInHelper): each staged packet's prefix CRC (icrc.ts) goes
+// with it as a job, the receive loop gives each packet a verdict; the rule stays here.
 
 import type dgram from 'node:dgram';
 import { BatchQueue, beginBatch, endBatch, microtask } from '../../microtask.js';
-import { setIcrc, readIcrc, BTH_LEN, ICRC_LEN, IB_OP, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
+import { setIcrc, readIcrc, icrcFromPrefix, BTH_LEN, ICRC_LEN, IB_OP, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
 import { AETH_FIELDS, BTH_FIELDS as B, DEFAULT_PKEY, PKEY_MEMBERSHIP } from '../../../dissectors/wire/views/ib.js';
 import { parseIpv4, u16, u24, u32 } from '../../../dissectors/wire/common.js';
 import { encodeIpv4, ipv4Header, IPPROTO_UDP } from '../../../dissectors/net/ipv4.js';
 import { encodeUdp, udpHeader } from '../../../dissectors/net/udp.js';
 import { LINKTYPE, type CapturedFrame } from '../../../capture/types.js';
 import type { CaptureWriter } from '../../../capture/writer.js';
-import { IcrcChecker, type NetHeader } from './icrc.js';
+import { IcrcChecker, type IcrcVerdict, type NetHeader } from './icrc.js';
 import { FaultInjector, type FaultConfig } from './faults.js';
-import { openSocket, openFd, errnoName, sockHelperError, loadSockHelper, type SockHelper, type RxHandle } from './sockets.js';
+import { openSocket, openFd, errnoName, sockHelperError, loadSockHelper, helperIcrc, type SockHelper, type RxHandle } from './sockets.js';
 import { ViewCache } from './views.js';
 
 export interface EngineStats {
@@ -58,6 +60,11 @@ export interface EngineStats {
   /** Packets from a source held to the exact check whose ICRC matched an IP ID 1…63: a GSO
    *  segment the kernel cut for a socket without GRO (see icrc.ts). */
   icrcSegmentIds: number;
+  /** Sent packets whose ICRC the socket helper computed (round 14; the rest: TypeScript). */
+  icrcHelperTx: number;
+  /** Received packets the socket helper found exact (ID 0, or the GRO segment's ID): the rest
+   *  were checked in TypeScript (icrc.ts), as every packet without the helper's ICRC. */
+  icrcHelperRx: number;
   /** Fault injection counters. */
   faultDropped: number;
   faultDuplicated: number;
@@ -68,7 +75,7 @@ export interface EngineStats {
 function emptyEngineStats(): EngineStats {
   return {
     rxPackets: 0, rxBytes: 0, txPackets: 0, txBytes: 0, icrcErrors: 0, icrcIdRecovered: 0, malformed: 0,
-    unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, txDatagrams: 0, txSends: 0, rxDatagrams: 0, rxBatches: 0, rxAfterCalls: 0, icrcSegmentIds: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
+    unknownQp: 0, badSource: 0, badPkey: 0, txErrors: 0, txDatagrams: 0, txSends: 0, rxDatagrams: 0, rxBatches: 0, rxAfterCalls: 0, icrcSegmentIds: 0, icrcHelperTx: 0, icrcHelperRx: 0, faultDropped: 0, faultDuplicated: 0, faultReordered: 0, faultCorrupted: 0,
   };
 }
 
@@ -102,9 +109,11 @@ export interface TxPort {
    *  emit() stages it: compared by identity, not through the views' buffer getter (a C++ call). */
   txLast?: Uint8Array | undefined;
   txLastOff?: number;
-  /** Datagram descriptors over the stage: (offset, length, GSO segment size) triples. */
+  /** Datagram descriptors over the stage: (offset, length, GSO segment size) triples; from
+   *  JOBS_AT on, the ICRC jobs for the helper (offset, length, prefix CRC), nJobs of them. */
   desc?: Int32Array;
   nDesc?: number;
+  nJobs?: number;
   /** Destination of the staged packets (IPv4 as a number, and as text). */
   stageIp?: string;
   stageIpNum?: number;
@@ -128,7 +137,7 @@ export interface TxPort {
  */
 export function newTxPort(sock: dgram.Socket | undefined, port: number, ttl: number, tos: number, net: NetHeader, fd: number | undefined): TxPort {
   return {
-    sock, port, net, ttl, tos, queue: undefined, fd, stage: undefined, stageViews: undefined, stageW: 0, txLast: undefined, txLastOff: 0, desc: undefined, nDesc: 0,
+    sock, port, net, ttl, tos, queue: undefined, fd, stage: undefined, stageViews: undefined, stageW: 0, txLast: undefined, txLastOff: 0, desc: undefined, nDesc: 0, nJobs: 0,
     stageIp: undefined, stageIpNum: 0, gsoOk: false, gSeg: 0, gCount: 0, gBytes: 0, gEnd: 0, gOpen: false, viaDgram: false,
   };
 }
@@ -146,6 +155,10 @@ const FLUSH_AT = Number(process.env.UROCE_FLUSH_KB ?? 128) << 10;
  *  requester refills its window while this side is still placing data). */
 const ACK_EVERY = Number(process.env.UROCE_ACK_KB ?? 128) << 10;
 const MAX_DESC = 256;
+/** ICRC jobs per flush for the helper (after them a packet's ICRC is computed here), and where
+ *  they start in a port's descriptor array. */
+const MAX_JOBS = 1024;
+const JOBS_AT = 3 * MAX_DESC;
 /** GSO limits: segments per send (the kernel's UDP_MAX_SEGMENTS is 64 before 6.x' 128) and the UDP payload limit. */
 const GSO_MAX_SEGS = 64;
 const GSO_MAX_BYTES = 65507;
@@ -163,6 +176,10 @@ const ONE_CALL = AFTER_BATCH && process.env.UROCE_AFTER_ALWAYS !== '1';
 const FLUSH_IN_TURN = ONE_CALL && process.env.UROCE_AFTER_MICROTASK !== '0';
 const RX_SLOTS = 32;
 const RX_SLOT = 65536;
+/** ICRC verdict cells per received datagram (its GRO segments; the kernel merges at most 64). */
+const RX_VMAX = 64;
+/** Entries of the helper's receive prefix table (a power of two; 16 bytes each). */
+const RX_PREFIXES = 1024;
 
 function ipNum(ip: string): number { return u32(parseIpv4(ip), 0); }
 
@@ -204,6 +221,16 @@ export class UroceEngine {
   /** Views over rxBuf, one per received packet's window, reused (no view per packet). */
   private rxViews: ViewCache | undefined;
   private rxMeta: Int32Array | undefined;
+  /**
+   * The socket helper does the ICRC's arithmetic (round 14; sockets.ts helperIcrc): sent
+   * packets get theirs in its sendPackets (jobs with the prefix computed here), received ones a
+   * verdict in rxIcrc from its receive loop, which looks their prefix up in rxTable (filled
+   * here, from icrc.ts). The rule — masks, header model, ID recovery, every verdict's policy —
+   * stays in TypeScript; false: every ICRC computed here, as before.
+   */
+  icrcInHelper = false;
+  private rxIcrc: Int32Array | undefined;
+  private rxTable: Int32Array | undefined;
   /** True while a receive batch is being handled: ACKs are coalesced until its end. */
   inBatch = false;
   /** From a native receive batch until its after() call (its microtasks included): the
@@ -253,9 +280,14 @@ export class UroceEngine {
       // GRO changes nothing on the wire or in a capture; it only lets a GSO send from a
       // loopback peer arrive whole. Elsewhere off (a NIC's GRO would merge a kernel peer's packets).
       const turn = ONE_CALL ? new Int32Array(2) : undefined;
-      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, o.gro ?? (e.gso || address.startsWith('127.')), (n) => e.onBatch(n), AFTER_BATCH ? () => e.afterBatch() : undefined, turn);
+      const icrc = helperIcrc(h);
+      const vo = icrc ? new Int32Array(RX_SLOTS * RX_VMAX) : undefined;
+      const table = icrc ? new Int32Array(4 * RX_PREFIXES).fill(-1) : undefined; // -1: no key has it
+      const r = h.recvStart(fd, e.rxBuf, e.rxMeta, RX_SLOTS, RX_SLOT, o.gro ?? (e.gso || address.startsWith('127.')), (n) => e.onBatch(n), AFTER_BATCH ? () => e.afterBatch() : undefined, turn, vo, table);
       if (typeof r === 'number') { h.closeFd(fd); throw new Error(`uroce: native receive loop: ${errnoName(-r)}`); }
       e.rx = r;
+      e.icrcInHelper = icrc;
+      if (r.icrc === true) { e.rxIcrc = vo; e.rxTable = table; }
       e.afterOn = AFTER_BATCH && r.after === true;
       if (e.afterOn && r.turn === true) e.turn = turn;
       e.checker.segmentIds = !r.gro;
@@ -342,7 +374,7 @@ export class UroceEngine {
   private stageOf(port: TxPort): Uint8Array | undefined {
     if (port.stage) return port.stage;
     if (port.fd === undefined || !this.helper || !port.sock) return undefined;
-    port.desc = new Int32Array(3 * MAX_DESC);
+    port.desc = new Int32Array(JOBS_AT + 3 * MAX_JOBS);
     port.stageW = 0;
     port.nDesc = 0;
     port.gOpen = false;
@@ -450,8 +482,20 @@ export class UroceEngine {
       port.gSeg = len; port.gCount = 1; port.gBytes = len; port.gEnd = off + len;
       port.gOpen = gso;
     }
-    setIcrc(pkt, port.net.icrc(pkt, id));
-    if (flip >= 0) pkt[flip] = pkt[flip]! ^ 0x5a; // after the ICRC: the receiver must drop it
+    const nj = port.nJobs!;
+    if (this.icrcInHelper && flip < 0 && nj < MAX_JOBS && this.taps.length === 0) {
+      // the helper puts the ICRC on it right before it is sent (a tap, or a fault that corrupts
+      // the packet after its ICRC, sees or changes the final bytes: computed here for those)
+      const j = JOBS_AT + 3 * nj;
+      d[j] = off;
+      d[j + 1] = len;
+      d[j + 2] = port.net.prefix(len, id);
+      port.nJobs = nj + 1;
+      st.icrcHelperTx++;
+    } else {
+      setIcrc(pkt, port.net.icrc(pkt, id));
+      if (flip >= 0) pkt[flip] = pkt[flip]! ^ 0x5a; // after the ICRC: the receiver must drop it
+    }
     if (port.nDesc === 1 && id === 0) {
       if (port.stageIp !== ip) { port.stageIp = ip; port.stageIpNum = ipNum(ip); }
       this.pendingPorts[this.nPorts++] = port;
@@ -491,13 +535,21 @@ export class UroceEngine {
   flushPort(port: TxPort): void {
     const n = port.nDesc ?? 0;
     const stage = port.stage;
+    let nj = port.nJobs ?? 0;
     port.nDesc = 0;
+    port.nJobs = 0;
     port.stageW = 0;
     port.txLast = undefined;
     port.gOpen = false;
     if (!n || !stage || !port.sock) return;
     const d = port.desc!;
     const ip = port.stageIp!;
+    // The helper's ICRC jobs run in its first sendPackets call; here instead when a tap is to see
+    // the packets first (one added since they were staged) or dgram's queue goes first.
+    if (nj > 0 && (this.taps.length !== 0 || (port.viaDgram === true && port.sock.getSendQueueCount() !== 0))) {
+      this.icrcJobs(d, stage, nj);
+      nj = 0;
+    }
     if (this.taps.length) {
       for (let i = 0; i < n; i++) {
         const seg = d[3 * i + 2]! || d[3 * i + 1]!;
@@ -511,7 +563,12 @@ export class UroceEngine {
       // Node's own queue (after an EAGAIN) goes first, so packets never overtake each other.
       // A port that never sent through dgram has nothing there (no call into libuv to ask).
       while (i < n && (port.viaDgram !== true || port.sock.getSendQueueCount() === 0)) {
-        const r = this.helper!.sendPackets(port.fd!, port.stageIpNum!, ROCE_V2_PORT, stage, i === 0 ? d : d.subarray(3 * i), n - i);
+        const r = nj > 0
+          ? this.helper!.sendPackets(port.fd!, port.stageIpNum!, ROCE_V2_PORT, stage, d, n, nj, JOBS_AT)
+          : this.helper!.sendPackets(port.fd!, port.stageIpNum!, ROCE_V2_PORT, stage, i === 0 ? d : d.subarray(3 * i), n - i);
+        // (a call that failed may have refused the jobs: then they are done here, the same bytes)
+        if (nj > 0 && r < 0) this.icrcJobs(d, stage, nj);
+        nj = 0;
         this.stats.txSends++;
         if (r > 0) {
           this.stats.txDatagrams += r;
@@ -531,6 +588,15 @@ export class UroceEngine {
       if (i < n) this.sendSingles(port, stage, d, i, n, ip, false);
     } catch {
       this.stats.txErrors++; // socket already closed (QP destroyed)
+    }
+  }
+
+  /** The ICRC jobs staged for the helper, computed here (the same prefix, the one ICRC). */
+  private icrcJobs(d: Int32Array, stage: Uint8Array, nj: number): void {
+    this.stats.icrcHelperTx -= nj; // counted when staged: these got theirs here after all
+    for (let k = 0, j = JOBS_AT; k < nj; k++, j += 3) {
+      const pkt = stage.subarray(d[j]!, d[j]! + d[j + 1]!);
+      setIcrc(pkt, icrcFromPrefix(d[j + 2]!, pkt));
     }
   }
 
@@ -587,7 +653,7 @@ export class UroceEngine {
 
   /** One batch from the native receive loop: n datagrams (GRO ones cut into their packets). */
   private onBatch(n: number): void {
-    const meta = this.rxMeta!, views = this.rxViews!, st = this.stats;
+    const meta = this.rxMeta!, views = this.rxViews!, st = this.stats, vo = this.rxIcrc;
     st.rxBatches++;
     this.inBatch = true;
     this.inCall = true;
@@ -601,16 +667,19 @@ export class UroceEngine {
         if (sinceAck >= ACK_EVERY && this.nAcks) { sinceAck = 0; this.flushAcks(true); }
         sinceAck += len;
         if (len < 0) { st.rxPackets++; st.malformed++; continue; } // larger than a slot: not RoCE
-        const src = this.ipText(meta[4 * i + 1]! >>> 0), port = meta[4 * i + 2]!;
+        const srcNum = meta[4 * i + 1]!, src = this.ipText(srcNum >>> 0), port = meta[4 * i + 2]!;
         const base = i * RX_SLOT;
+        // the helper's ICRC verdict per packet (0 without its ICRC: checked here)
+        const vAt = i * RX_VMAX;
         if (seg > 0 && len > seg) {
           for (let o = 0, k = 0; o < len; o += seg, k++) {
+            const v = vo !== undefined && k < RX_VMAX ? vo[vAt + k]! : 0;
             // A packet from the network never takes the process down: anything unexpected
             // while handling one is counted (malformed) and the packet dropped.
-            try { this.onPacket(views.get(base + o, Math.min(len - o, seg)), src, port, k); } catch { st.malformed++; }
+            try { this.onPacket(views.get(base + o, Math.min(len - o, seg)), src, port, k, v, srcNum); } catch { st.malformed++; }
           }
         } else {
-          try { this.onPacket(views.get(base, len), src, port, 0); } catch { st.malformed++; }
+          try { this.onPacket(views.get(base, len), src, port, 0, vo !== undefined ? vo[vAt]! : 0, srcNum); } catch { st.malformed++; }
         }
       }
     } finally {
@@ -734,14 +803,27 @@ export class UroceEngine {
 
   /**
    * One IB packet (BTH … ICRC) from src:port. `segment` = its index in a GRO datagram (the IP
-   * ID a GSO sender gave it), 0 for a datagram of its own.
+   * ID a GSO sender gave it), 0 for a datagram of its own. `verdict`: the socket helper's on its
+   * ICRC (uroce_sock.c rx_verdict): 1 exact for ID `segment`, 2 exact for ID 0; 0 none, and
+   * below 0 none for want of the prefix, which it asks for (-1 - 2 × table entry - [ID 0]);
+   * `srcNum` the source address as the helper gave it (its table's key).
    */
-  private onPacket(buf: Uint8Array, src: string, srcPort: number, segment: number): void {
+  private onPacket(buf: Uint8Array, src: string, srcPort: number, segment: number, verdict = 0, srcNum = 0): void {
     const st = this.stats;
     st.rxPackets++;
     st.rxBytes += buf.length;
     if (buf.length < BTH_LEN + ICRC_LEN) { st.malformed++; return; }
-    const v = this.checker.check(buf, src, srcPort, segment);
+    let v: IcrcVerdict;
+    if (verdict > 0) {
+      // exact: the source's bookkeeping as check() keeps it; recovery, segment IDs and the
+      // policy are for the packets below only
+      this.checker.exact(src, verdict === 1 ? segment : 0);
+      st.icrcHelperRx++;
+      v = 'exact';
+    } else {
+      v = this.checker.check(buf, src, srcPort, segment);
+      if (verdict < 0) this.fillPrefix(verdict, buf.length, src, srcPort, srcNum, segment);
+    }
     if (this.taps.length) this.emitTap(src, this.address, srcPort, buf, 64, 0, v === 'bad' ? 0 : this.checker.lastId);
     if (v === 'bad') { st.icrcErrors++; return; }
     if (v === 'recovered') st.icrcIdRecovered++;
@@ -753,6 +835,20 @@ export class UroceEngine {
     if (!qp) { st.unknownQp++; return; }
     if (qp.remoteIp && qp.remoteIp !== src) { st.badSource++; return; }
     qp.receive(buf, src);
+  }
+
+  /** Fill the helper's table entry a packet's verdict asked for: the prefix of its key, from
+   *  the checker's header model (the rule the helper's arithmetic continues). */
+  private fillPrefix(verdict: number, len: number, src: string, srcPort: number, srcNum: number, segment: number): void {
+    const t = this.rxTable;
+    const x = -1 - verdict;
+    const o = (x >> 1) * 4;
+    if (t === undefined || o + 4 > t.length) return;
+    const id = (x & 1) !== 0 ? 0 : segment;
+    t[o] = srcNum;
+    t[o + 1] = (srcPort << 16) | len;
+    t[o + 2] = id;
+    t[o + 3] = this.checker.prefix(src, srcPort, len, id);
   }
 
   async close(): Promise<void> {

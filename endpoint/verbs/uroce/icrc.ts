@@ -74,7 +74,13 @@ export class NetHeader {
 
   /** ICRC of `ib` (BTH … ICRC slot) sent with this header and IP ID `id`. */
   icrc(ib: Uint8Array, id = 0): number {
-    const len = ib.length;
+    return icrcFromPrefix(this.prefix(ib.length, id), ib);
+  }
+
+  /** The CRC of everything the ICRC covers before an IB packet of `len` bytes sent with this
+   *  header and IP ID `id` (icrcPrefix: the LRH stand-in, the masked IPv4 and UDP headers), as
+   *  an int32; what the socket helper continues over the packet (round 14). */
+  prefix(len: number, id = 0): number {
     const key = id < 64 ? len * 64 + id : -1;
     const slot = (key ^ (key >>> 9)) & (PREFIX_SLOTS - 1);
     let p: number;
@@ -86,7 +92,7 @@ export class NetHeader {
       if (id !== 0) this.ip.id = 0;
       if (key >= 0) { this.pKeys[slot] = key; this.pVals[slot] = p; }
     }
-    return icrcFromPrefix(p, ib);
+    return p;
   }
 }
 
@@ -179,6 +185,34 @@ export class IcrcChecker {
   private lastSrc = '';
   private lastState: SourceState | undefined;
 
+  private source(src: string): SourceState {
+    let s = this.lastSrc === src ? this.lastState : this.sources.get(src);
+    if (!s) {
+      if (this.sources.size > 4096) { this.sources.clear(); this.lastState = undefined; this.lastSrc = ''; }
+      s = { zero: 0, recovered: 0, lastId: -1 };
+      this.sources.set(src, s);
+    }
+    this.lastSrc = src;
+    this.lastState = s;
+    return s;
+  }
+
+  /**
+   * A packet from `src` whose ICRC the socket helper found exact for IP ID `id` (round 14: the
+   * helper does the arithmetic, with prefixes from prefix() below): the bookkeeping check()
+   * does for an exact packet, so the source's state is the same whoever computed the CRC.
+   */
+  exact(src: string, id: number): void {
+    this.source(src).zero++;
+    this.lastId = id;
+  }
+
+  /** The prefix (NetHeader.prefix) of a packet of `len` bytes from src:srcPort with IP ID `id`,
+   *  sent to this checker's address: what the helper's receive table holds for that key. */
+  prefix(src: string, srcPort: number, len: number, id: number): number {
+    return this.header(src, srcPort).prefix(len, id);
+  }
+
   private header(src: string, srcPort: number): NetHeader {
     const l = this.lastHdr;
     if (l && l.srcPort === srcPort && l.src === src) return l;
@@ -199,14 +233,7 @@ export class IcrcChecker {
   check(pkt: Uint8Array, src: string, srcPort: number, hint = 0): IcrcVerdict {
     const h = this.header(src, srcPort);
     const got = readIcrc(pkt);
-    let s = this.lastSrc === src ? this.lastState : this.sources.get(src);
-    if (!s) {
-      if (this.sources.size > 4096) { this.sources.clear(); this.lastState = undefined; this.lastSrc = ''; }
-      s = { zero: 0, recovered: 0, lastId: -1 };
-      this.sources.set(src, s);
-    }
-    this.lastSrc = src;
-    this.lastState = s;
+    const s = this.source(src);
     if (hint !== 0 && h.icrc(pkt, hint) === got) { s.zero++; this.lastId = hint; return 'exact'; }
     const c0 = h.icrc(pkt, 0);
     if (c0 === got) { s.zero++; this.lastId = 0; return 'exact'; }

@@ -22,6 +22,7 @@ import { constants as osConstants } from 'node:os';
 import { existsSync } from 'node:fs';
 import { VerbsError } from '../types.js';
 import { nativePath } from '../../../native/paths.js';
+import { icrcBthMask } from '../../../dissectors/wire/ib.js';
 
 /** Opaque handle of a native receive loop (recvStart). */
 export interface RxHandle {
@@ -30,6 +31,9 @@ export interface RxHandle {
   readonly after?: boolean;
   /** The loop reads recvStart's `turn` cells (undefined: a helper built before round 12). */
   readonly turn?: boolean;
+  /** The loop writes an ICRC verdict per packet into recvStart's `icrc` cells (undefined: a
+   *  helper built before round 14). */
+  readonly icrc?: boolean;
 }
 
 export interface SockHelper {
@@ -38,8 +42,11 @@ export interface SockHelper {
    * sendmmsg(2) of packets laid out in `buf`: desc[3i..3i+2] = offset, length, GSO segment
    * size (0 or >= length: one datagram; else one UDP_SEGMENT send). Returns how many
    * descriptors were taken (fewer on EAGAIN) or -errno if the first one failed.
+   * `nJobs` ICRC jobs at desc[jobsAt …] (after icrcInit): (offset, length, prefix CRC) triples;
+   * each packet gets its ICRC before anything is sent (-EINVAL, nothing sent, for a job
+   * outside `buf`).
    */
-  sendPackets(fd: number, addr: number, port: number, buf: Uint8Array, desc: Int32Array, n: number): number;
+  sendPackets(fd: number, addr: number, port: number, buf: Uint8Array, desc: Int32Array, n: number, nJobs?: number, jobsAt?: number): number;
   /** 1 if the kernel has UDP_SEGMENT. */
   gsoSupported(fd: number): number;
   /**
@@ -49,8 +56,13 @@ export interface SockHelper {
    * given, follows each `cb` once the microtasks it led to have run; with `turn` (two cells
    * shared with the loop: [0] = 1 during a batch's turn, set by the loop; [1] = 1 asks for
    * after(), set by the caller) only when asked in that turn. Negative errno on failure.
+   * `icrc` (vmax cells per slot) and `table` (4 × a power of two cells), after icrcInit: a
+   * verdict per packet before `cb` (engine.ts onBatch says what the values mean).
    */
-  recvStart(fd: number, buf: Uint8Array, meta: Int32Array, slots: number, slotSize: number, gro: boolean, cb: (n: number) => void, after?: () => void, turn?: Int32Array): RxHandle | number;
+  recvStart(fd: number, buf: Uint8Array, meta: Int32Array, slots: number, slotSize: number, gro: boolean, cb: (n: number) => void, after?: () => void, turn?: Int32Array, icrc?: Int32Array, table?: Int32Array): RxHandle | number;
+  /** Register the mask laid over every IB packet's first bytes for the ICRC's arithmetic
+   *  (round 14); undefined in a helper built before it. */
+  icrcInit?(mask: Uint8Array): boolean;
   /** Stop the loop and close its fd. */
   recvStop(h: RxHandle): number;
   /** Whether the loop keeps the process alive (default yes). */
@@ -88,6 +100,20 @@ export function loadSockHelper(): SockHelper | undefined {
 }
 
 export function sockHelperError(): string { return helperError; }
+
+let icrcInHelper: boolean | undefined;
+
+/**
+ * Whether the helper does the ICRC's arithmetic (round 14; docs/uroce.md): a helper that has
+ * icrcInit, given the wire layer's BTH mask once here. UROCE_ICRC=js or SMCSCOPE_CRC=js keep
+ * every ICRC in TypeScript (the fallback; A/B and its tests). The rule stays TypeScript's: the
+ * mask and every prefix come from the wire layer and icrc.ts.
+ */
+export function helperIcrc(h: SockHelper): boolean {
+  if (process.env.UROCE_ICRC === 'js' || process.env.SMCSCOPE_CRC === 'js') return false; // read per engine
+  icrcInHelper ??= typeof h.icrcInit === 'function' && h.icrcInit(icrcBthMask());
+  return icrcInHelper;
+}
 
 export function errnoName(n: number): string {
   for (const [k, v] of Object.entries(osConstants.errno)) if (v === n) return k;
