@@ -149,7 +149,7 @@ test('CLC reassembly keeps interleaved connections apart when they share ports (
   for (let i = 0; i < segs.length; i++) {
     for (let k = 0; k < copies.length; k++) {
       const got = feed(shared, segs[i]!, copies[k]!);
-      if (got !== alone[k]![i]) { t.is(got, alone[k]![i], `copy ${k} segment ${i}`); return; }
+      if (got !== alone[k]![i]) { t.is(got, alone[k]![i]!, `copy ${k} segment ${i}`); return; }
       if (got.startsWith('clc ')) clc++;
     }
   }
