@@ -34,6 +34,8 @@ export interface SegmentResult {
 }
 
 const MAX_HELD_SEGMENTS = 64;
+/** Slots of the direction-key cache (a power of two). */
+const KEY_SLOTS = 1024;
 const EMPTY = new Uint8Array(0);
 /** CLC lengths are u16; a direction holding more than this without completing a message is not CLC. */
 const MAX_PENDING = 65536 + 8;
@@ -72,7 +74,25 @@ export class ClcStreams {
   segment(src: string, sport: number, dst: string, dport: number, seq: number, syn: boolean, fin: boolean, rst: boolean, b: Uint8Array, from: number, to: number, frame: number): SegmentResult {
     const len = to > from ? to - from : 0;
     if (len === 0 && !syn && !fin && !rst) return NONE;
-    return this.segmentOf(`${src}.${sport}>${dst}.${dport}`, seq, syn, fin, rst, len === 0 ? EMPTY : b.subarray(from, to), frame);
+    return this.segmentOf(this.keyOf(src, sport, dst, dport), seq, syn, fin, rst, len === 0 ? EMPTY : b.subarray(from, to), frame);
+  }
+
+  // The direction's key string, from a small direct-mapped cache by ports and addresses: the
+  // segments of a connection get the same string object, whose hash V8 keeps, instead of a
+  // fresh concatenation to flatten and hash per segment (a CLC phase is several segments each
+  // way). The addresses are the decoder's cached strings, so the compares are mostly identity.
+  private readonly keySrc: (string | undefined)[] = new Array<string | undefined>(KEY_SLOTS).fill(undefined);
+  private readonly keyDst: (string | undefined)[] = new Array<string | undefined>(KEY_SLOTS).fill(undefined);
+  private readonly keyPorts = new Int32Array(KEY_SLOTS);
+  private readonly keys: string[] = new Array<string>(KEY_SLOTS).fill('');
+
+  private keyOf(src: string, sport: number, dst: string, dport: number): string {
+    const ports = (sport << 16) | dport;
+    const slot = (ports ^ (ports >>> 11) ^ (sport >>> 5)) & (KEY_SLOTS - 1);
+    if (this.keyPorts[slot] === ports && this.keySrc[slot] === src && this.keyDst[slot] === dst) return this.keys[slot]!;
+    const key = `${src}.${sport}>${dst}.${dport}`;
+    this.keyPorts[slot] = ports; this.keySrc[slot] = src; this.keyDst[slot] = dst; this.keys[slot] = key;
+    return key;
   }
 
   /** segment() of the direction `key` with its payload as a view. */

@@ -12,7 +12,7 @@ import { blankEthernetHeader, decodeEthernetAt, ETHERTYPE_IPV4, ETHERTYPE_IPV6, 
 import { decodeSll, decodeSll2 } from './net/sll.js';
 import { blankIpv4Header, decodeIpv4At, IPPROTO_TCP, IPPROTO_UDP, type Ipv4Header } from './net/ipv4.js';
 import { decodeIpv6, type Ipv6Header } from './net/ipv6.js';
-import { blankTcpHeader, decodeTcpAt, type TcpHeader } from './net/tcp.js';
+import { blankTcpHeader, decodeTcpAt, reusableTsOptions, type TcpHeader } from './net/tcp.js';
 import { decodeUdpAt, type UdpHeader } from './net/udp.js';
 import { summarizeTcpOpt, type TcpOpt } from './wire/tcpopt.js';
 import { decodeClc, summarizeClc, type ClcMessage } from './wire/clc.js';
@@ -81,8 +81,9 @@ export interface FrameDecoderOptions {
    * Ethernet header, the IPv4 header and IP info, the TCP and UDP headers, the IB packet (its
    * BTH and AETH) and the RoCE v2 info are then one record each, refilled per frame, and the IB
    * payload is a view made only when read (IbPacketRecord). The frame itself, its issue and
-   * item lists, SMC items and their messages, issues, TCP option lists, IPv6 records and other
-   * payload views are still made per frame and may be kept. smcdump turns it on where only the
+   * item lists, SMC items and their messages, issues, TCP option lists (but the common NOP, NOP,
+   * timestamps list, refilled), IPv6 records and other payload views are still made per frame
+   * and may be kept. smcdump turns it on where only the
    * one-line/-q/--summary path sees frames (not -V, --json, the ladder, the report or the
    * endpoint comparison, which keep frames or their parts).
    */
@@ -105,8 +106,9 @@ class Reused {
   readonly ipv4 = blankIpv4Header();
   readonly ip: IpInfo = { version: 4, src: '', dst: '', header: this.ipv4 };
   readonly udp: UdpHeader = { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
-  /** Its options list stays per segment (most carry timestamps). */
+  /** Its options list is refilled for NOP, NOP, timestamps (most segments), else per segment. */
   readonly tcp = blankTcpHeader();
+  readonly tcpTs = reusableTsOptions();
   readonly ib = new IbPacketRecord();
   /** RoCE v2 only (a v1 frame's GRH is per frame); grh declared for one shape. */
   readonly roce: RoceInfo = { version: 2, ib: this.ib, icrc: 'unchecked', grh: undefined };
@@ -244,7 +246,7 @@ export class FrameDecoder {
   /** TCP at b[off, end) (end: the IP packet's end within the frame). */
   private tcp(out: DecodedFrame, b: Uint8Array, off: number, end: number, t: Tree | undefined): void {
     const n0 = out.issues.length;
-    const h = decodeTcpAt(out.issues, b, off, end, t?.sub('TCP', off, TCP_MIN_LEN), end - off + this.cut, this.reused?.tcp);
+    const h = decodeTcpAt(out.issues, b, off, end, t?.sub('TCP', off, TCP_MIN_LEN), end - off + this.cut, this.reused?.tcp, this.reused?.tcpTs);
     rebase(out.issues, n0, off);
     fitLast(t, h.headerLength);
     out.tcp = h;

@@ -61,6 +61,10 @@ const WORDS = WORD_AT.length;
 const AT_DST = IP_AT + IPV4_FIELDS.dst.at;
 const AT_QP = BTH_AT + BTH_FIELDS.destQp.at + BTH_FIELDS.destQp.size - 4;
 const AT_OPCODE = BTH_AT + BTH_FIELDS.opcode.at;
+/** The IPv4 protocol byte: every template holds UDP's there, so any other frame (TCP: most of a
+ *  many-connections capture's frames) is turned away before the slot is computed. */
+const AT_PROTO = IP_AT + IPV4_FIELDS.protocol.at;
+const UDP_PROTO = 17;
 const AT_IP_LEN = IP_AT + IPV4_FIELDS.totalLength.at;
 const AT_UDP_LEN = UDP_AT + UDP_FIELDS.length.at;
 const AT_PSN = BTH_AT + BTH_FIELDS.psn.at + BTH_FIELDS.psn.size - 4;
@@ -69,9 +73,11 @@ const PSN_MASK = 2 ** (8 * BTH_FIELDS.psn.size) - 1;
 
 /** Flows remembered, direct-mapped by destination address and QP (a power of two). */
 const SLOTS = 512;
+/** The hash's top bits that index SLOTS. */
+const SLOT_SHIFT = 32 - Math.log2(SLOTS);
 
 function slotOf(dst: number, qp: number): number {
-  return Math.imul(dst ^ Math.imul(qp & QP_MASK, 0x9e3779b1), 0x85ebca6b) >>> (32 - Math.log2(SLOTS));
+  return Math.imul(dst ^ Math.imul(qp & QP_MASK, 0x9e3779b1), 0x85ebca6b) >>> SLOT_SHIFT;
 }
 
 export class HeaderPrediction {
@@ -112,7 +118,7 @@ export class HeaderPrediction {
    *  would raise no issue (qpn, psn, payLen and dst then say the rest), else 0. */
   predict(f: CapturedFrame): number {
     const b = f.data;
-    if (f.linktype !== LINKTYPE.ETHERNET || f.caplen !== f.origlen || b.length < MIN_LEN) return 0;
+    if (f.linktype !== LINKTYPE.ETHERNET || f.caplen !== f.origlen || b.length < MIN_LEN || b[AT_PROTO] !== UDP_PROTO) return 0;
     const dv = this.view(b), o = b.byteOffset;
     const slot = slotOf(dv.getInt32(o + AT_DST), dv.getInt32(o + AT_QP));
     const dst = this.dsts[slot];

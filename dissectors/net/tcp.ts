@@ -246,6 +246,26 @@ function decodeOptions(b: Uint8Array, base: number, end: number, syn: boolean, c
 const view = new TcpView();
 const DOFF = bitPicker(F.dataOffset), FLAG_BITS = bitPicker(F.flags), RESERVED = bitPicker(F.reserved);
 
+/** Where the option area NOP, NOP, timestamps (12 bytes: most segments of a Linux connection)
+ *  puts its timestamps option, and where the area ends. */
+const NOP_NOP_TS_AT = TCP_MIN_LEN + 2;
+const NOP_NOP_TS_END = NOP_NOP_TS_AT + 10;
+
+function isNopNopTs(b: Uint8Array, off: number): boolean {
+  const o = off + TCP_MIN_LEN;
+  return b[o] === 1 && b[o + 1] === 1 && b[o + 2] === 8 && b[o + 3] === 10;
+}
+
+/**
+ * A list decodeTcpAt refills (its `ts` argument) for the option area NOP, NOP, timestamps instead
+ * of making one per segment: the shared NOP records and one timestamps record, as decodeOptions
+ * makes them (such an area raises no issue). For a decoder whose caller keeps nothing of a frame
+ * past the next one (FrameDecoderOptions.reuse).
+ */
+export function reusableTsOptions(): TcpOption[] {
+  return [NOPS[TCP_MIN_LEN]!, NOPS[TCP_MIN_LEN + 1]!, { kind: 8, offset: NOP_NOP_TS_AT, length: 10, tsVal: 0, tsEcr: 0 }];
+}
+
 /** A header value with every field present (decodeTcpAt fills it). */
 export function blankTcpHeader(): TcpHeader {
   return { srcPort: 0, dstPort: 0, seq: 0, ack: 0, dataOffset: 0, headerLength: TCP_MIN_LEN, reserved: 0, flags: FLAGS[0]!, window: 0, checksum: 0, urgentPointer: 0, options: NO_OPTIONS };
@@ -261,9 +281,9 @@ export function decodeTcp(b: Uint8Array, t?: Tree, wireLength = b.length): Decod
  * relative to `off`: the replay path decodes each frame without a view per segment, a result
  * object or an issue array of its own.
  */
-export function decodeTcpAt(issues: Issue[], b: Uint8Array, off: number, end: number, t?: Tree, wireLength = end - off, into?: TcpHeader): TcpHeader {
+export function decodeTcpAt(issues: Issue[], b: Uint8Array, off: number, end: number, t?: Tree, wireLength = end - off, into?: TcpHeader, ts?: TcpOption[]): TcpHeader {
   // A header cut short reads its missing bytes as 0: only a view that ends there gives that.
-  if (end - off < TCP_MIN_LEN && (off !== 0 || end !== b.length)) return decodeTcpAt(issues, b.subarray(off, end), 0, end - off, t, wireLength, into);
+  if (end - off < TCP_MIN_LEN && (off !== 0 || end !== b.length)) return decodeTcpAt(issues, b.subarray(off, end), 0, end - off, t, wireLength, into, ts);
   const n = end - off;
   // the fast form: bytes read at the table's offsets, bit fields by its shift/mask (no view per segment)
   const fl = u16(b, off + F.flags.at);
@@ -296,7 +316,12 @@ export function decodeTcpAt(issues: Issue[], b: Uint8Array, off: number, end: nu
 
   if (t) treeTcp(t, value, fl);
   const oend = Math.min(hl, n);
-  if (oend > TCP_MIN_LEN) {
+  if (oend === NOP_NOP_TS_END && ts !== undefined && t === undefined && isNopNopTs(b, off)) {
+    // Linux's data and ACK segments: a refilled list (what decodeOptions makes of these bytes)
+    const rec = ts[2] as TcpOption;
+    rec.tsVal = u32(b, off + NOP_NOP_TS_AT + O.tsVal.at); rec.tsEcr = u32(b, off + NOP_NOP_TS_AT + O.tsEcr.at);
+    value.options = ts;
+  } else if (oend > TCP_MIN_LEN) {
     value.options = decodeOptions(b, off, oend, flags.syn, hl > n && wireLength >= hl, issues, t ? t.sub('Options', TCP_MIN_LEN, oend - TCP_MIN_LEN, `${hl - TCP_MIN_LEN} bytes`) : undefined);
   }
   return value;

@@ -16,10 +16,12 @@
 
 import type { Decoded, Issue, TextSink, Tree } from './common.js';
 import {
-  bufSizeFromCode, fmtSize, hex, hex32, ipv4Str, ipv6Str, isZero, issue, macStr, mtuFromCode,
-  parseIpv4, parseIpv6, parseMac, put16, put32, putAscii, StringSink, u16, u32, u8, EBCDIC_SMCD, EBCDIC_SMCR,
+  bufSizeFromCode, fmtSize, hex, hex32, isZero, issue, mtuFromCode,
+  parseIpv4, parseIpv6, parseMac, put16, put32, putAscii, StringSink, u32, u8, EBCDIC_SMCD, EBCDIC_SMCR,
 } from './common.js';
 import { declineReason, formatReason } from './reasons.js';
+// cached address text (same strings as ipv6Str/macStr/ipv4Str): the tracker interns them
+import { ipv4At, ipv6At, macAt, peerIdAt } from '../net/addr.js';
 import { addField, addSpan, entryAt, type BytesSpec } from './views/field.js';
 import {
   CLC_HEADER_FIELDS, CLC_TRAILER_LEN, CLC_PROPOSAL_FIELDS, CLC_PROPOSAL_SMCD_AT, CLC_PROPOSAL_SMCD_FIELDS, CLC_PROPOSAL_SMCD_LEN, CLC_V2_EXT_BASE,
@@ -255,7 +257,7 @@ function isEc(v: number): boolean { return v === CLC_EYECATCHER_SMCR || v === CL
 
 /** Peer ID (8 bytes: u16 instance, 6-byte MAC) as "<instance>@<mac>": a text form that a
  *  field table does not express, so read and written here. */
-function peerIdStr(b: Uint8Array, o: number): string { return `${u16(b, o)}@${macStr(b, o + PEER_ID_MAC_AT)}`; }
+function peerIdStr(b: Uint8Array, o: number): string { return peerIdAt(b, o); }
 const PEER_ID_MAC_AT = 2;
 
 function putPeerId(b: Uint8Array, o: number, s: string): void {
@@ -511,7 +513,7 @@ function decodeProposal(b: Uint8Array, complete: boolean, issues: Issue[], t: Tr
   const ipAreaOffset = pv.ipAreaOffset;
   const m: ClcProposal = {
     type: 'proposal', eyecatcher, typeCode: CLC_PROPOSAL, length, version, typev2, typev1,
-    peerId: peerIdStr(b, F.peerId.at), gid: ipv6Str(b, F.gid.at), mac: macStr(b, F.mac.at), ipAreaOffset, trailer,
+    peerId: peerIdStr(b, F.peerId.at), gid: ipv6At(b, F.gid.at), mac: macAt(b, F.mac.at), ipAreaOffset, trailer,
   };
   if (t) {
     addField(t, F.paths, `v2 ${PATH_NAMES[typev2]} v1 ${PATH_NAMES[typev1]}`);
@@ -561,7 +563,7 @@ function decodeProposal(b: Uint8Array, complete: boolean, issues: Issue[], t: Tr
       has(end, complete, P, prefixFixed, issues, 'IP prefix area');
       const av = prefixV.reset(b, P);
       const cnt = av.ipv6Count;
-      const area: ClcIpPrefixArea = { ipv4: ipv4Str(b, P + PF.ipv4.at), ipv4Len: av.ipv4Len, ipv6: [] };
+      const area: ClcIpPrefixArea = { ipv4: ipv4At(b, P + PF.ipv4.at), ipv4Len: av.ipv4Len, ipv6: [] };
       rsvField(b, P, PF.reserved, issues, 'IP prefix area bytes');
       if (area.ipv4Len > 32) issue(issues, 'warn', 'clc.prefix', `IPv4 prefix length ${area.ipv4Len} > 32`, P + PF.ipv4Len.at, 1);
       if (cnt > 8) issue(issues, 'warn', 'clc.count', `IPv6 prefix count ${cnt} > 8 (Linux rejects)`, P + PF.ipv6Count.at, 1);
@@ -572,7 +574,7 @@ function decodeProposal(b: Uint8Array, complete: boolean, issues: Issue[], t: Tr
       for (let i = 0; i < cnt; i++) {
         const o = P + entryAt(PF.ipv6, i);
         if (!has(end, complete, o, PF.ipv6.len, issues, `IPv6 prefix ${i}`)) break;
-        const p: ClcIpv6Prefix = { prefix: ipv6Str(b, o + E.prefix.at), len: ipv6PrefixV.reset(b, o).prefixLen };
+        const p: ClcIpv6Prefix = { prefix: ipv6At(b, o + E.prefix.at), len: ipv6PrefixV.reset(b, o).prefixLen };
         if (p.len > 128) issue(issues, 'warn', 'clc.prefix', `IPv6 prefix length ${p.len} > 128`, o + E.prefixLen.at, 1);
         area.ipv6.push(p);
         s?.add(`${PF.ipv6.label} ${i}`, entryAt(PF.ipv6, i), PF.ipv6.len, `${p.prefix}/${p.len}`);
@@ -619,7 +621,7 @@ function decodeV2Ext(b: Uint8Array, complete: boolean, issues: Issue[], t: Tree 
   const gidCnt = xv.gidCount;
   const v2: ClcProposalV2Ext = {
     eids: [], release: xv.release, seidFlag: xv.seidFlag, smcdv2ExtOffset: xv.smcdv2ExtOffset,
-    roceV2Gid: ipv6Str(b, V + X.roceV2Gid.at), maxConns: xv.maxConns, maxLinks: xv.maxLinks, featureMask: xv.featureMask,
+    roceV2Gid: ipv6At(b, V + X.roceV2Gid.at), maxConns: xv.maxConns, maxLinks: xv.maxLinks, featureMask: xv.featureMask,
   };
   rsvField(b, V, X.reserved2, issues, 'v2 extension byte');
   if (xv.flagsReserved) issue(issues, 'warn', 'clc.reserved', `reserved v2 flag bits set: 0x${(xv.flagsReserved << X.flagsReserved.shift).toString(16)}`, V + X.flags.at, 1);
@@ -778,7 +780,7 @@ function decodeSmcrAccept(b: Uint8Array, complete: boolean, issues: Issue[], t: 
   has(end, complete, 0, v1End, issues, `SMC-R ${what} fixed part`);
   const v = smcrV.reset(b, 0);
   const r: ClcSmcrAcceptConfirm = {
-    peerId: peerIdStr(b, R.peerId.at), gid: ipv6Str(b, R.gid.at), mac: macStr(b, R.mac.at), qpn: v.qpn, rkey: v.rkey,
+    peerId: peerIdStr(b, R.peerId.at), gid: ipv6At(b, R.gid.at), mac: macAt(b, R.mac.at), qpn: v.qpn, rkey: v.rkey,
     rmbeIdx: v.rmbeIdx, token: v.token, rmbeSizeCode: v.rmbeSizeCode, mtuCode: v.mtuCode, rmbVa: v.rmbVa, psn: v.psn,
   };
   rsvField(b, 0, R.reserved51, issues, 'byte 51');
@@ -818,7 +820,7 @@ function decodeSmcrAccept(b: Uint8Array, complete: boolean, issues: Issue[], t: 
     r.gidList = [];
     for (let i = 0; i < cnt; i++) {
       if (!has(end, complete, G + entryAt(GL.gids, i), GL.gids.len, issues, `GID list entry ${i}`)) break;
-      r.gidList.push(ipv6Str(b, G + entryAt(GL.gids, i)));
+      r.gidList.push(ipv6At(b, G + entryAt(GL.gids, i)));
       s?.add(`${GL.gids.label} ${i}`, entryAt(GL.gids, i), GL.gids.len, r.gidList[i]);
     }
     pos = Math.min(end, G + entryAt(GL.gids, cnt));

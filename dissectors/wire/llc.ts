@@ -17,7 +17,9 @@
 // encode read and write through those views.
 
 import type { Decoded, Issue, TextSink, Tree } from './common.js';
-import { hex, hex32, ipv6Str, issue, macStr, mtuFromCode, need, parseIpv6, parseMac, put32, StringSink, u32, writeHexN } from './common.js';
+// cached address text (same strings as ipv6Str/macStr): the tracker interns them
+import { ipv6At, macAt } from '../net/addr.js';
+import { hex, hex32, issue, mtuFromCode, need, parseIpv6, parseMac, put32, StringSink, u32, writeHexN } from './common.js';
 import { addField, addSpan, entryAt, fieldBits, type BytesSpec, type FieldSpec } from './views/field.js';
 import {
   LLC_HEADER_FIELDS, LLC_MSG_SIZE, LLC_CONFIRM_LINK_FIELDS, LLC_ADD_LINK_FIELDS, LLC_ADD_LINK_CONT_FIELDS, LLC_ADD_LINK_CONT_SLOTS,
@@ -519,7 +521,7 @@ function llcConfirmLink(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: 
   x.flagsOther = flags & (noRmbe ? OTHER_FLAGS & ~FLAG_NO_RMBE_EYEC : OTHER_FLAGS);
   const cl: LlcConfirmLink = {
     kind: 'confirm_link', llcVersion, type, length, response, noRmbeEyecatcher: noRmbe,
-    mac: macStr(b, F.mac.at), gid: ipv6Str(b, F.gid.at), qpn: v.qpn, linkId: v.linkId,
+    mac: macAt(b, F.mac.at), gid: ipv6At(b, F.gid.at), qpn: v.qpn, linkId: v.linkId,
     linkUid: v.linkUid, maxLinks: v.maxLinks, maxConns: v.maxConns,
   };
   if (t) {
@@ -546,7 +548,7 @@ function llcAddLink(b: Uint8Array, t: Tree | undefined, issues: Issue[], x: LlcC
   const v = addLinkV.reset(b, 0);
   const al: LlcAddLink = {
     kind: 'add_link', llcVersion, type, length, response, rejected: rejectFlag, rejectReason,
-    mac: macStr(b, F.mac.at), gid: ipv6Str(b, F.gid.at), qpn: v.qpn, linkId: v.linkId,
+    mac: macAt(b, F.mac.at), gid: ipv6At(b, F.gid.at), qpn: v.qpn, linkId: v.linkId,
     mtu: v.mtu, psn: v.psn,
   };
   reserved = rsvRun(b, F.reserved10, LLC_MSG_SIZE, issues, reserved, t);
@@ -625,7 +627,7 @@ function llcRequestAddLink(b: Uint8Array, t: Tree | undefined, issues: Issue[], 
   const room = varEnd > fixed ? Math.floor((varEnd - fixed) / F.gids.len) : 0;
   const k = Math.min(gidCount, room);
   const gids: string[] = [];
-  for (let i = 0; i < k; i++) gids.push(ipv6Str(b, entryAt(F.gids, i)));
+  for (let i = 0; i < k; i++) gids.push(ipv6At(b, entryAt(F.gids, i)));
   if (gidCount > room && avail >= fixed) {
     if (length > avail) issue(issues, 'note', 'llc.partial', `REQUEST ADD LINK: ${k} of ${gidCount} GIDs present`, fixed, varEnd - fixed);
     else issue(issues, 'warn', 'llc.gids', `REQUEST ADD LINK announces ${gidCount} GIDs, room for ${room}`, F.gidCount.at, 1);
@@ -755,7 +757,7 @@ function decodeAddLinkV2(b: Uint8Array, x: LlcCtx, issues: Issue[], t: Tree | un
     if (length > avail) issue(issues, 'note', 'llc.partial', `ADD LINK v2: ${k} of ${numRkeys} rkey entries present`, fixedEnd, varEnd - fixedEnd);
     else issue(issues, 'warn', 'llc.rkeys', `ADD LINK v2 announces ${numRkeys} rkeys, room for ${room}`, F.numRkeysLe.at, F.numRkeysLe.size);
   }
-  const ext: LlcAddLinkV2Ext = { direct: v.direct, targetGid: ipv6Str(b, F.targetGid.at), numRkeys, numRkeysOrder: order, rkeys };
+  const ext: LlcAddLinkV2Ext = { direct: v.direct, targetGid: ipv6At(b, F.targetGid.at), numRkeys, numRkeysOrder: order, rkeys };
   if (t) {
     addField(t, F.extFlags, String(ext.direct));
     addField(t, F.targetGid, ext.targetGid);
