@@ -401,7 +401,8 @@ function fieldPick(s: FieldSpec): { shift: number; mask: number; whole: boolean 
   return { shift, mask, whole: shift === 0 && mask === full };
 }
 
-/** Inline big-/little-endian read of a `size`-byte word at b[o + at] (all bytes present). */
+/** Inline big-/little-endian read of a `size`-byte word at b[o + at] (all bytes present), in
+ *  parentheses (it is combined with & and |). */
 function wordExpr(at: number, size: number, le: boolean): string {
   const parts: string[] = [];
   for (let i = 0; i < size; i++) {
@@ -409,7 +410,7 @@ function wordExpr(at: number, size: number, le: boolean): string {
     parts.push(sh === 0 ? `b[o + ${at + i}]` : `(b[o + ${at + i}] << ${sh})`);
   }
   const raw = parts.join(' | ');
-  return size === 4 ? `((${raw}) >>> 0)` : raw;
+  return size === 4 ? `((${raw}) >>> 0)` : `(${raw})`;
 }
 
 /**
