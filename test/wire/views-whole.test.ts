@@ -5,18 +5,7 @@
 import test from 'ava';
 import { BthView, RethView, AethView, BTH_FIELDS, RETH_FIELDS, AETH_FIELDS, writeBth, readBthRx, writeReth, readReth, writeAeth, readAeth } from '../../dissectors/wire/views/ib.js';
 import { defineReader, defineView, defineWriter, tableSize, type FieldSpec, type FieldTable } from '../../dissectors/wire/views/field.js';
-
-/** Deterministic PRNG (mulberry32): a failure repeats. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng as rng } from '../helpers.js';
 
 /** A table with what BTH/RETH/AETH lack: little-endian words, a 4-byte bit field, a
  *  little-endian 64-bit field, a field sharing nothing with its neighbours. */
