@@ -4,8 +4,8 @@
 //   requester.ts  (rxe_req.c)  request packets, PSNs, window, go-back-N, RNR wait;
 //   responder.ts  (rxe_resp.c) request validation, placement into MRs, receive completions, ACK/NAK;
 //   completer.ts  (rxe_comp.c) ACK/NAK handling, send completions, retransmission timeout.
-// Received packets are read through one RxPacket (views of the wire layer's BTH/RETH/AETH
-// tables) and request packets are built in place in the engine's staging buffer: no
+// Received packets are read through one RxPacket (the wire layer's BTH/RETH/AETH tables, each
+// header read in one call) and request packets are built in place in the engine's staging buffer: no
 // allocation per packet on either side.
 //
 // The state fields are public so that the three parts can share them, as rxe's do through
