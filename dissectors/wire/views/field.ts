@@ -341,3 +341,180 @@ export function fieldMaskBytes(fields: readonly FieldSpec[], len: number): Uint8
   }
   return m;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Whole-header writers and readers (docs/uroce.md round 15). A view's setters and getters are
+// one call and one bounds check per field, and a bit field's setter reads its byte back first;
+// a packet's BTH took five of them to write and five to read. A writer made by defineWriter()
+// writes a list of fields in one call, each byte once (fields sharing bytes combined, no read
+// back where the listed fields cover all the bits of those bytes); a reader made by
+// defineReader() reads a list of fields into an object's properties, each byte range once. Both
+// are generated from the same table as the view (no offset written anywhere else) and do what
+// the view's accessors do field by field: a write past the buffer's end is dropped, a read past
+// `end` gives 0 for the missing bytes.
+
+/** A field's value in a whole-header writer or reader: a flag as a boolean, every other field
+ *  as a number, a 64-bit one too (exact below 2^53: the writer's argument must be; the reader
+ *  gives -1 for a value at or above 2^53, where the caller reads the view's bigint getter). */
+export type WholeValue<S> = S extends { bool: true } ? boolean : number;
+
+/** The names of table T's numeric fields. */
+export type NumericField<T extends FieldTable> = { [K in keyof T]: T[K] extends FieldSpec ? K : never }[keyof T] & string;
+
+/** Writes the listed fields of one header at buf[off…], values in the list's order. */
+export type HeaderWriter<T extends FieldTable, F extends readonly NumericField<T>[]> =
+  (buf: Uint8Array, off: number, ...values: { [I in keyof F]: WholeValue<T[F[I]]> }) => void;
+
+/** What a reader fills: one property per listed field. */
+export type HeaderFields<T extends FieldTable, F extends readonly NumericField<T>[]> = { -readonly [K in F[number]]: WholeValue<T[K]> };
+
+/** Reads the listed fields of the header at buf[off…] (bytes at or past `end` read as 0) into `into`. */
+export type HeaderReader<T extends FieldTable, F extends readonly NumericField<T>[]> =
+  (buf: Uint8Array, off: number, end: number, into: HeaderFields<T, F>) => void;
+
+/** Listed fields held by one run of bytes (a field's `at`, `size`, byte order): read or
+ *  written as one word. */
+interface Word { at: number; size: 1 | 2 | 3 | 4 | 8; le: boolean; fields: Array<{ name: string; idx: number; spec: FieldSpec }> }
+
+function wordsOfFields(table: FieldTable, fields: readonly string[]): Word[] {
+  const words: Word[] = [];
+  fields.forEach((name, idx) => {
+    const spec = table[name];
+    if (spec === undefined || !('size' in spec)) throw new Error(`views: ${name} is not a numeric field`);
+    if (spec.size === 8 && (spec.shift !== undefined || spec.mask !== undefined)) throw new Error(`views: 64-bit bit field ${name}`);
+    const le = spec.le === true;
+    let w = words.find((x) => x.at === spec.at && x.size === spec.size && x.le === le);
+    if (!w) words.push((w = { at: spec.at, size: spec.size, le, fields: [] }));
+    w.fields.push({ name, idx, spec });
+  });
+  return words;
+}
+
+/** All the bits of a `size`-byte word. */
+function fullMask(size: number): number { return size === 4 ? 0xffffffff : (1 << (8 * size)) - 1; }
+
+/** The bits field `s` occupies in its word, and how its value is picked out of the word. */
+function fieldPick(s: FieldSpec): { shift: number; mask: number; whole: boolean } {
+  const full = fullMask(s.size);
+  const shift = s.shift ?? 0;
+  const mask = s.mask ?? (full >>> shift);
+  return { shift, mask, whole: shift === 0 && mask === full };
+}
+
+/** Inline big-/little-endian read of a `size`-byte word at b[o + at] (all bytes present), in
+ *  parentheses (it is combined with & and |). */
+function wordExpr(at: number, size: number, le: boolean): string {
+  const parts: string[] = [];
+  for (let i = 0; i < size; i++) {
+    const sh = le ? 8 * i : 8 * (size - 1 - i);
+    parts.push(sh === 0 ? `b[o + ${at + i}]` : `(b[o + ${at + i}] << ${sh})`);
+  }
+  const raw = parts.join(' | ');
+  return size === 4 ? `((${raw}) >>> 0)` : `(${raw})`;
+}
+
+/**
+ * A function of its own writing `fields` of `table` in one call: `(buf, off, v1, v2, …)`.
+ * Fields that share bytes are combined into one word; their bytes are read back only where the
+ * listed fields leave bits of them unset (those bits keep their value, as with the setters).
+ * The listed fields' byte runs must not partly overlap (checked here, once).
+ */
+export function defineWriter<T extends FieldTable, const F extends readonly NumericField<T>[]>(name: string, table: T, fields: F): HeaderWriter<T, F> {
+  const words = wordsOfFields(table, fields);
+  for (const a of words) {
+    for (const b of words) {
+      if (a !== b && a.at < b.at + b.size && b.at < a.at + a.size) throw new Error(`views: ${name} writes overlapping words at ${a.at} and ${b.at}`);
+    }
+  }
+  const span = Math.max(...words.map((w) => w.at + w.size));
+  const fast: string[] = [];
+  const slow: string[] = [];
+  words.forEach((w, k) => {
+    if (w.size === 8) {
+      const v = `v${w.fields[0]!.idx}`;
+      const [first, second] = w.le ? ['lo', 'hi'] : ['hi', 'lo'];
+      fast.push(`{ const hi = Math.floor(${v} / 4294967296), lo = ${v} >>> 0;`);
+      for (let i = 0; i < 8; i++) {
+        const word = i < 4 ? first : second, j = i & 3;
+        const sh = w.le ? 8 * j : 8 * (3 - j);
+        fast.push(`  b[o + ${w.at + i}] = ${sh ? `${word} >>> ${sh}` : word};`);
+      }
+      fast.push('}');
+      slow.push(`{ const hi = Math.floor(${v} / 4294967296), lo = ${v} >>> 0;
+    writeUint(b, o + ${w.at}, end, 4, ${w.le}, ${first}); writeUint(b, o + ${w.at + 4}, end, 4, ${w.le}, ${second}); }`);
+      return;
+    }
+    const full = fullMask(w.size);
+    let covered = 0;
+    const parts: string[] = [];
+    for (const f of w.fields) {
+      const { shift, mask, whole } = fieldPick(f.spec);
+      const v = `v${f.idx}`;
+      covered = (covered | (mask << shift)) >>> 0;
+      if (f.spec.bool === true) parts.push(`(${v} ? ${(mask << shift) >>> 0} : 0)`);
+      else parts.push(whole ? v : `((${v} & ${mask}) << ${shift})`);
+      slow.push(whole && f.spec.bool !== true
+        ? `writeUint(b, o + ${w.at}, end, ${w.size}, ${w.le}, ${v} >>> 0);`
+        : `setBits(b, o + ${w.at}, end, ${w.size}, ${w.le}, ${shift}, ${mask}, ${f.spec.bool === true ? `(${v} ? ${mask} : 0)` : v});`);
+    }
+    const keep = (full & ~covered) >>> 0;
+    const value = (keep ? [`(${wordExpr(w.at, w.size, w.le)} & ${keep})`, ...parts] : parts).join(' | ');
+    fast.push(`const w${k} = ${value};`);
+    for (let i = 0; i < w.size; i++) {
+      const sh = w.le ? 8 * i : 8 * (w.size - 1 - i);
+      fast.push(`b[o + ${w.at + i}] = ${sh ? `w${k} >>> ${sh}` : `w${k}`};`);
+    }
+  });
+  const params = fields.map((_, i) => `v${i}`).join(', ');
+  // new Function: the source is built from the table's numbers and our own names, never from input
+  return compiled(`function write(b, o, ${params}) { ${tagOf(name, 'write')}
+  const end = b.length;
+  if (o + ${span} > end) {
+    ${slow.join('\n    ')}
+    return;
+  }
+  ${fast.join('\n  ')}
+}`) as unknown as HeaderWriter<T, F>;
+}
+
+/**
+ * A function of its own reading `fields` of `table` in one call into `into`'s properties of
+ * the same names: each word once, each field picked out of it as its getter would (bytes at or
+ * past `end` read as 0). `into` should be one object (or objects of one class) per reader.
+ */
+export function defineReader<T extends FieldTable, const F extends readonly NumericField<T>[]>(name: string, table: T, fields: F): HeaderReader<T, F> {
+  const words = wordsOfFields(table, fields);
+  const span = Math.max(...words.map((w) => w.at + w.size));
+  const fastWords: string[] = [];
+  const slowWords: string[] = [];
+  const picks: string[] = [];
+  words.forEach((w, k) => {
+    if (w.size === 8) {
+      const [hiAt, loAt] = w.le ? [w.at + 4, w.at] : [w.at, w.at + 4];
+      fastWords.push(`h${k} = ${wordExpr(hiAt, 4, w.le)}; l${k} = ${wordExpr(loAt, 4, w.le)};`);
+      slowWords.push(`h${k} = readUint(b, o + ${hiAt}, end, 4, ${w.le}); l${k} = readUint(b, o + ${loAt}, end, 4, ${w.le});`);
+      picks.push(`r.${w.fields[0]!.name} = h${k} < 2097152 ? h${k} * 4294967296 + l${k} : -1;`);
+      return;
+    }
+    fastWords.push(`w${k} = ${wordExpr(w.at, w.size, w.le)};`);
+    slowWords.push(`w${k} = readUint(b, o + ${w.at}, end, ${w.size}, ${w.le});`);
+    for (const f of w.fields) {
+      const { shift, mask, whole } = fieldPick(f.spec);
+      const x = whole ? `w${k}` : `((w${k} >>> ${shift}) & ${mask})`;
+      picks.push(`r.${f.name} = ${f.spec.bool === true ? `${x} !== 0` : w.size === 4 && !whole ? `${x} >>> 0` : x};`);
+    }
+  });
+  const decl = words.map((w, k) => (w.size === 8 ? `h${k} = 0, l${k} = 0` : `w${k} = 0`)).join(', ');
+  // new Function: the source is built from the table's numbers and field names (identifiers of
+  // our own tables), never from input
+  return compiled(`function read(b, o, end, r) { ${tagOf(name, 'read')}
+  if (end > b.length) end = b.length;
+  let ${decl};
+  if (o + ${span} <= end) {
+    ${fastWords.join('\n    ')}
+  } else {
+    ${slowWords.join('\n    ')}
+  }
+  ${picks.join('\n  ')}
+}`) as unknown as HeaderReader<T, F>;
+}

@@ -3,7 +3,7 @@
 // AtomicAckETH), and the GRH of RoCE v1. The codecs in ../ib.ts decode and encode through these views, so each offset
 // is written here and nowhere else.
 
-import { defineView, type FieldTable } from './field.js';
+import { defineReader, defineView, defineWriter, type FieldTable } from './field.js';
 
 /** Base Transport Header, 12 bytes. */
 export const BTH_FIELDS = {
@@ -107,6 +107,19 @@ export type BthView = InstanceType<typeof BthView>;
 export type RethView = InstanceType<typeof RethView>;
 export type AethView = InstanceType<typeof AethView>;
 export type DethView = InstanceType<typeof DethView>;
+
+// Whole headers in one call (field.ts defineWriter/defineReader: each byte once, no call per
+// field): what the endpoint writes and reads per packet (docs/uroce.md round 15).
+/** Every BTH field, in table order. */
+export const writeBth = defineWriter('Bth', BTH_FIELDS, ['opcode', 'se', 'migReq', 'padCount', 'tver', 'pkey', 'fecn', 'becn', 'resv6', 'destQp', 'ackReq', 'resv7', 'psn']);
+/** The BTH fields an RC receiver acts on (the destination QP it has read already). */
+export const readBthRx = defineReader('BthRx', BTH_FIELDS, ['opcode', 'se', 'padCount', 'ackReq', 'psn']);
+/** RETH: the VA as a number (below 2^53; the reader gives -1 above, see WholeValue). */
+export const writeReth = defineWriter('Reth', RETH_FIELDS, ['va', 'rkey', 'dmaLen']);
+export const readReth = defineReader('Reth', RETH_FIELDS, ['va', 'rkey', 'dmaLen']);
+export const writeAeth = defineWriter('Aeth', AETH_FIELDS, ['syndrome', 'msn']);
+export const readAeth = defineReader('Aeth', AETH_FIELDS, ['kindBits', 'code', 'msn']);
+
 export const ImmDtView = defineView('ImmDtView', IMMDT_FIELDS);
 export const IethView = defineView('IethView', IETH_FIELDS);
 export const RdethView = defineView('RdethView', RDETH_FIELDS);

@@ -19,11 +19,11 @@ const AETH_ACK = 0, AETH_RNR_NAK = 1, AETH_NAK = 3;
 export function onResponse(qp: UroceQp, p: RxPacket): void {
   const st = qp.state;
   if (st !== QpState.RTS && st !== QpState.SQD) { qp.stats.drops++; return; }
-  const psn = p.bth.psn;
+  const psn = p.psn;
   // Valid: acknowledges something in [unacked - 1, txHigh - 1].
   if (psnDiff(psn, qp.unacked) < -1 || psnDiff(psn, qp.txHigh) >= 0) { qp.stats.drops++; return; }
-  const a = p.aeth;
-  const kind = a.kindBits;
+  p.readAeth();
+  const kind = p.kindBits;
   if (kind === AETH_ACK) {
     qp.stats.acksReceived++;
     ackUpTo(qp, psn);
@@ -35,7 +35,7 @@ export function onResponse(qp: UroceQp, p: RxPacket): void {
   // going back to it would skip the queue entries not sent yet (rxe drops it the same way).
   if (psnDiff(psn, qp.unacked) < 0) { qp.stats.drops++; return; }
   ackUpTo(qp, (psn - 1) & PSN_MASK);
-  const code = a.code;
+  const code = p.code;
   if (kind === AETH_RNR_NAK) {
     qp.stats.rnrNaksReceived++;
     if (psnDiff(psn, qp.unacked) !== 0 || qp.rnrWait) { pump(qp); return; }

@@ -4,15 +4,14 @@
 //   requester.ts  (rxe_req.c)  request packets, PSNs, window, go-back-N, RNR wait;
 //   responder.ts  (rxe_resp.c) request validation, placement into MRs, receive completions, ACK/NAK;
 //   completer.ts  (rxe_comp.c) ACK/NAK handling, send completions, retransmission timeout.
-// Received packets are read through one RxPacket (views of the wire layer's BTH/RETH/AETH
-// tables) and request packets are built in place in the engine's staging buffer: no
+// Received packets are read through one RxPacket (the wire layer's BTH/RETH/AETH tables, each
+// header read in one call) and request packets are built in place in the engine's staging buffer: no
 // allocation per packet on either side.
 //
 // The state fields are public so that the three parts can share them, as rxe's do through
 // struct rxe_qp; nothing outside endpoint/verbs/uroce touches them (the Qp interface is the API).
 
-import { encodeBth, ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
-import { DEFAULT_PKEY } from '../../../dissectors/wire/views/ib.js';
+import { ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
 import {
   Access, AsyncEventType, Mtu, QpAttrMask, QpState, QpType, SendFlags, VerbsError, WcOpcode, WcStatus, WrOpcode,
   ackTimeoutMs, attrMaskOf, gidText, gidToIpv4, mtuBytes, qpStateName,
@@ -92,9 +91,9 @@ export class UroceQp implements Qp, EngineQp {
   private ah: AhAttr | undefined;
   remoteIp = '';
   tx: TxPort | undefined;
-  /** This QP's BTH as encoded by the IB codec (P_Key, DestQP); per packet the requester and
-   *  responder write the opcode, SE, PadCnt, AckReq and PSN through the BTH view. */
-  bthTpl: Uint8Array = EMPTY;
+  /** The DestQP this QP's packets carry, fixed when its transmit port opens (RTR); the requester
+   *  and responder write each packet's whole BTH with it in one call (views/ib.ts writeBth). */
+  txDestQp = 0;
 
   // send queue: requester and completer (rxe: qp->sq, qp->req, qp->comp)
   sq: SendWqe[] = [];
@@ -248,10 +247,7 @@ export class UroceQp implements Qp, EngineQp {
   get sourcePort(): number { return this.tx?.port ?? 0; }
 
   private openTx(): void {
-    this.bthTpl = encodeBth({
-      opcode: 0, se: false, migReq: false, padCount: 0, tver: 0, pkey: DEFAULT_PKEY, fecn: false, becn: false, resv6: 0,
-      destQp: this.destQpn, ackReq: false, resv7: 0, psn: 0,
-    });
+    this.txDestQp = this.destQpn;
     const g = this.ah!.grh!;
     const want = roceSourcePort(g.flowLabel ?? 0, this.qpNum, this.destQpn);
     const ttl = g.hopLimit > 0 ? g.hopLimit : 64;

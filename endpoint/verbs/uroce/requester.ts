@@ -4,23 +4,23 @@
 // and every `ackReqEvery` packets — within a window of unacknowledged packets; the transmit
 // position moves back for retransmissions (go-back-N) and waits out an RNR NAK's timer.
 //
-// Packets are built in place in the engine's staging buffer (engine.txAlloc): the QP's BTH
-// template with this packet's fields written through the wire layer's BTH view; the engine
-// adds the ICRC and sends the turn's packets in batches. No allocation per packet.
+// Packets are built in place in the engine's staging buffer (engine.txAlloc): the whole BTH and
+// RETH each written in one call generated from the wire layer's tables (views/ib.ts); the
+// engine adds the ICRC and sends the turn's packets in batches. No allocation per packet.
 
 // a module binding: the global `performance` is an accessor, looked up per call on the data path
 import { performance } from 'node:perf_hooks';
 import { ibPadFor, rnrTimerMs, IB_OP, IB_EXT_SIZE, BTH_LEN, ICRC_LEN } from '../../../dissectors/wire/ib.js';
 import { put32 } from '../../../dissectors/wire/common.js';
-import { BthView, IMMDT_FIELDS, RETH_FIELDS, RethView } from '../../../dissectors/wire/views/ib.js';
+import { DEFAULT_PKEY, IMMDT_FIELDS, RethView, writeBth, writeReth } from '../../../dissectors/wire/views/ib.js';
 import { QpState, WrOpcode } from '../types.js';
 import { PSN_MASK, psnDiff, type SendWqe } from './wqe.js';
 import { requesterError } from './completer.js';
 import type { UroceQp } from './qp.js';
-import { copyBytes, exactAddr, writeAddr } from './views.js';
+import { copyBytes, exactAddr } from './views.js';
 
-/** Written per packet; one for all QPs (JavaScript is single-threaded, a packet is built in one go). */
-const txBth = new BthView();
+/** A RETH whose VA is not exact as a number (at or above 2^53: never an MR of uroce's, but a
+ *  verbs user may name one) is written through the view's bigint setter. */
 const txReth = new RethView();
 
 /** SEND with immediate (IB_OP holds the opcodes SMC-R uses; verbs users may post these too). */
@@ -99,27 +99,16 @@ function sendRequest(qp: UroceQp, w: SendWqe, k: number, psn: number, windowAck:
   const pad = ibPadFor(len);
   const withReth = isWrite && first, withImm = imm && last;
   const hdr = BTH_LEN + (withReth ? IB_EXT_SIZE.RETH : 0) + (withImm ? IB_EXT_SIZE.ImmDt : 0);
-  // BTH template (P_Key, DestQP, zeros elsewhere) with this packet's fields, RETH / ImmDt,
-  // payload, pad; the engine adds the ICRC.
+  // BTH (every field in one call: no template copy, no call per field), RETH / ImmDt, payload,
+  // pad; the engine adds the ICRC.
   const pkt = qp.engine.txAlloc(qp.tx!, hdr + len + pad + ICRC_LEN);
-  pkt.set(qp.bthTpl, 0);
-  const b = txBth;
-  b.reset(pkt, 0, BTH_LEN);
-  b.opcode = requestOpcode(isWrite, imm, first, last);
-  b.se = last && w.solicited && (!isWrite || imm);
-  b.padCount = pad;
-  b.ackReq = last || windowAck;
-  b.psn = psn;
+  writeBth(pkt, 0, requestOpcode(isWrite, imm, first, last), last && w.solicited && (!isWrite || imm), false, pad, 0,
+    DEFAULT_PKEY, false, false, 0, qp.txDestQp, last || windowAck, 0, psn);
   if (withReth) {
-    // straight into the packet through the RETH view (no RETH array and object per WRITE)
-    const r = txReth;
-    r.reset(pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.RETH);
-    // the VA from a number when exact (the 64-bit field's setter works in bigints: several per WRITE)
+    // the VA as a number when exact (the view's 64-bit setter works in bigints: several per WRITE)
     const va = exactAddr(w.remoteAddr);
-    if (va >= 0) writeAddr(pkt, BTH_LEN + RETH_FIELDS.va.at, va);
-    else r.va = w.remoteAddr;
-    r.rkey = w.rkey;
-    r.dmaLen = w.length;
+    writeReth(pkt, BTH_LEN, va >= 0 ? va : 0, w.rkey, w.length);
+    if (va < 0) txReth.reset(pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.RETH).va = w.remoteAddr;
   }
   if (withImm) put32(pkt, hdr - IB_EXT_SIZE.ImmDt + IMMDT_FIELDS.immDt.at, w.immData! >>> 0);
   if (len) gatherInto(w, off, len, pkt, hdr);

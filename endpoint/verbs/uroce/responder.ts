@@ -6,28 +6,26 @@
 // completes receives, and acknowledges: the end of a message at once (or at the end of the
 // receive batch), everything else coalesced to one ACK per batch or event-loop turn.
 //
-// ACK and NAK packets are written in place (engine.txAlloc) through the wire layer's BTH and
-// AETH views: no allocation per ACK.
+// ACK and NAK packets are written in place (engine.txAlloc), the BTH and AETH each in one call
+// generated from the wire layer's tables (views/ib.ts): no allocation per ACK.
 
 import { IB_OP, IB_EXT_SIZE, BTH_LEN, ICRC_LEN } from '../../../dissectors/wire/ib.js';
-import { BthView, AethView, RETH_FIELDS } from '../../../dissectors/wire/views/ib.js';
+import { DEFAULT_PKEY, writeAeth, writeBth } from '../../../dissectors/wire/views/ib.js';
 import { Access, AsyncEventType, QpState, WcFlags, WcOpcode, WcStatus } from '../types.js';
 import { PSN_MASK, psnDiff, NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP, AETH_NO_CREDITS, type RecvWqe } from './wqe.js';
 import type { RxPacket } from './rxpacket.js';
-import { copyBytes, readAddr } from './views.js';
+import { copyBytes } from './views.js';
 import type { UroceQp } from './qp.js';
 
 const EMPTY = new Uint8Array(0);
 const ACK_LEN = BTH_LEN + IB_EXT_SIZE.AETH + ICRC_LEN;
 /** AETH syndrome bits 6–5 (AETH_FIELDS.kindBits). */
 const AETH_ACK = 0, AETH_RNR_NAK = 1, AETH_NAK = 3;
-const ackBth = new BthView();
-const ackAeth = new AethView();
 
 /** A request packet for this QP (the QP is in RTR, RTS or SQD). */
 export function onRequest(qp: UroceQp, p: RxPacket): void {
   const info = p.info;
-  const psn = p.bth.psn;
+  const psn = p.psn;
   const d = psnDiff(psn, qp.ePsn);
   if (d < 0) {
     qp.stats.duplicates++;
@@ -69,10 +67,10 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
       qp.stats.messagesReceived++;
       const imm = info.withImmediate;
       qp.recvCq.pushWc(r.wrId, WcStatus.SUCCESS, WcOpcode.RECV, qp.curRecvOff, qp.qpNum, qp.destQpn, imm ? WcFlags.WITH_IMM : 0,
-        imm ? p.immDt >>> 0 : undefined, p.bth.se);
+        imm ? p.immDt >>> 0 : undefined, p.se);
       qp.releaseRecv(r);
     }
-  } else if (info.isWrite && !(p.bth.opcode & 0x10)) {
+  } else if (info.isWrite && !(p.opcode & 0x10)) {
     const ends = info.isLast || info.isOnly;
     if (ends && info.withImmediate && !hasRecv(qp)) { rnrNak(qp, psn); return; }
     if (info.isFirst || info.isOnly) {
@@ -89,7 +87,7 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
       if (info.withImmediate) {
         const r = takeRecv(qp)!;
         qp.recvCq.pushWc(r.wrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, qp.wrTotal, qp.qpNum, qp.destQpn, WcFlags.WITH_IMM,
-          p.immDt >>> 0, p.bth.se);
+          p.immDt >>> 0, p.se);
         qp.releaseRecv(r);
       }
     }
@@ -99,7 +97,7 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
   }
   qp.ePsn = (qp.ePsn + 1) & PSN_MASK;
   qp.seqNakSent = false;
-  if (p.bth.ackReq) {
+  if (p.ackReq) {
     // The end of a message is acknowledged before the application sees the receive
     // completion (which it may answer by destroying the QP), as an RNIC does: at once, or,
     // inside a native receive batch, at the end of the batch (completions reach the
@@ -113,22 +111,22 @@ export function onRequest(qp: UroceQp, p: RxPacket): void {
 /** First packet of an RDMA WRITE: check its RETH against the MR it names (a zero-length WRITE
  *  is not checked, as IB says). False: the QP went to ERR. */
 function startWrite(qp: UroceQp, p: RxPacket): boolean {
-  const reth = p.reth;
-  const len = reth.dmaLen >>> 0;
+  p.readReth();
+  const len = p.dmaLen;
   if (len === 0) {
     qp.wrBuf = EMPTY; qp.wrOff = 0;
   } else {
-    const rkey = reth.rkey;
+    const rkey = p.rkey;
     const mr = qp.dev.mrByRkey(rkey);
     // the VA and its offset in numbers when exact (no bigint per WRITE), else one bigint
     // subtraction (an offset far outside the MR loses precision in Number() but stays outside)
-    const vaNum = readAddr(p.buf, BTH_LEN + RETH_FIELDS.va.at);
-    const off = !mr ? -1 : vaNum >= 0 && mr.addrNum >= 0 ? vaNum - mr.addrNum : Number(reth.va - mr.addr);
+    const vaNum = p.va;
+    const off = !mr ? -1 : vaNum >= 0 && mr.addrNum >= 0 ? vaNum - mr.addrNum : Number(p.rethVa - mr.addr);
     const why = !mr ? `rkey 0x${rkey.toString(16)} unknown`
       : mr.pd !== qp.pd ? `rkey 0x${rkey.toString(16)} belongs to another PD`
       : !(mr.access & Access.REMOTE_WRITE) ? `MR rkey 0x${rkey.toString(16)} has no remote write access`
       : !(qp.accessFlags & Access.REMOTE_WRITE) ? 'QP does not allow remote write'
-      : off < 0 || off + len > mr.length ? `va 0x${reth.va.toString(16)}+${len} outside the MR`
+      : off < 0 || off + len > mr.length ? `va 0x${p.rethVa.toString(16)}+${len} outside the MR`
       : '';
     if (why) { responderError(qp, NAK_REM_ACCESS, WcStatus.REM_ACCESS_ERR, AsyncEventType.QP_ACCESS_ERR, why); return false; }
     qp.wrBuf = mr!.buffer;
@@ -150,15 +148,8 @@ function rnrNak(qp: UroceQp, psn: number): void {
 function sendAck(qp: UroceQp, kind: number, code: number, psn: number): void {
   if (!qp.tx) return;
   const pkt = qp.engine.txAlloc(qp.tx, ACK_LEN);
-  pkt.set(qp.bthTpl, 0);
-  const b = ackBth;
-  b.reset(pkt, 0, BTH_LEN);
-  b.opcode = IB_OP.ACKNOWLEDGE;
-  b.psn = psn & PSN_MASK;
-  const a = ackAeth;
-  a.reset(pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.AETH);
-  a.syndrome = (kind << 5) | (code & 31);
-  a.msn = qp.msn & PSN_MASK;
+  writeBth(pkt, 0, IB_OP.ACKNOWLEDGE, false, false, 0, 0, DEFAULT_PKEY, false, false, 0, qp.txDestQp, false, 0, psn & PSN_MASK);
+  writeAeth(pkt, BTH_LEN, (kind << 5) | (code & 31), qp.msn & PSN_MASK);
   qp.stats.txPackets++;
   qp.stats.txBytes += pkt.length;
   if (kind === AETH_ACK) qp.stats.acksSent++;

@@ -98,8 +98,6 @@ export class ViewCache {
 // several per RDMA WRITE. uroce's MRs sit below 2^47, where a number is exact, so offsets and
 // RETH VAs are computed in numbers, and in bigints only when an address is not exact.
 
-const TWO32 = 2 ** 32;
-
 /** `a` as a number when that is exact (0 … 2^53 - 1), else -1 (Number() of a bigint allocates nothing). */
 export function exactAddr(a: bigint): number {
   const n = Number(a);
@@ -111,18 +109,4 @@ export function exactAddr(a: bigint): number {
 export function addrOffset(a: bigint, base: bigint, baseNum: number): number {
   const n = baseNum >= 0 ? exactAddr(a) : -1;
   return n >= 0 ? n - baseNum : Number(a - base);
-}
-
-/** The 64-bit big-endian value at b[at…at+8) as a number when exact, else -1. */
-export function readAddr(b: Uint8Array, at: number): number {
-  const hi = ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0;
-  if (hi >= 0x200000) return -1;
-  return hi * TWO32 + (((b[at + 4]! << 24) | (b[at + 5]! << 16) | (b[at + 6]! << 8) | b[at + 7]!) >>> 0);
-}
-
-/** Write `n` (an exact, non-negative address: exactAddr() >= 0) big-endian at b[at…at+8). */
-export function writeAddr(b: Uint8Array, at: number, n: number): void {
-  const hi = Math.floor(n / TWO32), lo = n >>> 0;
-  b[at] = hi >>> 24; b[at + 1] = (hi >>> 16) & 0xff; b[at + 2] = (hi >>> 8) & 0xff; b[at + 3] = hi & 0xff;
-  b[at + 4] = lo >>> 24; b[at + 5] = (lo >>> 16) & 0xff; b[at + 6] = (lo >>> 8) & 0xff; b[at + 7] = lo & 0xff;
 }
