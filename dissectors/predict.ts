@@ -14,7 +14,7 @@
 
 import { LINKTYPE, type CapturedFrame } from '../capture/types.js';
 import type { DecodedFrame, FrameDecoder } from './frame.js';
-import { ipv4ChecksumOk, type Ipv4Header } from './net/ipv4.js';
+import { IPPROTO_UDP, ipv4ChecksumOk, type Ipv4Header } from './net/ipv4.js';
 import type { Tracker } from './tracker/tracker.js';
 import { BTH_LEN, icrcOkIpv4, ICRC_LEN, PREDICTED, PREDICTED_KIND, predictedBodyLength } from './wire/ib.js';
 import { fieldBits, type FieldSpec } from './wire/views/field.js';
@@ -64,7 +64,6 @@ const AT_OPCODE = BTH_AT + BTH_FIELDS.opcode.at;
 /** The IPv4 protocol byte: every template holds UDP's there, so any other frame (TCP: most of a
  *  many-connections capture's frames) is turned away before the slot is computed. */
 const AT_PROTO = IP_AT + IPV4_FIELDS.protocol.at;
-const UDP_PROTO = 17;
 const AT_IP_LEN = IP_AT + IPV4_FIELDS.totalLength.at;
 const AT_UDP_LEN = UDP_AT + UDP_FIELDS.length.at;
 const AT_PSN = BTH_AT + BTH_FIELDS.psn.at + BTH_FIELDS.psn.size - 4;
@@ -118,7 +117,7 @@ export class HeaderPrediction {
    *  would raise no issue (qpn, psn, payLen and dst then say the rest), else 0. */
   predict(f: CapturedFrame): number {
     const b = f.data;
-    if (f.linktype !== LINKTYPE.ETHERNET || f.caplen !== f.origlen || b.length < MIN_LEN || b[AT_PROTO] !== UDP_PROTO) return 0;
+    if (f.linktype !== LINKTYPE.ETHERNET || f.caplen !== f.origlen || b.length < MIN_LEN || b[AT_PROTO] !== IPPROTO_UDP) return 0;
     const dv = this.view(b), o = b.byteOffset;
     const slot = slotOf(dv.getInt32(o + AT_DST), dv.getInt32(o + AT_QP));
     const dst = this.dsts[slot];

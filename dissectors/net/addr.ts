@@ -64,16 +64,17 @@ const pidHi = new Int32Array(SLOTS);
 const pidLo = new Int32Array(SLOTS);
 const pidVal: (string | undefined)[] = new Array<string | undefined>(SLOTS).fill(undefined);
 
-/** SMC Peer ID (8 bytes at `o`: u16 instance, 6-byte MAC) as "<instance>@<mac>", cached: a CLC
- *  message carries one, and the tracker interns it (one string object per value keeps its hash). */
-export function peerIdAt(b: Uint8Array, o: number): string {
-  if (o + 8 > b.length) return `${u16(b, o)}@${macStr(b, o + 2)}`;
+/** SMC Peer ID (8 bytes at `o`: a u16 instance, then a MAC at `o + macOff`, wire/clc.ts's
+ *  layout) as "<instance>@<mac>", cached: a CLC message carries one, and the tracker interns it
+ *  (one string object per value keeps its hash). */
+export function peerIdAt(b: Uint8Array, o: number, macOff: number): string {
+  if (o + 8 > b.length) return `${u16(b, o)}@${macStr(b, o + macOff)}`;
   const hi = u32(b, o) | 0;
   const lo = u32(b, o + 4) | 0;
   const slot = (lo ^ (lo >>> 8) ^ hi ^ (hi >>> 16)) & MASK;
   const s = pidVal[slot];
   if (s !== undefined && pidHi[slot] === hi && pidLo[slot] === lo) return s;
-  const made = `${u16(b, o)}@${macStr(b, o + 2)}`;
+  const made = `${u16(b, o)}@${macStr(b, o + macOff)}`;
   pidHi[slot] = hi; pidLo[slot] = lo; pidVal[slot] = made;
   return made;
 }

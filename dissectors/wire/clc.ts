@@ -255,10 +255,11 @@ function eyecatcherValue(s: ClcEyecatcher): number {
 
 function isEc(v: number): boolean { return v === CLC_EYECATCHER_SMCR || v === CLC_EYECATCHER_SMCD; }
 
-/** Peer ID (8 bytes: u16 instance, 6-byte MAC) as "<instance>@<mac>": a text form that a
- *  field table does not express, so read and written here. */
-function peerIdStr(b: Uint8Array, o: number): string { return peerIdAt(b, o); }
+/** Where a Peer ID's MAC starts (8 bytes: u16 instance, 6-byte MAC). */
 const PEER_ID_MAC_AT = 2;
+/** Peer ID as "<instance>@<mac>": a text form that a field table does not express, so read and
+ *  written here (read through net/addr.ts's byte-keyed cache: one string object per value). */
+function peerIdStr(b: Uint8Array, o: number): string { return peerIdAt(b, o, PEER_ID_MAC_AT); }
 
 function putPeerId(b: Uint8Array, o: number, s: string): void {
   const at = s.indexOf('@');

@@ -104,7 +104,7 @@ test('cached address text is the formatters\' text for any bytes (colliding slot
     t.is(macAt(cut, o), macStr(cut, o));
     t.is(ipv4At(cut, o), ipv4Str(cut, o));
     t.is(ipv6At(cut, o + 10), ipv6Str(cut, o + 10));
-    t.is(peerIdAt(cut, o), `${u16(cut, o)}@${macStr(cut, o + 2)}`);
+    t.is(peerIdAt(cut, o, 2), `${u16(cut, o)}@${macStr(cut, o + 2)}`);
   }
 });
 
