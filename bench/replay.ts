@@ -27,6 +27,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pcaps = join(root, 'pcaps');
 const outDir = join(root, 'bench', 'out');
 const smcdump = join(root, 'dist', 'cli', 'bin', 'smcdump.js');
+const floor = join(root, 'dist', 'bench', 'floor.js');
 const runs = Number(process.env.BENCH_RUNS ?? 5);
 const syntheticFrames = Number(process.env.BENCH_FRAMES ?? 300_000);
 
@@ -208,6 +209,10 @@ async function main(): Promise<void> {
     if (frames <= 400_000) cmds['smcdump -V'] = [smcdump, ['-r', file, '-V', ...extra]];
     if (tools.tshark) cmds['tshark -r (SMC)'] = ['tshark', ['-r', file, ...TSHARK_SMC]];
     if (tools.tcpdump) cmds['tcpdump -n -r'] = ['tcpdump', ['-n', '-r', file]];
+    // the floor under any replay in Node here (bench/floor.ts): start, read + walk, + the ICRC's CRC
+    cmds['floor: node start'] = [process.execPath, ['-e', '0']];
+    cmds['floor: read + walk'] = [process.execPath, [floor, file, 'walk']];
+    if (!isMany) cmds['floor: + ICRC CRC'] = [process.execPath, [floor, file, 'crc']];
     const m = measureAll(cmds);
     const ts = m['tshark -r (SMC)'];
     // GNU time counts CPU in 10 ms steps: a figure that small is no rate
@@ -217,8 +222,12 @@ async function main(): Promise<void> {
       const vsT = ts && name !== 'tshark -r (SMC)' ? `   ${ratio(ts.cpu, v.cpu)} tshark` : '';
       const vsD = name === 'smcdump -r' && m['tcpdump -n -r'] ? `   ${ratio(m['tcpdump -n -r']!.cpu, v.cpu)} tcpdump` : '';
       const rssCap = name === 'smcdump -V' ? `   RSS/capture ${(v.rssMb / mb).toFixed(1)}x` : '';
+      // Node's start reads no frame: no rate, no ratio
+      if (name === 'floor: node start') { console.log(`  ${name.padEnd(26)} ${v.cpu.toFixed(3).padStart(8)} s CPU ${'-'.padStart(7)} frames/s ${v.rssMb.toFixed(0).padStart(6)} MB peak RSS`); continue; }
       console.log(`  ${name.padEnd(26)} ${v.cpu.toFixed(3).padStart(8)} s CPU ${rate(v.cpu).padStart(7)} frames/s ${v.rssMb.toFixed(0).padStart(6)} MB peak RSS${vsT}${vsD}${rssCap}`);
     }
+    const fl = m[isMany ? 'floor: read + walk' : 'floor: + ICRC CRC']!;
+    console.log(`  2 M frames/s here is ${(frames / 2e6).toFixed(3)} s CPU; the floor (${isMany ? 'read + walk' : 'read + walk + ICRC CRC'}, Node's start included) is ${fl.cpu.toFixed(3)} s, smcdump -q ${(m['smcdump -r -q']!.cpu / fl.cpu).toFixed(2)}x it`);
     if (!tools.tshark) console.log('  tshark                     not installed (apt-get install tshark)');
     if (!tools.tcpdump) console.log('  tcpdump                    not installed (apt-get install tcpdump)');
     if (isMany) summaryCpu.push(m['smcdump --summary']!.cpu);
