@@ -62,18 +62,15 @@ import { Buffer } from 'node:buffer';
 import {
   CDC_MSG_SIZE, CDC_TYPE, CDC_PROD_WRITE_BLOCKED, CDC_PROD_URG_PENDING, CDC_PROD_URG_PRESENT,
   CDC_CONN_PEER_DONE_WRITING, CDC_CONN_PEER_CONN_CLOSED, CDC_CONN_PEER_CONN_ABORT,
-  decodeCdc, encodeCdc, makeCdc, readCdcInto, summarizeCdc, type CdcCursor, type CdcMessage,
+  decodeCdc, encodeCdc, makeCdc, summarizeCdc, type CdcCursor,
 } from '../../dissectors/wire/cdc.js';
-import { CdcView } from '../../dissectors/wire/views/cdc.js';
+import { readCdc, writeCdc, type CdcFields } from '../../dissectors/wire/views/cdc.js';
 import {
   consumerUpdateLimit, cursorAt, cursorDistance, cursorOutOfRing, seqCheck, urgentByteAt, validationOutOfSync,
 } from '../../dissectors/wire/cdcrules.js';
 import { hex32 } from '../../dissectors/wire/common.js';
 import type { CdcBuffers, CdcTransport } from './transport.js';
 import { soon } from '../microtask.js';
-
-/** Writes the data path's CDCs (one view for all connections: a CDC is written in one go). */
-const txCdc = new CdcView();
 
 
 export type CdcState =
@@ -221,8 +218,15 @@ export class CdcConnection extends EventEmitter {
   private readonly sndSize: number;
   private readonly peerSize: number;
   private readonly transport: CdcTransport;
-  /** The CDC being handled (onCdc), overwritten per message. */
-  private readonly rxMsg: CdcMessage = makeCdc(0, 0, { wrap: 0, count: 0 }, { wrap: 0, count: 0 });
+  /** The CDC being handled (onCdc), read in one call and overwritten per message, and its two
+   *  cursors as the cursor rules take them. */
+  private readonly rx: CdcFields = {
+    type: 0, length: 0, seq: 0, token: 0, prodReserved: 0, prodWrap: 0, prodCount: 0, consReserved: 0, consWrap: 0, consCount: 0,
+    writeBlocked: false, urgentPending: false, urgentPresent: false, cursorUpdateRequested: false, failoverValidation: false,
+    peerDoneWriting: false, peerConnClosed: false, peerConnAbort: false,
+  };
+  private readonly rxProdIn: CdcCursor = { wrap: 0, count: 0 };
+  private readonly rxConsIn: CdcCursor = { wrap: 0, count: 0 };
   /** This connection's outgoing CDC, rewritten per message (see sendCdc). */
   private readonly cdcOut = new Uint8Array(CDC_MSG_SIZE);
   private readonly logFn: ((line: string) => void) | undefined;
@@ -640,22 +644,14 @@ export class CdcConnection extends EventEmitter {
   /** Build and post one CDC with the current cursors and flags. */
   private sendCdc(kind: 'data' | 'update' | 'close'): void {
     this.txSeq = (this.txSeq + 1) & 0xffff;
-    // Written through the CDC view into one buffer per connection (the transport copies it into
-    // a send slot before it returns): no message object, cursor objects or array per CDC.
-    const v = txCdc;
-    v.reset(this.cdcOut, 0, this.cdcOut.length);
-    v.type = CDC_TYPE;
-    v.length = CDC_MSG_SIZE;
-    v.seq = this.txSeq;
-    v.token = this.peerToken;
-    v.prodWrap = Math.floor(this.sent / this.peerSize) & 0xffff;
-    v.prodCount = this.sent % this.peerSize;
-    v.consWrap = Math.floor(this.cons / this.rmbeSize) & 0xffff;
-    v.consCount = this.cons % this.rmbeSize;
-    v.prodFlags = (this.txWriteBlocked ? CDC_PROD_WRITE_BLOCKED : 0) | (this.txUrgPending ? CDC_PROD_URG_PENDING : 0)
-      | (this.txUrgPresent ? CDC_PROD_URG_PRESENT : 0);
-    v.connFlags = (this.txDone ? CDC_CONN_PEER_DONE_WRITING : 0) | (this.txClosed ? CDC_CONN_PEER_CONN_CLOSED : 0)
-      | (this.txAbort ? CDC_CONN_PEER_CONN_ABORT : 0);
+    // Written in one call (the views' CDC writer) into one buffer per connection (the transport
+    // copies it into a send slot before it returns): no message object, cursor objects or array
+    // per CDC, and each byte once.
+    writeCdc(this.cdcOut, 0, CDC_TYPE, CDC_MSG_SIZE, this.txSeq, this.peerToken,
+      0, Math.floor(this.sent / this.peerSize) & 0xffff, this.sent % this.peerSize,
+      0, Math.floor(this.cons / this.rmbeSize) & 0xffff, this.cons % this.rmbeSize,
+      (this.txWriteBlocked ? CDC_PROD_WRITE_BLOCKED : 0) | (this.txUrgPending ? CDC_PROD_URG_PENDING : 0) | (this.txUrgPresent ? CDC_PROD_URG_PRESENT : 0),
+      (this.txDone ? CDC_CONN_PEER_DONE_WRITING : 0) | (this.txClosed ? CDC_CONN_PEER_CONN_CLOSED : 0) | (this.txAbort ? CDC_CONN_PEER_CONN_ABORT : 0));
     this.confirmed = this.cons;
     this.peerCursReq = false;
     this.counters.cdcSent++;
@@ -777,13 +773,18 @@ export class CdcConnection extends EventEmitter {
   private onCdc(bytes: Uint8Array): void {
     if (this.st === 'CLOSED') { this.counters.lateCdcs++; return; }
     if (bytes.length < CDC_MSG_SIZE) return this.violation(`truncated message of ${bytes.length} bytes`);
-    // read through the CDC view into this connection's scratch message (no objects per CDC)
-    const m = readCdcInto(bytes, this.rxMsg);
+    // read in one call (the views' CDC reader) into this connection's scratch fields (no
+    // objects per CDC); the cursors into the two cursor objects the rules take
+    const m = this.rx;
+    readCdc(bytes, 0, CDC_MSG_SIZE, m);
+    const prod = this.rxProdIn, cons = this.rxConsIn;
+    prod.wrap = m.prodWrap; prod.count = m.prodCount;
+    cons.wrap = m.consWrap; cons.count = m.consCount;
     if (m.type !== CDC_TYPE) return this.violation(`type 0x${m.type.toString(16)}`, bytes);
     if (m.length !== CDC_MSG_SIZE) return this.violation(`length ${m.length}, not 44`, bytes);
     if (m.token !== this.localToken) return this.violation(`token ${hex32(m.token)} is not ours (${hex32(this.localToken)})`, bytes);
     this.counters.cdcReceived++;
-    if (m.prodFlags.failoverValidation) {
+    if (m.failoverValidation) {
       // Linux smc_cdc_msg_validate: a validation message naming a sequence number we never
       // saw means CDCs were lost with the old link: the connection cannot continue.
       if (validationOutOfSync(this.rxSeq, m.seq)) return this.violation(`failover validation names seq ${m.seq}, last received ${this.rxSeq}: CDCs were lost (out of sync)`, bytes);
@@ -800,9 +801,9 @@ export class CdcConnection extends EventEmitter {
       return;
     }
     // ---- cursors ----
-    if (m.prod.reserved || m.cons.reserved) return this.violation('cursor reserved bytes not zero', bytes);
-    if (cursorOutOfRing(m.prod, this.rmbeSize)) return this.violation(`producer cursor count ${m.prod.count} beyond our ${this.rmbeSize}-byte RMBE`, bytes);
-    let dProd = cursorDistance(this.rxProdCurs, m.prod, this.rmbeSize);
+    if (m.prodReserved || m.consReserved) return this.violation('cursor reserved bytes not zero', bytes);
+    if (cursorOutOfRing(prod, this.rmbeSize)) return this.violation(`producer cursor count ${prod.count} beyond our ${this.rmbeSize}-byte RMBE`, bytes);
+    let dProd = cursorDistance(this.rxProdCurs, prod, this.rmbeSize);
     const replayed = dProd < 0 && this.peerReplay && -dProd <= this.rmbeSize;
     if (dProd < 0 && !replayed) return this.violation(`producer cursor moved backwards by ${-dProd} bytes`, bytes);
     // the peer's replay after a failover: bytes we already have (our cursor stays)
@@ -811,16 +812,16 @@ export class CdcConnection extends EventEmitter {
       return this.violation(`producer cursor ${dProd} bytes ahead overruns unconsumed data (only ${this.rmbeSize - (this.rxProd - this.confirmed)} bytes were free)`, bytes);
     }
     if (dProd > 0 && (this.rxDone || this.rxClosed)) return this.violation(`${dProd} bytes of data after the peer said it was done writing`, bytes);
-    if (cursorOutOfRing(m.cons, this.peerSize)) return this.violation(`consumer cursor count ${m.cons.count} beyond the peer's ${this.peerSize}-byte RMBE`, bytes);
-    const dCons = cursorDistance(this.peerConsCurs, m.cons, this.peerSize);
+    if (cursorOutOfRing(cons, this.peerSize)) return this.violation(`consumer cursor count ${cons.count} beyond the peer's ${this.peerSize}-byte RMBE`, bytes);
+    const dCons = cursorDistance(this.peerConsCurs, cons, this.peerSize);
     if (dCons < 0) return this.violation(`consumer cursor moved backwards by ${-dCons} bytes`, bytes);
     if (this.peerCons + dCons > this.sentHigh) return this.violation(`consumer cursor ${this.peerCons + dCons - this.sentHigh} bytes beyond what we wrote`, bytes);
     // ---- accepted ----
     this.rxSeq = m.seq;
     this.rxSeen = true;
     // m is scratch, reused for the next CDC: copy the values
-    if (!replayed) { this.rxProdCurs.wrap = m.prod.wrap; this.rxProdCurs.count = m.prod.count; }
-    this.peerConsCurs.wrap = m.cons.wrap; this.peerConsCurs.count = m.cons.count;
+    if (!replayed) { this.rxProdCurs.wrap = prod.wrap; this.rxProdCurs.count = prod.count; }
+    this.peerConsCurs.wrap = cons.wrap; this.peerConsCurs.count = cons.count;
     this.peerCons += dCons;
     if (this.peerCons > this.sent) {
       // only after a failover rewind: the peer read bytes whose CDC was lost with the old link,
@@ -831,18 +832,18 @@ export class CdcConnection extends EventEmitter {
     if (freed) this.fin = this.peerCons;
     this.rxProd += dProd;
     this.counters.bytesReceived += dProd;
-    this.peerWriteBlocked = m.prodFlags.writeBlocked;
-    if (m.prodFlags.cursorUpdateRequested) this.peerCursReq = true;
-    this.rxUrgPending = m.prodFlags.urgentPending;
-    if (dProd > 0 && m.prodFlags.urgentPresent) {
+    this.peerWriteBlocked = m.writeBlocked;
+    if (m.cursorUpdateRequested) this.peerCursReq = true;
+    this.rxUrgPending = m.urgentPending;
+    if (dProd > 0 && m.urgentPresent) {
       // smc_cdc_handle_urg_data_arrival: the urgent byte is the last byte written.
       this.urgPos = urgentByteAt(this.rxProd);
       this.counters.urgentReceived++;
       this.emit('urgent', this.rmbe[this.urgPos % this.rmbeSize]!);
     }
-    if (m.connFlags.peerDoneWriting) this.rxDone = true;
-    if (m.connFlags.peerConnClosed) this.rxClosed = true;
-    if (m.connFlags.peerConnAbort) this.rxAbort = true;
+    if (m.peerDoneWriting) this.rxDone = true;
+    if (m.peerConnClosed) this.rxClosed = true;
+    if (m.peerConnAbort) this.rxAbort = true;
 
     if (this.rxAbort) { this.passiveAbort(); return; }
 

@@ -103,7 +103,7 @@ export interface BufDesc {
 export interface Rtoken { rkey: number; addr: bigint }
 
 interface ConnEntry {
-  sink: ConnSink; peerToken: number; rtokens: Map<number, Rtoken>; peerRmbeSize: number;
+  token: number; sink: ConnSink; peerToken: number; rtokens: Map<number, Rtoken>; peerRmbeSize: number;
   /** The link CLC put the connection on (Linux conn->lnk: the client takes the one the server's
    *  Accept names), used while it is ACTIVE; 0 before CLC. */
   linkId: number;
@@ -111,10 +111,27 @@ interface ConnEntry {
   /** writes[0, nWrites) are queued; the objects are reused (one per slot, not one per write). */
   writes: Array<{ mr: Mr; off: number; len: number; dstOff: number }>;
   nWrites: number;
+  /** What linkFor() and the rtoken map gave the last CDC, kept while routeGen is `routeGen`: the
+   *  link (undefined: none), its rtoken, and the send buffer's registration on its device
+   *  (`mrTo` for `mrFrom`). Four lookups per CDC (link, rtoken, buffer, port) otherwise. */
+  route: Link | undefined; routeRt: Rtoken | undefined; routeGen: number;
+  mrFrom: Mr | undefined; mrTo: Mr | undefined;
 }
 
+/**
+ * Bumped whenever what a connection's route depends on may change: a link's state, the links of
+ * a group, a connection's link or peer RMB, an rtoken learnt or dropped. Rare (link setup,
+ * failover, CONFIRM RKEY); a cached route is re-resolved on the next CDC after any of them, in
+ * any group of the process.
+ */
+let routeGen = 0;
+function rerouted(): void { routeGen++; }
+
 export class Link {
-  state: LinkState = 'ACTIVATING';
+  private st: LinkState = 'ACTIVATING';
+  get state(): LinkState { return this.st; }
+  /** Every change re-resolves the connections' cached routes (routeGen). */
+  set state(s: LinkState) { this.st = s; rerouted(); }
   peer: { gid: string; mac: string; qpn: number; psn: number; mtu: Mtu } | undefined;
   /** When the keepalive check first saw rxCount move (ms; Date.now()), or the link's creation. */
   lastRx = Date.now();
@@ -144,6 +161,9 @@ export class LinkGroup extends EventEmitter {
   /** Buffer of a registration (any port's), to find the same memory's MR on another link's device. */
   private readonly bufOf = new Map<Mr, BufDesc>();
   private nextToken = 1;
+  /** The connection found by token last (connOf): a group's one connection in request/response
+   *  traffic is found by a compare, not a Map lookup, on each of its CDCs sent and received. */
+  private lastConn: ConnEntry | undefined;
   /** sendCdcForCb's write objects, reused per CDC, and writeLists[n]: the first n of them. */
   private readonly writePool: PendingWrite[] = [];
   private readonly writeLists: PendingWrite[][] = [];
@@ -259,6 +279,7 @@ export class LinkGroup extends EventEmitter {
     wr.onMessage = (b: Uint8Array) => this.onMessage(link, b);
     wr.on('down', (reason: string) => this.onLinkDown(link, reason));
     this.links.set(id, link);
+    rerouted();
     return link;
   }
 
@@ -311,7 +332,11 @@ export class LinkGroup extends EventEmitter {
   /** Register a connection's token as soon as it is allocated, so CDCs that race the end of the
    *  handshake (3.5.2.4) reach its sink; the peer's side is set once CLC has told it. */
   addConn(token: number, sink: ConnSink): void {
-    this.conns.set(token, { sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0, linkId: 0, writes: [], nWrites: 0 });
+    this.conns.set(token, {
+      token, sink, peerToken: 0, rtokens: new Map(), peerRmbeSize: 0, linkId: 0, writes: [], nWrites: 0,
+      route: undefined, routeRt: undefined, routeGen: -1, mrFrom: undefined, mrTo: undefined,
+    });
+    if (this.lastConn?.token === token) this.lastConn = undefined;
     if (this.idleTimer) { clearTimeout(this.idleTimer); this.idleTimer = undefined; }
     this.state = 'ACTIVE';
   }
@@ -330,6 +355,7 @@ export class LinkGroup extends EventEmitter {
     c.rtokens = this.peerRmb(on.id, peerRmb.rkey, peerRmb.addr);
     c.peerRmbeSize = peerRmbeSize;
     c.linkId = on.id;
+    rerouted();
   }
 
   private peerRmbKnownOn(link: Link, rt: Rtoken): boolean {
@@ -348,11 +374,32 @@ export class LinkGroup extends EventEmitter {
   /** Forget a connection; the group goes IDLE when it was the last one. */
   removeConn(token: number): void {
     this.conns.delete(token);
+    if (this.lastConn?.token === token) this.lastConn = undefined;
     if (this.conns.size === 0 && this.state === 'ACTIVE') {
       this.state = 'IDLE';
       this.idleTimer = setTimeout(() => void this.terminate('idle link group', true), this.timers.idleMs);
       this.idleTimer.unref();
     }
+  }
+
+  /** The connection of `token` (the last one found first). */
+  private connOf(token: number): ConnEntry | undefined {
+    const l = this.lastConn;
+    if (l !== undefined && l.token === token) return l;
+    const c = this.conns.get(token);
+    if (c !== undefined) this.lastConn = c;
+    return c;
+  }
+
+  /** linkFor(c) and its rtoken, from c's cache while no route changed (routeGen). */
+  private routeOf(c: ConnEntry): Link | undefined {
+    if (c.routeGen === routeGen) return c.route;
+    const link = this.linkFor(c);
+    c.route = link;
+    c.routeRt = link ? c.rtokens.get(link.id) : undefined;
+    c.routeGen = routeGen;
+    c.mrFrom = undefined; c.mrTo = undefined;
+    return link;
   }
 
   /** The active link a connection runs on: its own (CLC's) while that is ACTIVE, else the first
@@ -367,10 +414,11 @@ export class LinkGroup extends EventEmitter {
   /** Queue an RDMA WRITE from a connection's send buffer into the peer's RMBE; it is posted
    *  together with the connection's next CDC (sendCdcFor), on the link that CDC goes on. */
   writeFor(token: number, sndbuf: Mr, srcOff: number, len: number, dstOff: number): void {
-    const c = this.conns.get(token);
-    // the connection's own link first: activeLink() iterates the links (an iterator object per
-    // write, ~40 bytes of every rr leg's garbage, round 13's heap profile)
-    if (!c || (this.links.get(c.linkId)?.state !== 'ACTIVE' && !this.activeLink())) throw new LinkDownError(`${this.name}: no active link for connection ${token}`);
+    const c = this.connOf(token);
+    // a route resolved since the last change (it is an ACTIVE link), else the connection's own
+    // link before activeLink()'s iteration (an iterator object per write, ~40 bytes of every rr
+    // leg's garbage, round 13's heap profile)
+    if (!c || ((c.routeGen !== routeGen || c.route === undefined) && this.links.get(c.linkId)?.state !== 'ACTIVE' && !this.activeLink())) throw new LinkDownError(`${this.name}: no active link for connection ${token}`);
     const w = (c.writes[c.nWrites] ??= { mr: sndbuf, off: 0, len: 0, dstOff: 0 });
     w.mr = sndbuf; w.off = srcOff; w.len = len; w.dstOff = dstOff;
     c.nWrites++;
@@ -383,10 +431,10 @@ export class LinkGroup extends EventEmitter {
 
   /** sendCdcFor with a callback (the CDC data path: no promise per message); see WrLink.sendWithWritesCb. */
   sendCdcForCb(token: number, msg: Uint8Array, done: SendDone): void {
-    const c = this.conns.get(token);
-    const link = c ? this.linkFor(c) : undefined;
+    const c = this.connOf(token);
+    const link = c ? this.routeOf(c) : undefined;
     if (!link || !c) { done(new LinkDownError(`${this.name}: no active link`)); return; }
-    const rt = c.rtokens.get(link.id);
+    const rt = c.routeRt;
     const queued = c.writes;
     const n = c.nWrites;
     if (n > 0 && !rt) { c.nWrites = 0; done(new LinkDownError(`${this.name}: no rkey of connection ${token} on link ${link.id}`)); return; }
@@ -397,7 +445,8 @@ export class LinkGroup extends EventEmitter {
       const w = queued[i]!;
       const pw = (this.writePool[i] ??= { mr: w.mr, off: 0, len: 0, remoteAddr: 0n, rkey: 0 });
       // the send buffer's registration on this link's device (after a failover: not the first port's)
-      pw.mr = this.bufOf.get(w.mr)?.mrs.get(link.port) ?? w.mr;
+      if (w.mr !== c.mrFrom) { c.mrFrom = w.mr; c.mrTo = this.bufOf.get(w.mr)?.mrs.get(link.port) ?? w.mr; }
+      pw.mr = c.mrTo!;
       pw.off = w.off;
       pw.len = w.len;
       pw.remoteAddr = rt!.addr + BigInt(w.dstOff);
@@ -526,7 +575,7 @@ export class LinkGroup extends EventEmitter {
       this.stats.cdcIn++;
       if (b.length < CDC_MSG_SIZE) { this.stats.cdcDropped++; return; }
       const token = u32(b, CDC_FIELDS.token.at); // the receiver's alert token
-      const c = this.conns.get(token);
+      const c = this.connOf(token);
       if (!c) { this.stats.cdcDropped++; this.log(`${this.name}/L${link.id} CDC for unknown token 0x${token.toString(16)} dropped`); return; }
       c.sink.receiveCdc(b.length === CDC_MSG_SIZE ? b : b.subarray(0, CDC_MSG_SIZE)); // the whole buffer when it is one CDC: no view
       return;
@@ -565,6 +614,7 @@ export class LinkGroup extends EventEmitter {
         if (ok) {
           const e = this.peerRmb(link.id, r.rkey, r.vaddr);
           for (const o of r.others.slice(0, r.numRtokens)) e.set(o.linkId, { rkey: o.rkey, addr: o.vaddr });
+          rerouted();
         }
         await this.sendLlc(link, { ...r, ...this.hdr(LlcCode.CONFIRM_RKEY, true), negative: !ok, retry: false });
         return;
@@ -635,6 +685,7 @@ export class LinkGroup extends EventEmitter {
       const m = this.peerRmbs.find((x) => x.get(fromLink)?.rkey === e.rkey);
       if (m) m.set(toLink, { rkey: e.rkeyNew, addr: e.vaddrNew });
     }
+    rerouted();
   }
 
   /** ADD LINK for `link`: v2 carries our RMBs' rkeys on the new link (and the target GID); v1 is
@@ -906,6 +957,7 @@ export class LinkGroup extends EventEmitter {
     link.wr.destroy();
     if (this.links.get(link.id) === link) this.links.delete(link.id);
     for (const m of this.peerRmbs) m.delete(link.id);
+    rerouted();
     if (this.state === 'TERMINATING' || this.state === 'TERMINATED') return;
     if (!this.activeLink()) { this.terminate(`no link left (${reason})`, false); return; }
     if (!wasActive) return;
@@ -932,8 +984,10 @@ export class LinkGroup extends EventEmitter {
       this.waiters = [];
       for (const c of this.conns.values()) c.sink.linkGroupDown(reason);
       this.conns.clear();
+      this.lastConn = undefined;
       for (const l of this.links.values()) { l.state = 'DOWN'; l.wr.destroy(); }
       this.links.clear();
+      rerouted();
       for (const b of [...this.rmbs, ...this.sndbufs]) for (const m of b.mrs.values()) { try { m.dereg(); } catch { /* gone */ } }
       this.bufOf.clear();
       this.rmbs.length = 0;

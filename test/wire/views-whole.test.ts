@@ -4,6 +4,7 @@
 // same tables, so any difference is a bug in one of the generators.
 import test from 'ava';
 import { BthView, RethView, AethView, BTH_FIELDS, RETH_FIELDS, AETH_FIELDS, writeBth, readBthRx, writeReth, readReth, writeAeth, readAeth } from '../../dissectors/wire/views/ib.js';
+import { CdcView, CDC_FIELDS, CDC_RX_FIELDS, writeCdc, readCdc } from '../../dissectors/wire/views/cdc.js';
 import { defineReader, defineView, defineWriter, tableSize, type FieldSpec, type FieldTable } from '../../dissectors/wire/views/field.js';
 import { prng as rng } from '../helpers.js';
 
@@ -55,6 +56,8 @@ const CASES: Case[] = [
   { name: 'RETH', table: RETH_FIELDS, View: RethView, fields: ['va', 'rkey', 'dmaLen'], write: writeReth, read: readReth },
   { name: 'AETH', table: AETH_FIELDS, View: AethView, fields: ['syndrome', 'msn'], write: writeAeth },
   { name: 'AETH (completer)', table: AETH_FIELDS, View: AethView, fields: ['kindBits', 'code', 'msn'], read: readAeth },
+  { name: 'CDC', table: CDC_FIELDS, View: CdcView, fields: ['type', 'length', 'seq', 'token', 'prodReserved', 'prodWrap', 'prodCount', 'consReserved', 'consWrap', 'consCount', 'prodFlags', 'connFlags'], write: writeCdc },
+  { name: 'CDC (receiver)', table: CDC_FIELDS, View: CdcView, fields: CDC_RX_FIELDS, read: readCdc },
   { name: 'mixed', table: MIXED, View: MixedView, fields: ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'], write: writeMixed, read: readMixed },
   { name: 'mixed, part of a word', table: MIXED, View: MixedView, fields: ['a', 'e'], write: writeMixedPart },
 ];

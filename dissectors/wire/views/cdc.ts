@@ -1,7 +1,7 @@
 // SMC-R CDC message as a field table (formats.md §9.1, RFC 7609 A.4, Linux struct
 // smc_cdc_msg): 44 bytes, big-endian. ../cdc.ts decodes and encodes through this view.
 
-import { defineView, type FieldTable } from './field.js';
+import { defineReader, defineView, defineWriter, type FieldTable, type HeaderFields } from './field.js';
 
 export const CDC_FIELDS = {
   type: { at: 0, size: 1, names: { 0xfe: 'CDC' } },
@@ -38,3 +38,17 @@ export const CDC_RESERVED_AT = 26;
 
 export const CdcView = defineView('CdcView', CDC_FIELDS);
 export type CdcView = InstanceType<typeof CdcView>;
+
+// Whole messages in one call (field.ts defineWriter/defineReader, as views/ib.ts does for the
+// BTH): the endpoint writes one CDC and reads one per message, ten setters and eighteen getters
+// field by field before (docs/uroce.md round 17). Bytes 26–43 are not written: reserved, and
+// zero in the endpoint's buffer.
+/** Every field the endpoint sends: the flag bytes whole (it builds them from the flag bits). */
+export const writeCdc = defineWriter('Cdc', CDC_FIELDS, ['type', 'length', 'seq', 'token', 'prodReserved', 'prodWrap', 'prodCount',
+  'consReserved', 'consWrap', 'consCount', 'prodFlags', 'connFlags']);
+/** The fields a receiver acts on (readCdcInto's, flat): the flags one by one. */
+export const CDC_RX_FIELDS = ['type', 'length', 'seq', 'token', 'prodReserved', 'prodWrap', 'prodCount', 'consReserved', 'consWrap', 'consCount',
+  'writeBlocked', 'urgentPending', 'urgentPresent', 'cursorUpdateRequested', 'failoverValidation', 'peerDoneWriting', 'peerConnClosed', 'peerConnAbort'] as const;
+export const readCdc = defineReader('Cdc', CDC_FIELDS, CDC_RX_FIELDS);
+/** What readCdc fills. */
+export type CdcFields = HeaderFields<typeof CDC_FIELDS, typeof CDC_RX_FIELDS>;
