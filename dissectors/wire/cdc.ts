@@ -157,24 +157,6 @@ export function decodeCdc(b: Uint8Array, t?: Tree): Decoded<CdcMessage> {
 }
 
 /** Value → exact 44 bytes (+ trailing). */
-/**
- * The fields of a CDC (at least 44 bytes) read into `m`, an existing message that is overwritten
- * (the endpoint's receive path keeps one per connection: no objects or issue list per CDC).
- * No checks: a receiver that finds a violation decodes the bytes with decodeCdc for its reason.
- */
-export function readCdcInto(b: Uint8Array, m: CdcMessage): CdcMessage {
-  const v = view.reset(b, 0, CDC_MSG_SIZE);
-  m.type = v.type; m.length = v.length; m.seq = v.seq; m.token = v.token;
-  m.prod.reserved = v.prodReserved; m.prod.wrap = v.prodWrap; m.prod.count = v.prodCount;
-  m.cons.reserved = v.consReserved; m.cons.wrap = v.consWrap; m.cons.count = v.consCount;
-  const p = m.prodFlags;
-  p.writeBlocked = v.writeBlocked; p.urgentPending = v.urgentPending; p.urgentPresent = v.urgentPresent;
-  p.cursorUpdateRequested = v.cursorUpdateRequested; p.failoverValidation = v.failoverValidation;
-  const c = m.connFlags;
-  c.peerDoneWriting = v.peerDoneWriting; c.peerConnClosed = v.peerConnClosed; c.peerConnAbort = v.peerConnAbort;
-  return m;
-}
-
 export function encodeCdc(m: CdcMessage): Uint8Array {
   const b = new Uint8Array(CDC_MSG_SIZE + (m.trailing?.length ?? 0));
   const w = view.reset(b, 0);

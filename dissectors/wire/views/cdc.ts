@@ -46,7 +46,7 @@ export type CdcView = InstanceType<typeof CdcView>;
 /** Every field the endpoint sends: the flag bytes whole (it builds them from the flag bits). */
 export const writeCdc = defineWriter('Cdc', CDC_FIELDS, ['type', 'length', 'seq', 'token', 'prodReserved', 'prodWrap', 'prodCount',
   'consReserved', 'consWrap', 'consCount', 'prodFlags', 'connFlags']);
-/** The fields a receiver acts on (readCdcInto's, flat): the flags one by one. */
+/** The fields a receiver acts on, flat: the flags one by one. */
 export const CDC_RX_FIELDS = ['type', 'length', 'seq', 'token', 'prodReserved', 'prodWrap', 'prodCount', 'consReserved', 'consWrap', 'consCount',
   'writeBlocked', 'urgentPending', 'urgentPresent', 'cursorUpdateRequested', 'failoverValidation', 'peerDoneWriting', 'peerConnClosed', 'peerConnAbort'] as const;
 export const readCdc = defineReader('Cdc', CDC_FIELDS, CDC_RX_FIELDS);
