@@ -45,6 +45,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <sys/uio.h>
+#include <sched.h>
 #include "icrc_arith.h"
 
 #ifndef UDP_SEGMENT
@@ -303,6 +304,7 @@ typedef struct {
   // Busy polling (recvBusyPoll; 0 = off, the default: see rx_spin): the budget, when the last
   // packet came or left (recvSpin), and the idle handle that resumes polling after the loop.
   uint64_t spin_ns;
+  int spin_yield;
   uint64_t last_ns;
   uv_idle_t idle;
   // what the polling did (recvSpinStats): slices, batches they delivered, polls that found
@@ -527,6 +529,9 @@ static void rx_spin(rx_t *r) {
       now = uv_hrtime();
       r->spin_empty++;
       if (now - prev >= SPIN_PREEMPT_NS) { preempted = 1; r->spin_preempted++; break; }
+      // let a thread waiting for this CPU run first (the peer, when both ends share a CPU: it
+      // has the answer to produce); with nothing else runnable here it returns at once
+      if (r->spin_yield) { sched_yield(); now = uv_hrtime(); }
     }
     prev = now;
     if ((int64_t)(now - r->last_ns) >= (int64_t)r->spin_ns || (int64_t)(now - end) >= 0) break;
@@ -712,18 +717,22 @@ static napi_value RecvStop(napi_env env, napi_callback_info info) {
   return num(env, 0);
 }
 
-// recvBusyPoll(handle, us) -> the budget now in force (µs, clamped to 0 … SPIN_MAX_US) or
-//   -EINVAL. 0 (the default) turns busy polling off: the loop is event-driven, as before.
+// recvBusyPoll(handle, us[, yield]) -> the budget now in force (µs, clamped to 0 … SPIN_MAX_US)
+//   or -EINVAL. 0 (the default) turns busy polling off: the loop is event-driven, as before.
+//   yield (default true): sched_yield(2) after each empty poll.
 static napi_value RecvBusyPoll(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+  size_t argc = 3;
+  napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   rx_t *r = NULL;
   double us = 0;
+  bool yield = true;
+  if (argc >= 3) napi_get_value_bool(env, argv[2], &yield);
   if (argc < 2 || napi_unwrap(env, argv[0], (void **)&r) != napi_ok || !r || r->stopped ||
       napi_get_value_double(env, argv[1], &us) != napi_ok || !(us >= 0)) return num(env, -EINVAL);
   if (us > SPIN_MAX_US) us = SPIN_MAX_US;
   r->spin_ns = (uint64_t)us * 1000u;
+  r->spin_yield = yield;
   if (r->spin_ns == 0) uv_idle_stop(&r->idle);
   return num(env, (double)(r->spin_ns / 1000u));
 }

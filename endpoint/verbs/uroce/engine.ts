@@ -193,6 +193,10 @@ function envBusyPoll(): number {
   return v === undefined || v.trim() === '' ? 0 : Number(v);
 }
 
+/** Busy polling yields the CPU after each empty poll (round 16); UROCE_BUSY_POLL_YIELD=0: pure
+ *  polling (A/B). */
+const SPIN_YIELD = process.env.UROCE_BUSY_POLL_YIELD !== '0';
+
 /** A busy polling budget as given (µs), or a VerbsError that says what one is. */
 function checkBusyPoll(us: number): number {
   if (!Number.isFinite(us) || us < 0) throw new VerbsError('EINVAL', `uroce: busy poll budget ${us}: a number of µs >= 0 (0 = off; UROCE_BUSY_POLL=<µs>)`);
@@ -352,7 +356,7 @@ export class UroceEngine {
       if (us > 0) this.busyPollNote = `uroce: busy polling needs the socket helper's receive loop (${!h ? sockHelperError() || 'UROCE_NO_BATCH=1' : !rx ? 'not in use' : this.closed ? 'engine closed' : 'helper built before round 16: rebuild native/uroce'})`;
       return;
     }
-    const r = h.recvBusyPoll(rx, Math.round(us));
+    const r = h.recvBusyPoll(rx, Math.round(us), SPIN_YIELD);
     this.spinUs = r > 0 ? r : 0;
   }
 
