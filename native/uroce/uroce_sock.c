@@ -526,12 +526,16 @@ static void rx_spin(rx_t *r) {
       // EAGAIN: nothing yet; another error (n == 0 does not happen with vlen > 0) is the
       // event path's to show: the loop polls the fd again
       if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) break;
-      now = uv_hrtime();
       r->spin_empty++;
+      // Let a thread waiting for this CPU run first: the peer, when both ends share a CPU (two
+      // pollers on a loaded 2-vCPU machine often do), has the answer to produce — pure polling
+      // made every leg wait for the other side's budget to run out. With nothing else runnable
+      // here sched_yield returns at once. Time given away counts as time the CPU was lost:
+      // a short turn (the peer's batch) keeps polling, a long one (another program's time
+      // slice) ends it below.
+      if (r->spin_yield) sched_yield();
+      now = uv_hrtime();
       if (now - prev >= SPIN_PREEMPT_NS) { preempted = 1; r->spin_preempted++; break; }
-      // let a thread waiting for this CPU run first (the peer, when both ends share a CPU: it
-      // has the answer to produce); with nothing else runnable here it returns at once
-      if (r->spin_yield) { sched_yield(); now = uv_hrtime(); }
     }
     prev = now;
     if ((int64_t)(now - r->last_ns) >= (int64_t)r->spin_ns || (int64_t)(now - end) >= 0) break;
