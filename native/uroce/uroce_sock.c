@@ -309,7 +309,8 @@ typedef struct {
   uv_idle_t idle;
   // what the polling did (recvSpinStats): slices, batches they delivered, polls that found
   // nothing, slices ended because the thread lost its CPU
-  double spin_slices, spin_batches, spin_empty, spin_preempted;
+  double spin_slices, spin_batches, spin_empty, spin_preempted, spin_skipped;
+  uint64_t quiet_until; // after a slice lost the CPU: no polling before this time (SPIN_BACKOFF_NS)
   int handles; // libuv handles still to close before the rx_t goes (poll, idle)
   struct mmsghdr *msgs;
   struct iovec *iov;
@@ -495,8 +496,14 @@ static int rx_deliver(rx_t *r, int n) {
 // program's CPU, and a packet that comes while it is descheduled waits for its next turn,
 // where a sleeping thread would have been woken with preference). Like the kernel's busy poll
 // loop, which ends on need_resched(), the slice ends there and the loop sleeps in epoll_wait
-// until the next packet (which starts polling again).
+// until the next packet (polling again after a back-off, below).
 #define SPIN_PREEMPT_NS 100000u
+// And after such a slice the loop stays event-driven for a while: on a machine that is short of
+// CPUs this keeps happening, and every poll that loses its CPU holds the packets that come
+// meanwhile for the scheduler's next turn (milliseconds: rr p99 10-50 × TCP's in round 16's
+// first measurements) where a sleeping thread would have been woken at once. Polling resumes
+// on the first readable event after the back-off.
+#define SPIN_BACKOFF_NS 50000000u
 
 static void on_idle(uv_idle_t *h);
 
@@ -535,7 +542,7 @@ static void rx_spin(rx_t *r) {
       // slice) ends it below.
       if (r->spin_yield) sched_yield();
       now = uv_hrtime();
-      if (now - prev >= SPIN_PREEMPT_NS) { preempted = 1; r->spin_preempted++; break; }
+      if (now - prev >= SPIN_PREEMPT_NS) { preempted = 1; r->spin_preempted++; r->quiet_until = now + SPIN_BACKOFF_NS; break; }
     }
     prev = now;
     if ((int64_t)(now - r->last_ns) >= (int64_t)r->spin_ns || (int64_t)(now - end) >= 0) break;
@@ -554,7 +561,10 @@ static void on_readable(uv_poll_t *h, int status, int events) {
   rx_t *r = (rx_t *)h->data;
   (void)events;
   if (r->stopped) return;
-  if (r->spin_ns > 0 && status == 0) { rx_spin(r); return; }
+  if (r->spin_ns > 0 && status == 0) {
+    if ((int64_t)(uv_hrtime() - r->quiet_until) >= 0) { rx_spin(r); return; }
+    r->spin_skipped++; // backing off: this event takes the event path below
+  }
   napi_env env = r->env;
   napi_handle_scope scope;
   if (napi_open_handle_scope(env, &scope) != napi_ok) return;
@@ -741,17 +751,18 @@ static napi_value RecvBusyPoll(napi_env env, napi_callback_info info) {
   return num(env, (double)(r->spin_ns / 1000u));
 }
 
-// recvSpinStats(handle) -> [slices, batches, empty polls, slices ended by preemption] of the
-//   busy polling so far (all 0 while it is off), or -EINVAL.
+// recvSpinStats(handle) -> [slices, batches, empty polls, slices ended by preemption, readable
+//   events taken by the event path while backing off] of the busy polling so far (all 0 while
+//   it is off), or -EINVAL.
 static napi_value RecvSpinStats(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], out;
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   rx_t *r = NULL;
   if (argc < 1 || napi_unwrap(env, argv[0], (void **)&r) != napi_ok || !r) return num(env, -EINVAL);
-  const double v[4] = { r->spin_slices, r->spin_batches, r->spin_empty, r->spin_preempted };
-  napi_create_array_with_length(env, 4, &out);
-  for (uint32_t i = 0; i < 4; i++) napi_set_element(env, out, i, num(env, v[i]));
+  const double v[5] = { r->spin_slices, r->spin_batches, r->spin_empty, r->spin_preempted, r->spin_skipped };
+  napi_create_array_with_length(env, 5, &out);
+  for (uint32_t i = 0; i < 5; i++) napi_set_element(env, out, i, num(env, v[i]));
   return out;
 }
 
@@ -766,6 +777,7 @@ static napi_value RecvSpin(napi_env env, napi_callback_info info) {
   if (argc < 1 || napi_unwrap(env, argv[0], (void **)&r) != napi_ok || !r) return num(env, -EINVAL);
   if (r->stopped || r->spin_ns == 0) return num(env, 0);
   r->last_ns = uv_hrtime();
+  if ((int64_t)(r->last_ns - r->quiet_until) < 0) return num(env, 0); // backing off
   uv_idle_start(&r->idle, on_idle);
   return num(env, 1);
 }

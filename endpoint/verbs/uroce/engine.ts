@@ -28,7 +28,13 @@ import { ViewCache } from './views.js';
 import { VerbsError } from '../types.js';
 
 /** Busy polling's counters (UroceEngine.busyPollStats). */
-export interface BusyPollStats { budgetUs: number; slices: number; batches: number; emptyPolls: number; preempted: number }
+export interface BusyPollStats {
+  budgetUs: number; slices: number; batches: number; emptyPolls: number;
+  /** Slices ended because the thread lost its CPU (each starts a 50 ms back-off). */
+  preempted: number;
+  /** Readable events the event path took during a back-off. */
+  backedOff: number;
+}
 
 export interface EngineStats {
   rxPackets: number;
@@ -362,13 +368,14 @@ export class UroceEngine {
 
   /** What busy polling did so far (undefined: the helper cannot poll): polling slices, the
    *  receive batches they delivered, polls that found nothing, slices ended because another
-   *  thread took the CPU (uroce_sock.c rx_spin). */
+   *  thread took the CPU, readable events left to the event path while backing off after one
+   *  (uroce_sock.c rx_spin). */
   busyPollStats(): BusyPollStats | undefined {
     const h = this.helper, rx = this.rx;
     if (!rx) return this.spinFinal;
     const v = h && typeof h.recvSpinStats === 'function' ? h.recvSpinStats(rx) : undefined;
     if (!Array.isArray(v)) return undefined;
-    return { budgetUs: this.spinUs, slices: v[0] ?? 0, batches: v[1] ?? 0, emptyPolls: v[2] ?? 0, preempted: v[3] ?? 0 };
+    return { budgetUs: this.spinUs, slices: v[0] ?? 0, batches: v[1] ?? 0, emptyPolls: v[2] ?? 0, preempted: v[3] ?? 0, backedOff: v[4] ?? 0 };
   }
 
   /** Whether the receive path is the native batched one, and whether it gets GRO datagrams. */

@@ -77,7 +77,8 @@ export interface SockHelper {
   /** Something was sent outside a receive batch: with a budget, poll for the answer from the
    *  loop's next pass (1), else nothing (0). */
   recvSpin?(h: RxHandle): number;
-  /** [slices, batches, empty polls, slices ended by preemption] of the busy polling so far. */
+  /** [slices, batches, empty polls, slices ended by preemption, events left to the event path
+   *  while backing off] of the busy polling so far. */
   recvSpinStats?(h: RxHandle): number[] | number;
   /** SO_RCVBUF of fd (bytes) or -errno. */
   rcvbufOf(fd: number): number;
