@@ -310,7 +310,8 @@ typedef struct {
   // what the polling did (recvSpinStats): slices, batches they delivered, polls that found
   // nothing, slices ended because the thread lost its CPU
   double spin_slices, spin_batches, spin_empty, spin_preempted, spin_skipped;
-  uint64_t quiet_until; // after a slice lost the CPU: no polling before this time (SPIN_BACKOFF_NS)
+  uint64_t quiet_until; // after a slice lost the CPU: no polling before this time
+  uint64_t backoff_ns;  // how long that is (recvBusyPoll; SPIN_BACKOFF_NS by default)
   int handles; // libuv handles still to close before the rx_t goes (poll, idle)
   struct mmsghdr *msgs;
   struct iovec *iov;
@@ -502,7 +503,7 @@ static int rx_deliver(rx_t *r, int n) {
 // CPUs this keeps happening, and every poll that loses its CPU holds the packets that come
 // meanwhile for the scheduler's next turn (milliseconds: rr p99 10-50 × TCP's in round 16's
 // first measurements) where a sleeping thread would have been woken at once. Polling resumes
-// on the first readable event after the back-off.
+// on the first readable event after the back-off (recvBusyPoll's 4th argument; 0: none).
 #define SPIN_BACKOFF_NS 50000000u
 
 static void on_idle(uv_idle_t *h);
@@ -542,7 +543,7 @@ static void rx_spin(rx_t *r) {
       // slice) ends it below.
       if (r->spin_yield) sched_yield();
       now = uv_hrtime();
-      if (now - prev >= SPIN_PREEMPT_NS) { preempted = 1; r->spin_preempted++; r->quiet_until = now + SPIN_BACKOFF_NS; break; }
+      if (now - prev >= SPIN_PREEMPT_NS) { preempted = 1; r->spin_preempted++; r->quiet_until = now + r->backoff_ns; break; }
     }
     prev = now;
     if ((int64_t)(now - r->last_ns) >= (int64_t)r->spin_ns || (int64_t)(now - end) >= 0) break;
@@ -731,22 +732,28 @@ static napi_value RecvStop(napi_env env, napi_callback_info info) {
   return num(env, 0);
 }
 
-// recvBusyPoll(handle, us[, yield]) -> the budget now in force (µs, clamped to 0 … SPIN_MAX_US)
-//   or -EINVAL. 0 (the default) turns busy polling off: the loop is event-driven, as before.
-//   yield (default true): sched_yield(2) after each empty poll.
+// recvBusyPoll(handle, us[, yield[, backoffMs]]) -> the budget now in force (µs, clamped to
+//   0 … SPIN_MAX_US) or -EINVAL. 0 (the default) turns busy polling off: the loop is
+//   event-driven, as before. yield (default true): sched_yield(2) after each empty poll.
+//   backoffMs (default SPIN_BACKOFF_NS, at most 10 s): event-driven for that long after a slice
+//   that lost its CPU.
 static napi_value RecvBusyPoll(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 4;
+  napi_value argv[4];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   rx_t *r = NULL;
-  double us = 0;
+  double us = 0, backoffMs = SPIN_BACKOFF_NS / 1e6;
   bool yield = true;
   if (argc >= 3) napi_get_value_bool(env, argv[2], &yield);
+  if (argc >= 4 && (napi_get_value_double(env, argv[3], &backoffMs) != napi_ok || !(backoffMs >= 0))) return num(env, -EINVAL);
+  if (backoffMs > 10000) backoffMs = 10000;
   if (argc < 2 || napi_unwrap(env, argv[0], (void **)&r) != napi_ok || !r || r->stopped ||
       napi_get_value_double(env, argv[1], &us) != napi_ok || !(us >= 0)) return num(env, -EINVAL);
   if (us > SPIN_MAX_US) us = SPIN_MAX_US;
   r->spin_ns = (uint64_t)us * 1000u;
   r->spin_yield = yield;
+  r->backoff_ns = (uint64_t)(backoffMs * 1e6);
+  r->quiet_until = 0;
   if (r->spin_ns == 0) uv_idle_stop(&r->idle);
   return num(env, (double)(r->spin_ns / 1000u));
 }

@@ -202,6 +202,9 @@ function envBusyPoll(): number {
 /** Busy polling yields the CPU after each empty poll (round 16); UROCE_BUSY_POLL_YIELD=0: pure
  *  polling (A/B). */
 const SPIN_YIELD = process.env.UROCE_BUSY_POLL_YIELD !== '0';
+/** UROCE_BUSY_POLL_BACKOFF_MS: how long polling stays off after a slice lost its CPU (A/B;
+ *  default the helper's 50 ms, 0: never off). */
+const SPIN_BACKOFF_MS = process.env.UROCE_BUSY_POLL_BACKOFF_MS ? Number(process.env.UROCE_BUSY_POLL_BACKOFF_MS) : undefined;
 
 /** A busy polling budget as given (µs), or a VerbsError that says what one is. */
 function checkBusyPoll(us: number): number {
@@ -362,7 +365,7 @@ export class UroceEngine {
       if (us > 0) this.busyPollNote = `uroce: busy polling needs the socket helper's receive loop (${!h ? sockHelperError() || 'UROCE_NO_BATCH=1' : !rx ? 'not in use' : this.closed ? 'engine closed' : 'helper built before round 16: rebuild native/uroce'})`;
       return;
     }
-    const r = h.recvBusyPoll(rx, Math.round(us), SPIN_YIELD);
+    const r = SPIN_BACKOFF_MS === undefined ? h.recvBusyPoll(rx, Math.round(us), SPIN_YIELD) : h.recvBusyPoll(rx, Math.round(us), SPIN_YIELD, SPIN_BACKOFF_MS);
     this.spinUs = r > 0 ? r : 0;
   }
 

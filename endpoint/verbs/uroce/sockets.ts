@@ -73,7 +73,7 @@ export interface SockHelper {
    * which the event loop runs (timers, other sockets). 0 = off (the default). Returns the
    * budget in force (clamped to 10 s) or -errno; undefined in a helper built before it.
    */
-  recvBusyPoll?(h: RxHandle, us: number, yieldCpu?: boolean): number;
+  recvBusyPoll?(h: RxHandle, us: number, yieldCpu?: boolean, backoffMs?: number): number;
   /** Something was sent outside a receive batch: with a budget, poll for the answer from the
    *  loop's next pass (1), else nothing (0). */
   recvSpin?(h: RxHandle): number;
