@@ -504,7 +504,10 @@ static int rx_deliver(rx_t *r, int n) {
 // meanwhile for the scheduler's next turn (milliseconds: rr p99 10-50 × TCP's in round 16's
 // first measurements) where a sleeping thread would have been woken at once. Polling resumes
 // on the first readable event after the back-off (recvBusyPoll's 4th argument; 0: none).
-#define SPIN_BACKOFF_NS 50000000u
+// 5 ms: same-run pairs at load ~3 gave rr p50 1.42 x TCP with 5 ms, 1.56 with 50 ms, 1.38 with
+// none (docs/uroce.md round 16); a short back-off keeps a brief preemption from switching
+// polling off for long, and still takes at most 200 polls a second into a busy machine.
+#define SPIN_BACKOFF_NS 5000000u
 
 static void on_idle(uv_idle_t *h);
 

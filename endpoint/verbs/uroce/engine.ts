@@ -30,7 +30,7 @@ import { VerbsError } from '../types.js';
 /** Busy polling's counters (UroceEngine.busyPollStats). */
 export interface BusyPollStats {
   budgetUs: number; slices: number; batches: number; emptyPolls: number;
-  /** Slices ended because the thread lost its CPU (each starts a 50 ms back-off). */
+  /** Slices ended because the thread lost its CPU (each starts a 5 ms back-off). */
   preempted: number;
   /** Readable events the event path took during a back-off. */
   backedOff: number;
@@ -203,7 +203,7 @@ function envBusyPoll(): number {
  *  polling (A/B). */
 const SPIN_YIELD = process.env.UROCE_BUSY_POLL_YIELD !== '0';
 /** UROCE_BUSY_POLL_BACKOFF_MS: how long polling stays off after a slice lost its CPU (A/B;
- *  default the helper's 50 ms, 0: never off). */
+ *  default the helper's 5 ms, 0: never off). */
 const SPIN_BACKOFF_MS = process.env.UROCE_BUSY_POLL_BACKOFF_MS ? Number(process.env.UROCE_BUSY_POLL_BACKOFF_MS) : undefined;
 
 /** A busy polling budget as given (µs), or a VerbsError that says what one is. */
