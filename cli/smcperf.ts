@@ -770,7 +770,9 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
     }
     const hostRole = test === 'reverse' ? 'receiver' : 'sender';
     const peerRole = test === 'reverse' ? 'sender' : 'receiver';
-    say(`  CPU: local/${hostRole} ${fmtCpu(hostCpu)}${transport === 'smcr' ? ` (${pollMode(c.busyPollUs)})` : ''}${peerCpu ? `, remote/${peerRole} ${fmtCpu(peerCpu)}` : ''}`);
+    say(`  CPU: local/${hostRole} ${fmtCpu(hostCpu)}${peerCpu ? `, remote/${peerRole} ${fmtCpu(peerCpu)}` : ''}`);
+    // the CPU above was spent in this mode (a polling side uses a core while traffic flows)
+    if (transport === 'smcr') say(`  receive: ${pollMode(c.busyPollUs)} (this side; the server prints its own)`);
     const vals = run.intervals.filter((iv) => !iv.omitted).map((iv) => (test === 'rr' ? iv.avgUs ?? NaN : iv.bitsPerSecond));
     const fin = vals.filter((v) => Number.isFinite(v));
     if (vals.length > 1 && fin.length) {

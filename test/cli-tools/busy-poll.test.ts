@@ -46,10 +46,10 @@ test.serial('smcperf --busy-poll: rr and a stream with both sides polling, every
   const done = perf.out.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.event === 'done' && e.transport === 'smcr');
   t.is(done.length, 2);
   for (const d of done) t.is(d.busy_poll_us, 50);
-  // text: the CPU line names the mode
+  // text: the mode under the CPU line it was measured in
   const text = await runTool('smcperf', [SRV, '-p', String(perfPort), '-b', CLI, ...common, '--busy-poll', '20', '--latency', '-t', '0.5']);
   t.is(text.code, 0, text.err);
-  t.regex(text.out, /CPU: local\/sender [\d.]+% .*\(busy poll 20 µs\)/);
+  t.regex(text.out, /\n {2}CPU: local\/sender [\d.]+% [^\n]*\n {2}receive: busy poll 20 µs \(this side/);
   const plain = await runTool('smcperf', [SRV, '-p', String(perfPort), '-b', CLI, ...common, '--latency', '-t', '0.5', '--json']);
   t.is(lastJson(plain.out).busy_poll_us, 0, 'default: event-driven');
 });
