@@ -55,12 +55,11 @@ async function rr(c: SmcSocket, rounds: number, size: number, deadlineMs = 10_00
       for (let k = 0; k < size; k++) req[k] = (i * 13 + k * 7) & 0xff;
       c.write(req);
       if (have < size) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          new Promise<void>((resolve) => { wake = resolve; }),
-          new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`round trip ${i}: no answer within ${deadlineMs} ms`)), deadlineMs); }),
-        ]);
-        clearTimeout(timer);
+        // the whole answer, or the deadline (a flush that never left, a poll that starved the loop)
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`round trip ${i}: no answer within ${deadlineMs} ms`)), deadlineMs);
+          wake = () => { clearTimeout(timer); resolve(); };
+        });
       }
       if (!Buffer.concat(got).equals(req)) throw new Error(`round trip ${i}: the answer differs from its request`);
       got = []; have = 0;
