@@ -26,7 +26,7 @@ import { CliError, die } from './output.js';
 import { lineChartSvg, sparkline, type Series } from './plot.js';
 import { cpuSince, latencyHistogram, writePerfReport, type CpuMs } from './perf-report.js';
 import { collect, deviceArg, fmtBytes, fmtSize, intArg, numArg, parseSize, resolveHost, sizeArg, sourceAddressFor, versionsArg } from './lib/args.js';
-import { connectError, describeDevice, listenSide, openEndpoint, shutdownEndpoints, smcOptions, stateOptions, timedConnect } from './lib/endpoint.js';
+import { busyPollInForce, busyPollOption, connectError, pollMode, describeDevice, listenSide, openEndpoint, shutdownEndpoints, smcOptions, stateOptions, timedConnect, withBusyPoll } from './lib/endpoint.js';
 import { cliProgram, say, sleep } from './lib/program.js';
 import { stats } from './lib/stats.js';
 import { printable, verdictLine, verdictOf, type Verdict } from './lib/verdict.js';
@@ -76,7 +76,7 @@ export function buildProgram(): Command {
     .option('--no-tcp-option', 'do not use TCP option 254 (no eBPF, no root); only toward peers known to speak SMC')
     .option('--max-memory <size>', 'server: memory all tests together may hold for their messages (a reverse test holds one SIZE buffer, an rr test one message; more is refused with ERR); SMC-R buffers (2 x --bufsize per connection) come on top', sizeArg('max memory', 1024 * 1024, Number.MAX_SAFE_INTEGER), 256 * 1024 * 1024)
     .option('-v, --verbose', 'print the endpoint\'s protocol log on stderr');
-  stateOptions(p)
+  stateOptions(busyPollOption(p))
     .addHelpText('after', `
 Tests:
   stream   the client sends SIZE-byte messages as fast as the connection takes them
@@ -122,6 +122,8 @@ interface Opts {
   omit: number; intervalGiven?: boolean;
   bind?: string; device?: DeviceSpec; ueid: string[]; versions?: Array<1 | 2>; bufsize?: number; tcpOption: boolean; verbose?: boolean;
   control?: string | boolean; stateJson?: string; maxMemory: number;
+  /** --busy-poll µs (0: event-driven) */
+  busyPoll: number;
   /** --report FILE.html */
   report?: string;
 }
@@ -275,6 +277,7 @@ async function serve(o: Opts): Promise<number> {
   const { addr, device, log } = listenSide(o, '-s');
   const smc = smcOptions(device, o, log);
   const opt = await openEndpoint('smcperf', smc, o);
+  const busyPollUs = await busyPollInForce('smcperf', smc);
   let n = 0;
   const budget = new MemoryBudget(o.maxMemory);
   const emit = (obj: Record<string, unknown>, line: string): void => say(o.json ? JSON.stringify(obj) : line);
@@ -285,9 +288,11 @@ async function serve(o: Opts): Promise<number> {
     s.on('error', () => undefined);
     void serveConn(s, budget).then((r) => {
       const rate = r.ms > 0 ? (r.bytes * 8) / (r.ms / 1000) : 0;
-      emit({ event: 'done', n: id, peer, transport, verdict: verdict ?? null, ...r },
+      // busy_poll_us: how this side received (SMC-R only; node:net's TCP is always event-driven)
+      emit({ event: 'done', n: id, peer, transport, verdict: verdict ?? null, ...r, busy_poll_us: transport === 'smcr' ? busyPollUs : 0 },
         `conn ${id} from ${peer} (${how}): ${r.header ? `${r.header.test} ${fmtSize(r.header.size)}` : 'no test'}`
-        + `${r.error ? `: ${r.error}` : `: ${r.bytes} bytes ${r.header?.test === 'reverse' ? 'sent' : 'received'} in ${(r.ms / 1000).toFixed(2)} s (${fmtRate(rate)})`}`);
+        + `${r.error ? `: ${r.error}` : `: ${r.bytes} bytes ${r.header?.test === 'reverse' ? 'sent' : 'received'} in ${(r.ms / 1000).toFixed(2)} s (${fmtRate(rate)})`}`
+        + `${r.cpu ? `, CPU ${fmtCpu(r.cpu)}` : ''}${transport === 'smcr' ? `, ${pollMode(busyPollUs)}` : ''}`);
     });
   };
   const server = createServer(smc, (s: SmcSocket) => handle(s, 'smcr', verdictOf(s)));
@@ -310,8 +315,8 @@ async function serve(o: Opts): Promise<number> {
     } catch (e) { throw listenErr(tcpPort, e); }
     plainPort = (plain.address() as { port: number }).port;
   }
-  emit({ event: 'listening', address: bound.address, port: bound.port, tcpPort: plainPort, device, ueids: o.ueid, tcpOption: opt.state },
-    `smcperf: server on ${bound.address}:${bound.port} (SMC-R via ${describeDevice(device)}, UEID ${o.ueid.length ? o.ueid.join(', ') : '(none: SMC-Rv1 only)'}, `
+  emit({ event: 'listening', address: bound.address, port: bound.port, tcpPort: plainPort, device, ueids: o.ueid, tcpOption: opt.state, busy_poll_us: busyPollUs },
+    `smcperf: server on ${bound.address}:${bound.port} (SMC-R via ${describeDevice(device)}, ${pollMode(busyPollUs)}, UEID ${o.ueid.length ? o.ueid.join(', ') : '(none: SMC-Rv1 only)'}, `
     + `option 254 ${opt.state === 'ebpf' ? 'via eBPF' : opt.state === 'ignored' ? 'not used' : 'unavailable'})`
     + `${plainPort !== null ? `, plain TCP on ${bound.address}:${plainPort}` : ''}; Ctrl-C ends`);
   await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
@@ -466,6 +471,8 @@ interface Run {
   test: Test;
   size: number;
   parallel: number;
+  /** SMC-R runs: this client's busy polling budget in µs (0: event-driven; the server reports its own). */
+  busy_poll_us?: number;
   connections: Array<{ mode: 'smcr' | 'tcp' | 'plain-tcp'; verdict?: Verdict; handshakeMs: number }>;
   intervals: Interval[];
   total?: { bytes: number; seconds: number; bitsPerSecond: number; megabytesPerSecond: number; transactions?: number; transactionsPerSecond?: number; receiverBytes?: number; senderBytes?: number };
@@ -495,7 +502,7 @@ const r3 = (v: number): number => Math.round(v * 1000) / 1000;
 async function client(hostArg: string, o: Opts): Promise<number> {
   const host = await resolveHost(hostArg);
   const local = o.bind ?? (o.device?.provider === 'uroce' ? o.device.address : o.device ? undefined : await sourceAddressFor(host));
-  const device: DeviceSpec = o.device ?? { provider: 'uroce', address: local! };
+  const device: DeviceSpec = withBusyPoll(o.device ?? { provider: 'uroce', address: local! }, o.busyPoll);
   const log = o.verbose ? (l: string) => process.stderr.write(`smc: ${l}\n`) : undefined;
   const smc = smcOptions(device, o, log);
   const sizes = o.sizes ?? [o.mode === 'rr' ? 64 : 65536];
@@ -516,16 +523,19 @@ async function client(hostArg: string, o: Opts): Promise<number> {
   for (const size of sizes) plan.push({ transport: 'smcr', size });
   if (text) {
     say(`smcperf ${o.mode} to ${hostArg}${hostArg !== host ? ` (${host})` : ''} port ${o.port}${o.tcp ? ` (plain TCP port ${tcpPort})` : ''} from ${local ?? '(any)'} via ${describeDevice(device)}: `
-      + `sizes ${sizes.map(fmtSize).join(',')}, ${o.bytes !== undefined ? fmtBytes(o.bytes) : `${seconds} s`} each${o.omit ? ` after ${o.omit} s omitted` : ''}, ${o.parallel} connection${o.parallel > 1 ? 's' : ''}${o.raw ? ', raw (no control protocol)' : ''}`);
+      + `sizes ${sizes.map(fmtSize).join(',')}, ${o.bytes !== undefined ? fmtBytes(o.bytes) : `${seconds} s`} each${o.omit ? ` after ${o.omit} s omitted` : ''}, ${o.parallel} connection${o.parallel > 1 ? 's' : ''}${o.raw ? ', raw (no control protocol)' : ''}${o.busyPoll ? `, SMC-R receive busy-polled ${o.busyPoll} µs` : ''}`);
   }
   let warned = false;
+  /** The client's busy polling in force (µs, 0: event-driven), known once the endpoint is open. */
+  let busyPollUs = 0;
   for (const step of plan) {
     if (stop.signal.aborted) break;
     if (step.transport === 'smcr' && !warned) {
       warned = true;
       await openEndpoint('smcperf', smc, o);
+      busyPollUs = await busyPollInForce('smcperf', smc);
     }
-    const r = await runOne(step.transport, step.size, { o, host, local, smc, seconds, tcpPort, text, stop: stop.signal, interval });
+    const r = await runOne(step.transport, step.size, { o, host, local, smc, seconds, tcpPort, text, stop: stop.signal, interval, busyPollUs });
     runs.push(r);
     if (r.notSmcperf) break;
   }
@@ -550,7 +560,7 @@ async function client(hostArg: string, o: Opts): Promise<number> {
   if (o.json) {
     say(JSON.stringify({
       host: hostArg, address: host, port: o.port, tcpPort: o.tcp ? tcpPort : null, local: local ?? null, device, test: o.mode, sizes,
-      seconds: o.bytes === undefined ? seconds : null, bytes: o.bytes ?? null, parallel: o.parallel, raw: !!o.raw, omit: o.omit, interval, runs, exitCode: failed ? 1 : 0,
+      seconds: o.bytes === undefined ? seconds : null, bytes: o.bytes ?? null, parallel: o.parallel, raw: !!o.raw, omit: o.omit, interval, busy_poll_us: busyPollUs, runs, exitCode: failed ? 1 : 0,
     }));
   } else if (runs.length > 1) {
     say('');
@@ -584,7 +594,11 @@ async function client(hostArg: string, o: Opts): Promise<number> {
   return failed ? 1 : 0;
 }
 
-interface Ctx { o: Opts; host: string; local: string | undefined; smc: SmcOptions; seconds: number; tcpPort: number; text: boolean; stop: AbortSignal; interval: number }
+interface Ctx {
+  o: Opts; host: string; local: string | undefined; smc: SmcOptions; seconds: number; tcpPort: number; text: boolean; stop: AbortSignal; interval: number;
+  /** This side's busy polling in force (SMC-R runs), µs; 0: event-driven. */
+  busyPollUs: number;
+}
 
 interface Conn { s: Duplex; mode: 'smcr' | 'tcp' | 'plain-tcp'; verdict?: Verdict; handshakeMs: number }
 
@@ -612,7 +626,7 @@ interface Counters { bytes: number; tx: number; latSumUs: number; latCount: numb
 async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> {
   const { o, text } = c;
   const test = o.mode;
-  const run: Run = { transport, test, size, parallel: o.parallel, connections: [], intervals: [] };
+  const run: Run = { transport, test, size, parallel: o.parallel, ...(transport === 'smcr' ? { busy_poll_us: c.busyPollUs } : {}), connections: [], intervals: [] };
   const label = transport === 'smcr' ? 'SMC-R' : 'TCP';
   const conns: Conn[] = [];
   try {
@@ -757,6 +771,8 @@ async function runOne(transport: Transport, size: number, c: Ctx): Promise<Run> 
     const hostRole = test === 'reverse' ? 'receiver' : 'sender';
     const peerRole = test === 'reverse' ? 'sender' : 'receiver';
     say(`  CPU: local/${hostRole} ${fmtCpu(hostCpu)}${peerCpu ? `, remote/${peerRole} ${fmtCpu(peerCpu)}` : ''}`);
+    // the CPU above was spent in this mode (a polling side uses a core while traffic flows)
+    if (transport === 'smcr') say(`  receive: ${pollMode(c.busyPollUs)} (this side; the server prints its own)`);
     const vals = run.intervals.filter((iv) => !iv.omitted).map((iv) => (test === 'rr' ? iv.avgUs ?? NaN : iv.bitsPerSecond));
     const fin = vals.filter((v) => Number.isFinite(v));
     if (vals.length > 1 && fin.length) {

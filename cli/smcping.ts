@@ -19,7 +19,7 @@ import type { DeviceSpec } from '../endpoint/verbs/index.js';
 import type { TraceEvent } from '../endpoint/trace.js';
 import { CliError, die } from './output.js';
 import { collect, deviceArg, intArg, numArg, resolveHost, sourceAddressFor, versionsArg } from './lib/args.js';
-import { describeDevice, listenSide, openEndpoint, shutdownEndpoints, smcOptions, stateOptions, timedConnect } from './lib/endpoint.js';
+import { busyPollInForce, busyPollOption, describeDevice, pollMode, listenSide, openEndpoint, shutdownEndpoints, smcOptions, stateOptions, timedConnect, withBusyPoll } from './lib/endpoint.js';
 import { cliProgram, say, sleep } from './lib/program.js';
 import { ms3, round3, stats } from './lib/stats.js';
 import { TraceFormatter, echoLine, peerSmcOf, printable, verdictLine, verdictOf, type EchoResult, type PeerSmc, type Verdict } from './lib/verdict.js';
@@ -52,7 +52,7 @@ export function buildProgram(): Command {
     .option('--require-smcr', 'SMC-R is required: a TCP fallback (or no SMC on the peer) is a failure, exit 1')
     .option('--json', 'one JSON document at the end (with -l: one JSON line per connection)')
     .option('-v, --verbose', 'each CLC message and LLC exchange with its timing (like ping -v / curl -v); -vv also the endpoint\'s protocol log on stderr', (_v: string, n: number) => n + 1, 0);
-  stateOptions(p)
+  stateOptions(busyPollOption(p))
     .addHelpText('after', `
 How it works:
   Each attempt opens one connection: TCP (with option 254 on the SYN, via eBPF, unless
@@ -92,6 +92,8 @@ interface Opts {
   port: number; count: number; interval: number; size: number; timeout: number; attempts: number; warmup?: number;
   listen?: boolean; bind?: string; device?: DeviceSpec; ueid: string[]; versions?: Array<1 | 2>;
   tcpOption: boolean; requireSmcr?: boolean; json?: boolean; verbose?: number; control?: string | boolean; stateJson?: string;
+  /** --busy-poll µs (0: event-driven) */
+  busyPoll: number;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -156,7 +158,7 @@ function makeProbe(seq: number, size: number): Buffer {
 async function ping(hostArg: string, o: Opts): Promise<number> {
   const host = await resolveHost(hostArg);
   const local = o.bind ?? (o.device?.provider === 'uroce' ? o.device.address : o.device ? undefined : await sourceAddressFor(host));
-  const device: DeviceSpec = o.device ?? { provider: 'uroce', address: local! };
+  const device: DeviceSpec = withBusyPoll(o.device ?? { provider: 'uroce', address: local! }, o.busyPoll);
   const verbose = o.verbose ?? 0;
   const log = verbose >= 2 ? (l: string) => process.stderr.write(`smc: ${l}\n`) : undefined;
   const text = !o.json;
@@ -186,11 +188,12 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
   process.once('SIGTERM', onSig);
 
   const opt = await openEndpoint('smcping', smc, o);
+  const busyPollUs = await busyPollInForce('smcping', smc);
   const offered = (o.versions ?? [2, 1]).filter((v) => v === 1 || o.ueid.length > 0);
   if (text) {
     say(`SMCPING ${hostArg}${hostArg !== host ? ` (${host})` : ''} port ${o.port} from ${local ?? '(any)'} via ${describeDevice(device)}: ${o.size}-byte probes, `
       + `offering SMC-R ${offered.map((v) => `v${v}`).join('+') || '(none)'}${o.ueid.length ? ` (UEID ${o.ueid.join(', ')})` : ''}, `
-      + `option 254 ${opt.state === 'ebpf' ? 'via eBPF' : opt.state === 'ignored' ? 'not used (--no-tcp-option)' : 'unavailable'}`);
+      + `option 254 ${opt.state === 'ebpf' ? 'via eBPF' : opt.state === 'ignored' ? 'not used (--no-tcp-option)' : 'unavailable'}, ${pollMode(busyPollUs)}`);
   }
 
   const attempts: Attempt[] = [];
@@ -263,7 +266,7 @@ async function ping(hostArg: string, o: Opts): Promise<number> {
   if (o.json) {
     say(JSON.stringify({
       host: hostArg, address: host, port: o.port, local: local ?? null, device, size: o.size, count: o.count, interval: o.interval,
-      ueids: o.ueid, tcpOption: opt.state, attempts, verdict: last?.verdict ?? null, peerSmc: last?.peerSmc ?? null,
+      ueids: o.ueid, tcpOption: opt.state, busy_poll_us: busyPollUs, attempts, verdict: last?.verdict ?? null, peerSmc: last?.peerSmc ?? null,
       echo: echoOf(attempts), requireSmcr: !!o.requireSmcr, summary: line, exitCode: code,
     }));
   } else {
@@ -464,6 +467,7 @@ async function serve(o: Opts): Promise<number> {
   const { addr, device, log } = listenSide(o, '-l');
   const smc = smcOptions(device, o, log);
   const opt = await openEndpoint('smcping', smc, o);
+  const busyPollUs = await busyPollInForce('smcping', smc);
   let conns = 0;
   const emit = (obj: Record<string, unknown>, line: string): void => say(o.json ? JSON.stringify(obj) : line);
   const server = createServer(smc, (s) => {
@@ -485,8 +489,8 @@ async function serve(o: Opts): Promise<number> {
     const err = e as NodeJS.ErrnoException;
     throw new CliError(`listen ${addr}:${o.port}: ${err.code === 'EADDRINUSE' ? 'address in use' : err.code === 'EADDRNOTAVAIL' ? 'not a local address' : err.message}`, 2);
   }
-  emit({ event: 'listening', address: bound.address, port: bound.port, device, ueids: o.ueid, tcpOption: opt.state },
-    `smcping: echo peer listening on ${bound.address}:${bound.port} via ${describeDevice(device)}, `
+  emit({ event: 'listening', address: bound.address, port: bound.port, device, ueids: o.ueid, tcpOption: opt.state, busy_poll_us: busyPollUs },
+    `smcping: echo peer listening on ${bound.address}:${bound.port} via ${describeDevice(device)} (${pollMode(busyPollUs)}), `
     + `UEID ${o.ueid.length ? o.ueid.join(', ') : '(none: SMC-Rv1 only)'}, option 254 ${opt.state === 'ebpf' ? 'via eBPF' : opt.state === 'ignored' ? 'not used' : 'unavailable'}; Ctrl-C ends`);
   await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
   await Promise.race([server.close(), sleep(1000)]);

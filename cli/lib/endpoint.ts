@@ -10,6 +10,7 @@ import { endpoint, socketFor, closeAll, type SmcSocket, type SmcOptions } from '
 import type { DeviceSpec } from '../../endpoint/verbs/index.js';
 import { serveControl, stateJson } from '../../endpoint/control.js';
 import { CliError } from '../output.js';
+import { intArg } from './args.js';
 import { sleep } from './program.js';
 
 /** One line for a connection error (no stack, the errno in words). */
@@ -40,6 +41,37 @@ export function smcOptions(device: DeviceSpec, o: { ueid: string[]; versions?: A
     ...(o.bufsize ? { rmbSize: o.bufsize, sndbufSize: o.bufsize } : {}), ...(log ? { log } : {}),
   };
 }
+
+/** Largest --busy-poll budget (µs): the helper's own limit. */
+const BUSY_POLL_MAX_US = 10_000_000;
+
+/** --busy-poll for smcping and smcperf (perftest's default polling; uroce only). */
+export function busyPollOption(p: Command): Command {
+  return p.option('--busy-poll <us>', 'poll the receive socket for US µs after every packet instead of sleeping until the next one wakes the process, '
+    + 'like perftest\'s default CQ polling or SO_BUSY_POLL: lower latency for a core\'s CPU while traffic flows (0 = off, the default: event-driven); '
+    + 'uroce only (not supported with --device ibverbs)', intArg('busy-poll', 0, BUSY_POLL_MAX_US), 0);
+}
+
+/** The device with the --busy-poll budget (uroce's device option busyPollUs); a one-line usage
+ *  error for ibverbs, whose CQ this endpoint reads through completion events only. */
+export function withBusyPoll(device: DeviceSpec, us: number | undefined): DeviceSpec {
+  if (!us) return device;
+  if (device.provider !== 'uroce') throw new CliError('--busy-poll: not supported with --device ibverbs (uroce only: the endpoint reads an ibverbs CQ through completion events)', 2);
+  return { ...device, busyPollUs: us };
+}
+
+/** The busy polling budget in force on the endpoint's device (µs; 0 = event-driven), with a
+ *  warning on stderr when --busy-poll asked for one the device cannot do. */
+export async function busyPollInForce(prog: string, smc: SmcOptions): Promise<number> {
+  const asked = smc.device.provider === 'uroce' ? smc.device.busyPollUs ?? 0 : 0;
+  const dev = (await endpoint(smc)).device as { engine?: { busyPollUs?: number; busyPollNote?: string } };
+  const us = dev.engine?.busyPollUs ?? 0;
+  if (asked > 0 && us === 0) process.stderr.write(`${prog}: --busy-poll ${asked}: not available (${dev.engine?.busyPollNote || 'device without busy polling'}); event-driven\n`);
+  return us;
+}
+
+/** How an SMC-R side receives, for the text output: every figure says which mode it was measured in. */
+export function pollMode(us: number): string { return us > 0 ? `busy poll ${us} µs` : 'event-driven'; }
 
 export function describeDevice(d: DeviceSpec): string {
   return d.provider === 'uroce' ? `uroce ${d.address}` : `ibverbs ${(d as { device?: string }).device ?? '(first device)'}`;
@@ -118,10 +150,10 @@ export function stateOptions(p: Command): Command {
 }
 
 /** The listening side's address and device from -b / --device (`flag` names the server option). */
-export function listenSide(o: { bind?: string; device?: DeviceSpec; verbose?: boolean | number }, flag: string): { addr: string; device: DeviceSpec; log: ((l: string) => void) | undefined } {
+export function listenSide(o: { bind?: string; device?: DeviceSpec; verbose?: boolean | number; busyPoll?: number }, flag: string): { addr: string; device: DeviceSpec; log: ((l: string) => void) | undefined } {
   const addr = o.bind ?? (o.device?.provider === 'uroce' ? o.device.address : undefined);
   if (!addr) throw new CliError(`${flag} needs the address to listen on: -b ADDR (or --device uroce:ADDR)`, 2);
-  const device: DeviceSpec = o.device ?? { provider: 'uroce', address: addr };
+  const device: DeviceSpec = withBusyPoll(o.device ?? { provider: 'uroce', address: addr }, o.busyPoll);
   const log = o.verbose ? (l: string) => process.stderr.write(`smc: ${l}\n`) : undefined;
   return { addr, device, log };
 }

@@ -20,6 +20,8 @@
 //                ONE JavaScript call per batch (count; lengths, sources, GRO segment sizes in
 //                a caller-provided Int32Array). UDP_GRO is asked for, so a GSO send that stayed
 //                whole (loopback) arrives as one datagram plus its segment size.
+//                Opt-in busy polling (recvBusyPoll, round 16): the loop keeps polling recvmmsg
+//                for a budget after the last packet instead of sleeping in epoll_wait (rx_spin).
 // And the ICRC's arithmetic (round 14, a project decision: docs/uroce.md): the helper puts the
 // ICRC on the packets sendPackets sends and checks the packets recvStart reads, with the
 // project's one CRC-32 implementation (native/src/icrc.c, compiled in by icrc_arith.c). The
@@ -43,6 +45,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <sys/uio.h>
+#include <sched.h>
 #include "icrc_arith.h"
 
 #ifndef UDP_SEGMENT
@@ -298,6 +301,18 @@ typedef struct {
   napi_ref voutRef, tableRef;
   int gro;
   int stopped;
+  // Busy polling (recvBusyPoll; 0 = off, the default: see rx_spin): the budget, when the last
+  // packet came or left (recvSpin), and the idle handle that resumes polling after the loop.
+  uint64_t spin_ns;
+  int spin_yield;
+  uint64_t last_ns;
+  uv_idle_t idle;
+  // what the polling did (recvSpinStats): slices, batches they delivered, polls that found
+  // nothing, slices ended because the thread lost its CPU
+  double spin_slices, spin_batches, spin_empty, spin_preempted, spin_skipped;
+  uint64_t quiet_until; // after a slice lost the CPU: no polling before this time
+  uint64_t backoff_ns;  // how long that is (recvBusyPoll; SPIN_BACKOFF_NS by default)
+  int handles; // libuv handles still to close before the rx_t goes (poll, idle)
   struct mmsghdr *msgs;
   struct iovec *iov;
   struct sockaddr_in *from;
@@ -318,6 +333,7 @@ static void rx_free(rx_t *r) {
 
 static void on_closed(uv_handle_t *h) {
   rx_t *r = (rx_t *)h->data;
+  if (--r->handles > 0) return; // the other handle (poll, idle) is still closing
   // released here, not in recvStop: recvStop may run inside this loop's own callback
   // (a completion handler closing the device), where the callback and its context are in use
   napi_async_destroy(r->env, r->actx);
@@ -379,81 +395,188 @@ static void rx_icrc(const rx_t *r, int i) {
     v[k] = rx_verdict(r, base + o, len - o < seg ? len - o : seg, m[1], m[2], k);
 }
 
+// Slots made ready for one recvmmsg(2) (the kernel writes names, control and lengths back).
+static void rx_prepare(rx_t *r) {
+  for (int i = 0; i < r->slots; i++) {
+    memset(&r->msgs[i].msg_hdr, 0, sizeof r->msgs[i].msg_hdr);
+    r->iov[i].iov_base = r->buf + (size_t)i * r->slotSize;
+    r->iov[i].iov_len = r->slotSize;
+    r->msgs[i].msg_hdr.msg_iov = &r->iov[i];
+    r->msgs[i].msg_hdr.msg_iovlen = 1;
+    r->msgs[i].msg_hdr.msg_name = &r->from[i];
+    r->msgs[i].msg_hdr.msg_namelen = sizeof r->from[i];
+    r->msgs[i].msg_hdr.msg_control = r->ctrl + (size_t)i * CTRL_SZ;
+    r->msgs[i].msg_hdr.msg_controllen = CTRL_SZ;
+    r->msgs[i].msg_len = 0;
+  }
+}
+
+// One batch of n datagrams to JavaScript: meta (and ICRC verdicts), cb(n), after() when asked.
+// Returns 1 when the loop must stop reading now (a callback threw, or its reference is gone).
+static int rx_deliver(rx_t *r, int n) {
+  napi_env env = r->env;
+  for (int i = 0; i < n; i++) {
+    int32_t *m = r->meta + 4 * i;
+    struct msghdr *mh = &r->msgs[i].msg_hdr;
+    m[0] = (mh->msg_flags & MSG_TRUNC) ? -1 : (int32_t)r->msgs[i].msg_len;
+    m[1] = (int32_t)ntohl(r->from[i].sin_addr.s_addr);
+    m[2] = ntohs(r->from[i].sin_port);
+    m[3] = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+      if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+        int seg = 0;
+        memcpy(&seg, CMSG_DATA(c), sizeof seg);
+        m[3] = seg;
+      }
+    }
+    if (r->vout) rx_icrc(r, i);
+  }
+  napi_value cb, recv, arg, result;
+  if (napi_get_reference_value(env, r->cb, &cb) != napi_ok || napi_get_reference_value(env, r->self, &recv) != napi_ok) return 1;
+  napi_create_int32(env, n, &arg);
+  if (r->turn) { r->turn[0] = 1; r->turn[1] = 0; }
+  // make_callback: after the call Node runs the nextTick and microtask queues, as it does
+  // after dgram's 'message' (the engine's transmit batches are flushed there).
+  napi_status st = napi_make_callback(env, r->actx, recv, cb, 1, &arg, &result);
+  int failed = st == napi_pending_exception;
+  if (failed) {
+    napi_value ex;
+    napi_get_and_clear_last_exception(env, &ex);
+    napi_fatal_exception(env, ex);
+  }
+  // after(): once the batch's microtasks have run (the application has reacted to its
+  // completions), the engine sends what they posted — the answer and the batch's ACKs — in
+  // this same callback, instead of one event-loop phase later (setImmediate: back into the
+  // loop, the check phase, Node's immediate queue: a few µs per leg).
+  // Called after a failed cb too: the engine ends its receive turn there. With the shared
+  // cells only when the engine deferred a flush in this turn: an answer the batch's own
+  // callback wrote was sent at the batch's end (one JavaScript call per batch instead of
+  // two); a write from a microtask, or the ACK of a batch nothing answered yet, still flags
+  // one. The turn ends here, before after(): a flush asked for later (in after()'s own
+  // microtasks, a timer, another socket) takes the ordinary path and never waits for a call
+  // that does not come.
+  int want = 1;
+  if (r->turn) { want = r->turn[1] != 0; r->turn[0] = 0; r->turn[1] = 0; }
+  if (r->after && !r->stopped && want) {
+    napi_value af;
+    if (napi_get_reference_value(env, r->after, &af) == napi_ok
+        && napi_make_callback(env, r->actx, recv, af, 0, NULL, &result) == napi_pending_exception) {
+      napi_value ex;
+      napi_get_and_clear_last_exception(env, &ex);
+      napi_fatal_exception(env, ex);
+      failed = 1;
+    }
+  }
+  return failed;
+}
+
+// ---------------------------------------------------------------------------------------
+// Busy polling (round 16; opt-in, recvBusyPoll: a budget in µs, 0 = off, the default)
+// ---------------------------------------------------------------------------------------
+// RDMA latency tools poll their CQ instead of sleeping (perftest's ib_*_lat unless -e), and
+// Linux offers the same trade for sockets (SO_BUSY_POLL): CPU for the wake-up. Here: after a
+// batch the loop does not go back to epoll_wait(2) when recvmmsg says EAGAIN; it polls
+// recvmmsg(MSG_DONTWAIT) until `spin_ns` have passed since the last packet received (or sent:
+// recvSpin, called by the engine when it sends outside a receive batch, as perftest polls
+// after a post), handling every batch exactly as the event path does (rx_deliver).
+//
+// One call polls for at most SPIN_SLICE_NS, then returns to the event loop, even while packets
+// keep coming and the budget is not used up: timers (retransmission, keepalives, smcperf's
+// intervals and its end of test), other sockets (the TCP control connection), signals and the
+// check phase wait for the loop, and a loop that never got control back would starve them
+// (and never see that the process should exit). 0.5 ms keeps a timer at most that late (Node's
+// timers count in ms) and costs one pass of the loop (a few µs) per slice. When the slice ends
+// inside the budget, an idle handle (unref'd: it never keeps the process alive) makes the
+// loop's next poll non-blocking and calls rx_spin again after the loop's other work.
+#define SPIN_SLICE_NS 500000u
+// Largest budget accepted (µs): 10 s of polling after the last packet.
+#define SPIN_MAX_US 10000000
+// Polling only pays while the thread keeps its CPU. An empty poll takes ~1-2 µs; when two of
+// them are this far apart the scheduler ran something else here meanwhile (another process:
+// on a machine with more runnable threads than CPUs a poller takes the peer's or another
+// program's CPU, and a packet that comes while it is descheduled waits for its next turn,
+// where a sleeping thread would have been woken with preference). Like the kernel's busy poll
+// loop, which ends on need_resched(), the slice ends there and the loop sleeps in epoll_wait
+// until the next packet (polling again after a back-off, below).
+#define SPIN_PREEMPT_NS 100000u
+// And after such a slice the loop stays event-driven for a while: on a machine that is short of
+// CPUs this keeps happening, and every poll that loses its CPU holds the packets that come
+// meanwhile for the scheduler's next turn (milliseconds: rr p99 10-50 × TCP's in round 16's
+// first measurements) where a sleeping thread would have been woken at once. Polling resumes
+// on the first readable event after the back-off (recvBusyPoll's 4th argument; 0: none).
+// 5 ms: same-run pairs at load ~3 gave rr p50 1.42 x TCP with 5 ms, 1.56 with 50 ms, 1.38 with
+// none (docs/uroce.md round 16); a short back-off keeps a brief preemption from switching
+// polling off for long, and still takes at most 200 polls a second into a busy machine.
+#define SPIN_BACKOFF_NS 5000000u
+
+static void on_idle(uv_idle_t *h);
+
+static void rx_spin(rx_t *r) {
+  uv_loop_t *loop = r->poll.loop;
+  uint64_t now = uv_hrtime(), end = now + SPIN_SLICE_NS, prev = now;
+  int ready = 0; // slots set up; a recvmmsg that found nothing leaves them as they were
+  int preempted = 0;
+  r->spin_slices++;
+  while (!r->stopped) {
+    if (!ready) { rx_prepare(r); ready = 1; }
+    int n = recvmmsg(r->fd, r->msgs, (unsigned)r->slots, MSG_DONTWAIT, NULL);
+    if (n > 0) {
+      ready = 0;
+      // the loop's cached clock is what Node's timers start from: kept current while polling,
+      // so a timer set in a callback is not due up to a slice early
+      uv_update_time(loop);
+      napi_handle_scope scope;
+      if (napi_open_handle_scope(r->env, &scope) != napi_ok) break;
+      int stop = rx_deliver(r, n);
+      napi_close_handle_scope(r->env, scope);
+      now = uv_hrtime();
+      r->last_ns = now;
+      r->spin_batches++;
+      if (stop) break;
+    } else {
+      // EAGAIN: nothing yet; another error (n == 0 does not happen with vlen > 0) is the
+      // event path's to show: the loop polls the fd again
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) break;
+      r->spin_empty++;
+      // Let a thread waiting for this CPU run first: the peer, when both ends share a CPU (two
+      // pollers on a loaded 2-vCPU machine often do), has the answer to produce — pure polling
+      // made every leg wait for the other side's budget to run out. With nothing else runnable
+      // here sched_yield returns at once. Time given away counts as time the CPU was lost:
+      // a short turn (the peer's batch) keeps polling, a long one (another program's time
+      // slice) ends it below.
+      if (r->spin_yield) sched_yield();
+      now = uv_hrtime();
+      if (now - prev >= SPIN_PREEMPT_NS) { preempted = 1; r->spin_preempted++; r->quiet_until = now + r->backoff_ns; break; }
+    }
+    prev = now;
+    if ((int64_t)(now - r->last_ns) >= (int64_t)r->spin_ns || (int64_t)(now - end) >= 0) break;
+  }
+  if (!r->stopped && !preempted && r->spin_ns > 0 && (int64_t)(now - r->last_ns) < (int64_t)r->spin_ns) uv_idle_start(&r->idle, on_idle);
+  else uv_idle_stop(&r->idle);
+}
+
+static void on_idle(uv_idle_t *h) {
+  rx_t *r = (rx_t *)h->data;
+  if (r->stopped || r->spin_ns == 0) { uv_idle_stop(h); return; }
+  rx_spin(r);
+}
+
 static void on_readable(uv_poll_t *h, int status, int events) {
   rx_t *r = (rx_t *)h->data;
   (void)events;
   if (r->stopped) return;
+  if (r->spin_ns > 0 && status == 0) {
+    if ((int64_t)(uv_hrtime() - r->quiet_until) >= 0) { rx_spin(r); return; }
+    r->spin_skipped++; // backing off: this event takes the event path below
+  }
   napi_env env = r->env;
   napi_handle_scope scope;
   if (napi_open_handle_scope(env, &scope) != napi_ok) return;
   for (int round = 0; round < MAX_ROUNDS && !r->stopped && status == 0; round++) {
-    for (int i = 0; i < r->slots; i++) {
-      memset(&r->msgs[i].msg_hdr, 0, sizeof r->msgs[i].msg_hdr);
-      r->iov[i].iov_base = r->buf + (size_t)i * r->slotSize;
-      r->iov[i].iov_len = r->slotSize;
-      r->msgs[i].msg_hdr.msg_iov = &r->iov[i];
-      r->msgs[i].msg_hdr.msg_iovlen = 1;
-      r->msgs[i].msg_hdr.msg_name = &r->from[i];
-      r->msgs[i].msg_hdr.msg_namelen = sizeof r->from[i];
-      r->msgs[i].msg_hdr.msg_control = r->ctrl + (size_t)i * CTRL_SZ;
-      r->msgs[i].msg_hdr.msg_controllen = CTRL_SZ;
-      r->msgs[i].msg_len = 0;
-    }
+    rx_prepare(r);
     int n = recvmmsg(r->fd, r->msgs, (unsigned)r->slots, MSG_DONTWAIT, NULL);
     if (n <= 0) break; // EAGAIN (nothing more) or an error the next event will show again
-    for (int i = 0; i < n; i++) {
-      int32_t *m = r->meta + 4 * i;
-      struct msghdr *mh = &r->msgs[i].msg_hdr;
-      m[0] = (mh->msg_flags & MSG_TRUNC) ? -1 : (int32_t)r->msgs[i].msg_len;
-      m[1] = (int32_t)ntohl(r->from[i].sin_addr.s_addr);
-      m[2] = ntohs(r->from[i].sin_port);
-      m[3] = 0;
-      for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
-          int seg = 0;
-          memcpy(&seg, CMSG_DATA(c), sizeof seg);
-          m[3] = seg;
-        }
-      }
-      if (r->vout) rx_icrc(r, i);
-    }
-    napi_value cb, recv, arg, result;
-    if (napi_get_reference_value(env, r->cb, &cb) != napi_ok || napi_get_reference_value(env, r->self, &recv) != napi_ok) break;
-    napi_create_int32(env, n, &arg);
-    if (r->turn) { r->turn[0] = 1; r->turn[1] = 0; }
-    // make_callback: after the call Node runs the nextTick and microtask queues, as it does
-    // after dgram's 'message' (the engine's transmit batches are flushed there).
-    napi_status st = napi_make_callback(env, r->actx, recv, cb, 1, &arg, &result);
-    int failed = st == napi_pending_exception;
-    if (failed) {
-      napi_value ex;
-      napi_get_and_clear_last_exception(env, &ex);
-      napi_fatal_exception(env, ex);
-    }
-    // after(): once the batch's microtasks have run (the application has reacted to its
-    // completions), the engine sends what they posted — the answer and the batch's ACKs — in
-    // this same callback, instead of one event-loop phase later (setImmediate: back into the
-    // loop, the check phase, Node's immediate queue: a few µs per leg).
-    // Called after a failed cb too: the engine ends its receive turn there. With the shared
-    // cells only when the engine deferred a flush in this turn: an answer the batch's own
-    // callback wrote was sent at the batch's end (one JavaScript call per batch instead of
-    // two); a write from a microtask, or the ACK of a batch nothing answered yet, still flags
-    // one. The turn ends here, before after(): a flush asked for later (in after()'s own
-    // microtasks, a timer, another socket) takes the ordinary path and never waits for a call
-    // that does not come.
-    int want = 1;
-    if (r->turn) { want = r->turn[1] != 0; r->turn[0] = 0; r->turn[1] = 0; }
-    if (r->after && !r->stopped && want) {
-      napi_value af;
-      if (napi_get_reference_value(env, r->after, &af) == napi_ok
-          && napi_make_callback(env, r->actx, recv, af, 0, NULL, &result) == napi_pending_exception) {
-        napi_value ex;
-        napi_get_and_clear_last_exception(env, &ex);
-        napi_fatal_exception(env, ex);
-        failed = 1;
-      }
-    }
-    if (failed || n < r->slots) break;
+    if (rx_deliver(r, n) || n < r->slots) break;
   }
   napi_close_handle_scope(env, scope);
 }
@@ -582,6 +705,12 @@ static napi_value RecvStart(napi_env env, napi_callback_info info) {
     return num(env, -EINVAL);
   }
   r->poll.data = r;
+  // busy polling's idle handle (stopped until a budget is set and a slice ends inside it);
+  // unref'd: only the poll handle decides whether the loop keeps the process alive
+  uv_idle_init(loop, &r->idle);
+  r->idle.data = r;
+  uv_unref((uv_handle_t *)&r->idle);
+  r->handles = 2;
   uv_poll_start(&r->poll, UV_READABLE, on_readable);
   return self;
 }
@@ -597,11 +726,70 @@ static napi_value RecvStop(napi_env env, napi_callback_info info) {
   if (napi_remove_wrap(env, argv[0], (void **)&r) != napi_ok || !r) return num(env, -EINVAL);
   r->stopped = 1;
   uv_poll_stop(&r->poll);
+  uv_idle_stop(&r->idle);
   // the fd goes now (libuv no longer polls it), so the address can be bound again at once
   close(r->fd);
   r->fd = -1;
   uv_close((uv_handle_t *)&r->poll, on_closed);
+  uv_close((uv_handle_t *)&r->idle, on_closed);
   return num(env, 0);
+}
+
+// recvBusyPoll(handle, us[, yield[, backoffMs]]) -> the budget now in force (µs, clamped to
+//   0 … SPIN_MAX_US) or -EINVAL. 0 (the default) turns busy polling off: the loop is
+//   event-driven, as before. yield (default true): sched_yield(2) after each empty poll.
+//   backoffMs (default SPIN_BACKOFF_NS, at most 10 s): event-driven for that long after a slice
+//   that lost its CPU.
+static napi_value RecvBusyPoll(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  rx_t *r = NULL;
+  double us = 0, backoffMs = SPIN_BACKOFF_NS / 1e6;
+  bool yield = true;
+  if (argc >= 3) napi_get_value_bool(env, argv[2], &yield);
+  if (argc >= 4 && (napi_get_value_double(env, argv[3], &backoffMs) != napi_ok || !(backoffMs >= 0))) return num(env, -EINVAL);
+  if (backoffMs > 10000) backoffMs = 10000;
+  if (argc < 2 || napi_unwrap(env, argv[0], (void **)&r) != napi_ok || !r || r->stopped ||
+      napi_get_value_double(env, argv[1], &us) != napi_ok || !(us >= 0)) return num(env, -EINVAL);
+  if (us > SPIN_MAX_US) us = SPIN_MAX_US;
+  r->spin_ns = (uint64_t)us * 1000u;
+  r->spin_yield = yield;
+  r->backoff_ns = (uint64_t)(backoffMs * 1e6);
+  r->quiet_until = 0;
+  if (r->spin_ns == 0) uv_idle_stop(&r->idle);
+  return num(env, (double)(r->spin_ns / 1000u));
+}
+
+// recvSpinStats(handle) -> [slices, batches, empty polls, slices ended by preemption, readable
+//   events taken by the event path while backing off] of the busy polling so far (all 0 while
+//   it is off), or -EINVAL.
+static napi_value RecvSpinStats(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], out;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  rx_t *r = NULL;
+  if (argc < 1 || napi_unwrap(env, argv[0], (void **)&r) != napi_ok || !r) return num(env, -EINVAL);
+  const double v[5] = { r->spin_slices, r->spin_batches, r->spin_empty, r->spin_preempted, r->spin_skipped };
+  napi_create_array_with_length(env, 5, &out);
+  for (uint32_t i = 0; i < 5; i++) napi_set_element(env, out, i, num(env, v[i]));
+  return out;
+}
+
+// recvSpin(handle): something was just sent outside a receive batch (a request from a timer,
+// the first of a test): with a budget, poll for the answer instead of sleeping until it comes
+// (from the loop's next pass; the budget counts from now). Without one: nothing.
+static napi_value RecvSpin(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  rx_t *r = NULL;
+  if (argc < 1 || napi_unwrap(env, argv[0], (void **)&r) != napi_ok || !r) return num(env, -EINVAL);
+  if (r->stopped || r->spin_ns == 0) return num(env, 0);
+  r->last_ns = uv_hrtime();
+  if ((int64_t)(r->last_ns - r->quiet_until) < 0) return num(env, 0); // backing off
+  uv_idle_start(&r->idle, on_idle);
+  return num(env, 1);
 }
 
 // recvRef(handle, ref): keep the event loop alive while open (default) or not.
@@ -629,6 +817,9 @@ static napi_value Init(napi_env env, napi_value exports) {
     { "recvStop", NULL, RecvStop, NULL, NULL, NULL, napi_default, NULL },
     { "rcvbufOf", NULL, RcvbufOf, NULL, NULL, NULL, napi_default, NULL },
     { "recvRef", NULL, RecvRef, NULL, NULL, NULL, napi_default, NULL },
+    { "recvBusyPoll", NULL, RecvBusyPoll, NULL, NULL, NULL, napi_default, NULL },
+    { "recvSpin", NULL, RecvSpin, NULL, NULL, NULL, napi_default, NULL },
+    { "recvSpinStats", NULL, RecvSpinStats, NULL, NULL, NULL, napi_default, NULL },
     { "icrcInit", NULL, IcrcInit, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof d / sizeof d[0], d);

@@ -10,7 +10,7 @@ import {
   type AsyncEvent, type Cq, type Device, type DeviceAttr, type GidEntry, type GidType, type Mr, type Mtu, type Pd, type PortAttr, type Qp, type QpInitAttr, type QpStats, type Sge,
 } from '../types.js';
 import { CompletionQueue } from '../cq.js';
-import { UroceEngine, type EngineStats } from './engine.js';
+import { UroceEngine, type BusyPollStats, type EngineStats } from './engine.js';
 import { UroceQp, type QpTuning } from './qp.js';
 import type { FaultConfig } from './faults.js';
 import { exactAddr } from './views.js';
@@ -48,6 +48,15 @@ export interface UroceOptions {
    * IBV_EVENT_PORT_ERR, and PORT_ACTIVE when it is back, as rxe reports its netdev going down/up.
    */
   watchMs?: number;
+  /**
+   * Busy polling (µs; 0 = off, the default): after a receive batch, and after a send outside
+   * one, the receive loop polls its socket for this long since the last packet instead of
+   * sleeping until the next wakes it — perftest's default CQ polling, SO_BUSY_POLL's trade:
+   * a core's CPU for the wake-up of every leg. Also UROCE_BUSY_POLL=<µs>; `dev.engine.busyPollUs`
+   * switches it at run time (and reads what is in force: 0 where the helper cannot poll,
+   * `dev.engine.busyPollNote` says why).
+   */
+  busyPollUs?: number;
 }
 
 /** Is `address` configured on a network device (what port 1 of a uroce device stands on)? */
@@ -177,6 +186,7 @@ export class UroceDevice extends EventEmitter implements Device {
     const engine = await UroceEngine.open(o.address, {
       ...(o.rcvbuf ? { rcvbuf: o.rcvbuf } : {}), ...(o.faults ? { faults: o.faults } : {}),
       ...(o.gso !== undefined ? { gso: o.gso } : {}), ...(o.gro !== undefined ? { gro: o.gro } : {}),
+      ...(o.busyPollUs !== undefined ? { busyPollUs: o.busyPollUs } : {}),
     });
     return new UroceDevice(engine, o);
   }
@@ -286,10 +296,11 @@ export class UroceDevice extends EventEmitter implements Device {
   // ---- statistics ----
 
   /** Engine counters and every QP's counters. */
-  stats(): { engine: Readonly<EngineStats>; qps: Record<number, Readonly<QpStats>> } {
+  stats(): { engine: Readonly<EngineStats>; qps: Record<number, Readonly<QpStats>>; busyPoll?: BusyPollStats } {
     const qps: Record<number, QpStats> = {};
     for (const [n, q] of this.qps) qps[n] = { ...q.stats };
-    return { engine: { ...this.engine.stats }, qps };
+    const bp = this.engine.busyPollStats();
+    return { engine: { ...this.engine.stats }, qps, ...(bp && bp.slices > 0 ? { busyPoll: bp } : {}) };
   }
 
   get address(): string { return this.engine.address; }

@@ -25,6 +25,16 @@ import { IcrcChecker, type IcrcVerdict, type NetHeader } from './icrc.js';
 import { FaultInjector, type FaultConfig } from './faults.js';
 import { openSocket, openFd, errnoName, sockHelperError, loadSockHelper, helperIcrc, type SockHelper, type RxHandle } from './sockets.js';
 import { ViewCache } from './views.js';
+import { VerbsError } from '../types.js';
+
+/** Busy polling's counters (UroceEngine.busyPollStats). */
+export interface BusyPollStats {
+  budgetUs: number; slices: number; batches: number; emptyPolls: number;
+  /** Slices ended because the thread lost its CPU (each starts a 5 ms back-off). */
+  preempted: number;
+  /** Readable events the event path took during a back-off. */
+  backedOff: number;
+}
 
 export interface EngineStats {
   rxPackets: number;
@@ -183,6 +193,25 @@ const RX_PREFIXES = 1024;
 
 function ipNum(ip: string): number { return u32(parseIpv4(ip), 0); }
 
+/** UROCE_BUSY_POLL=<µs>: the busy polling budget of engines opened without one (0 or unset: off). */
+function envBusyPoll(): number {
+  const v = process.env.UROCE_BUSY_POLL;
+  return v === undefined || v.trim() === '' ? 0 : Number(v);
+}
+
+/** Busy polling yields the CPU after each empty poll (round 16); UROCE_BUSY_POLL_YIELD=0: pure
+ *  polling (A/B). */
+const SPIN_YIELD = process.env.UROCE_BUSY_POLL_YIELD !== '0';
+/** UROCE_BUSY_POLL_BACKOFF_MS: how long polling stays off after a slice lost its CPU (A/B;
+ *  default the helper's 5 ms, 0: never off). */
+const SPIN_BACKOFF_MS = process.env.UROCE_BUSY_POLL_BACKOFF_MS ? Number(process.env.UROCE_BUSY_POLL_BACKOFF_MS) : undefined;
+
+/** A busy polling budget as given (µs), or a VerbsError that says what one is. */
+function checkBusyPoll(us: number): number {
+  if (!Number.isFinite(us) || us < 0) throw new VerbsError('EINVAL', `uroce: busy poll budget ${us}: a number of µs >= 0 (0 = off; UROCE_BUSY_POLL=<µs>)`);
+  return us;
+}
+
 
 export class UroceEngine {
   readonly stats: EngineStats = emptyEngineStats();
@@ -256,6 +285,12 @@ export class UroceEngine {
   private readonly deferred = new BatchQueue();
   private nAcks = 0;
   private readonly ipTexts = new Map<number, string>();
+  /** Busy polling budget in force (µs, 0 = off; see busyPollUs). */
+  private spinUs = 0;
+  /** Why busy polling was asked for and is not on ('' when it is, or was not asked for). */
+  busyPollNote = '';
+  /** busyPollStats() as it was when the engine closed. */
+  private spinFinal: BusyPollStats | undefined;
 
   private constructor(readonly address: string, gso: boolean | undefined) {
     this.checker = new IcrcChecker(address);
@@ -267,7 +302,8 @@ export class UroceEngine {
     this.gso = process.env.UROCE_NO_GSO === '1' ? false : gso ?? process.env.UROCE_GSO === '1';
   }
 
-  static async open(address: string, o: { rcvbuf?: number; faults?: FaultConfig; gso?: boolean; gro?: boolean } = {}): Promise<UroceEngine> {
+  static async open(address: string, o: { rcvbuf?: number; faults?: FaultConfig; gso?: boolean; gro?: boolean; busyPollUs?: number } = {}): Promise<UroceEngine> {
+    const busyPollUs = checkBusyPoll(o.busyPollUs ?? envBusyPoll());
     const e = new UroceEngine(address, o.gso);
     const sopts = { address, port: ROCE_V2_PORT, rcvbuf: o.rcvbuf ?? 4 << 20, sndbuf: 1 << 20 };
     const h = e.helper;
@@ -307,7 +343,42 @@ export class UroceEngine {
       s.sock.on('error', () => { e.stats.txErrors++; });
     }
     if (o.faults) e.faults = new FaultInjector(o.faults);
+    if (busyPollUs > 0) e.busyPollUs = busyPollUs;
     return e;
+  }
+
+  /**
+   * Busy polling (round 16; opt-in, like perftest's default CQ polling or SO_BUSY_POLL): after a
+   * receive batch, and after a send outside one, the native receive loop polls the socket for
+   * this many µs since the last packet instead of sleeping until the next one wakes it — the
+   * epoll wake-up of each leg of a round trip traded for a core that polls. 0 = off (the
+   * default: event-driven). Settable at run time; a build without the helper's receive loop (or
+   * one older than round 16) keeps 0 and says why in busyPollNote.
+   */
+  get busyPollUs(): number { return this.spinUs; }
+  set busyPollUs(us: number) {
+    checkBusyPoll(us);
+    const h = this.helper, rx = this.rx;
+    this.busyPollNote = '';
+    if (!h || !rx || this.closed || typeof h.recvBusyPoll !== 'function') {
+      this.spinUs = 0;
+      if (us > 0) this.busyPollNote = `uroce: busy polling needs the socket helper's receive loop (${!h ? sockHelperError() || 'UROCE_NO_BATCH=1' : !rx ? 'not in use' : this.closed ? 'engine closed' : 'helper built before round 16: rebuild native/uroce'})`;
+      return;
+    }
+    const r = SPIN_BACKOFF_MS === undefined ? h.recvBusyPoll(rx, Math.round(us), SPIN_YIELD) : h.recvBusyPoll(rx, Math.round(us), SPIN_YIELD, SPIN_BACKOFF_MS);
+    this.spinUs = r > 0 ? r : 0;
+  }
+
+  /** What busy polling did so far (undefined: the helper cannot poll): polling slices, the
+   *  receive batches they delivered, polls that found nothing, slices ended because another
+   *  thread took the CPU, readable events left to the event path while backing off after one
+   *  (uroce_sock.c rx_spin). */
+  busyPollStats(): BusyPollStats | undefined {
+    const h = this.helper, rx = this.rx;
+    if (!rx) return this.spinFinal;
+    const v = h && typeof h.recvSpinStats === 'function' ? h.recvSpinStats(rx) : undefined;
+    if (!Array.isArray(v)) return undefined;
+    return { budgetUs: this.spinUs, slices: v[0] ?? 0, batches: v[1] ?? 0, emptyPolls: v[2] ?? 0, preempted: v[3] ?? 0, backedOff: v[4] ?? 0 };
   }
 
   /** Whether the receive path is the native batched one, and whether it gets GRO datagrams. */
@@ -529,6 +600,9 @@ export class UroceEngine {
       for (let i = 0; i < this.nPorts; i++) ports[i] = undefined;
       this.nPorts = 0;
     }
+    // busy polling: a send outside a receive batch's call and turn (a request from a timer, the
+    // first of a test) starts the poll for its answer; in a batch the loop polls anyway
+    if (this.spinUs !== 0 && !this.inCall && this.turn?.[0] !== 1) this.helper!.recvSpin!(this.rx!);
   }
 
   /** Send what a port has staged (also before its socket is closed). */
@@ -855,6 +929,8 @@ export class UroceEngine {
     if (this.closed) return;
     this.closed = true;
     this.rxTurn = false;
+    if (this.rx) this.spinFinal = this.busyPollStats(); // what stats() shows after the close
+    this.spinUs = 0;
     if (this.heldTimer) clearTimeout(this.heldTimer);
     this.taps = [];
     if (this.rx) { this.helper!.recvStop(this.rx); this.rx = undefined; }

@@ -67,6 +67,19 @@ export interface SockHelper {
   recvStop(h: RxHandle): number;
   /** Whether the loop keeps the process alive (default yes). */
   recvRef(h: RxHandle, ref: boolean): number;
+  /**
+   * Busy polling (round 16, opt-in): after a batch the loop keeps polling recvmmsg for `us` µs
+   * since the last packet instead of sleeping in epoll_wait, in slices of at most 0.5 ms between
+   * which the event loop runs (timers, other sockets). 0 = off (the default). Returns the
+   * budget in force (clamped to 10 s) or -errno; undefined in a helper built before it.
+   */
+  recvBusyPoll?(h: RxHandle, us: number, yieldCpu?: boolean, backoffMs?: number): number;
+  /** Something was sent outside a receive batch: with a budget, poll for the answer from the
+   *  loop's next pass (1), else nothing (0). */
+  recvSpin?(h: RxHandle): number;
+  /** [slices, batches, empty polls, slices ended by preemption, events left to the event path
+   *  while backing off] of the busy polling so far. */
+  recvSpinStats?(h: RxHandle): number[] | number;
   /** SO_RCVBUF of fd (bytes) or -errno. */
   rcvbufOf(fd: number): number;
   boundPort(fd: number): number;
