@@ -10,8 +10,8 @@
 
 import { EventEmitter } from 'node:events';
 import {
-  Access, QpState, WrOpcode, SendFlags, WcStatus, WcOpcode, wcStatusStr,
-  type Cq, type Mr, type Mtu, type Pd, type Qp, type RecvWr, type SendWr, type Sge, type WorkCompletion,
+  Access, QpState, WrOpcode, SendFlags, WcStatus, WcOpcode, addrPlus, exactAddr, wcStatusStr,
+  type Cq, type Mr, type Mtu, type Pd, type Qp, type RecvWr, type SendWr, type Sge, type VerbsAddr, type WorkCompletion,
 } from '../verbs/index.js';
 import { emptyWc } from '../verbs/cq.js';
 
@@ -53,7 +53,7 @@ export class LinkDownError extends Error {
 export type SendDone = (err: Error | undefined) => void;
 
 /** An RDMA WRITE to post just before a message (see sendWithWrites). */
-export interface PendingWrite { mr: Mr; off: number; len: number; remoteAddr: bigint; rkey: number }
+export interface PendingWrite { mr: Mr; off: number; len: number; remoteAddr: VerbsAddr; rkey: number }
 
 /** RDMA WRITEs one message may carry (a CDC's data split at the ring's wrap: 2). */
 export const MAX_WRITES_PER_MSG = 4;
@@ -100,7 +100,11 @@ export class WrLink extends EventEmitter {
    *  copies what it needs at post (ibv_post_send semantics), so the objects can be reused. */
   private readonly sendWrs: Array<SendWr & { sgList: Sge[] }> = [];
   /** RDMA WRITE WRs of one message, made once, filled per message (at most MAX_WRITES_PER_MSG). */
-  private readonly writeWrs: Array<SendWr & { sgList: Sge[]; rdma: { remoteAddr: bigint; rkey: number } }> = [];
+  private readonly writeWrs: Array<SendWr & { sgList: Sge[]; rdma: { remoteAddr: VerbsAddr; rkey: number } }> = [];
+  /** The MR of the last write and its address as a number (exactAddr): a WRITE's source address
+   *  is that plus the offset, a number where exact — no bigint per WRITE (round 18). */
+  private addrMr: Mr | undefined;
+  private addrMrNum = -1;
   /** chains[n]: the n writes and the SEND posted as one chain (the SEND element is set per message). */
   private readonly chains: SendWr[][] = [];
   private nextSendId = 0;
@@ -147,7 +151,7 @@ export class WrLink extends EventEmitter {
       this.sendWrs.push({ wrId: WRID_SEND, opcode: WrOpcode.SEND, sgList: [this.sendMr.sge(i * this.bufSize, this.bufSize)], sendFlags: SendFlags.SIGNALED | SendFlags.SOLICITED, rdma: undefined });
     }
     for (let i = 0; i < MAX_WRITES_PER_MSG; i++) {
-      this.writeWrs.push({ wrId: WRID_WRITE, opcode: WrOpcode.RDMA_WRITE, sgList: [{ addr: 0n, length: 0, lkey: 0 }], sendFlags: 0, rdma: { remoteAddr: 0n, rkey: 0 } });
+      this.writeWrs.push({ wrId: WRID_WRITE, opcode: WrOpcode.RDMA_WRITE, sgList: [{ addr: 0, length: 0, lkey: 0 }], sendFlags: 0, rdma: { remoteAddr: 0, rkey: 0 } });
     }
     // chains[n] (1 … MAX_WRITES_PER_MSG): n write WRs and a place for the SEND
     this.chains.push([]);
@@ -247,7 +251,9 @@ export class WrLink extends EventEmitter {
           if (w.off < 0 || w.len < 0 || w.off + w.len > w.mr.buffer.length) throw new RangeError(`RDMA WRITE of ${w.len} bytes at ${w.off} outside the ${w.mr.buffer.length}-byte buffer`);
           const wr = this.writeWrs[i]!;
           const sge = wr.sgList[0]!;
-          sge.addr = w.mr.addr + BigInt(w.off);
+          const mr = w.mr;
+          if (mr !== this.addrMr) { this.addrMr = mr; this.addrMrNum = exactAddr(mr.addr); }
+          sge.addr = addrPlus(mr.addr, this.addrMrNum, w.off);
           sge.length = w.len;
           sge.lkey = w.mr.lkey;
           wr.rdma.remoteAddr = w.remoteAddr;

@@ -8,7 +8,11 @@
 // asynchronously (events, promises, async iteration; never a busy loop).
 //
 // Conventions:
-//   * 24-bit PSNs/QPNs and 32-bit keys are plain numbers; virtual addresses are bigint.
+//   * 24-bit PSNs/QPNs and 32-bit keys are plain numbers; virtual addresses are bigint, and
+//     where a work request carries one (`Sge.addr`, `rdma.remoteAddr`) also a number when it is
+//     exact (a non-negative safe integer, below 2^53): `VerbsAddr`. An RDMA WRITE's addresses
+//     are computed per message (base + offset), and bigint arithmetic allocates per operation
+//     (docs/uroce.md round 18); providers take both forms.
 //   * `immData` is the 32-bit immediate as it travels on the wire (big-endian order), i.e. what
 //     libibverbs calls `be32toh(wc.imm_data)`.
 //   * GIDs are IPv6 text ('::ffff:10.55.0.1' for an IPv4-mapped RoCEv2 GID).
@@ -209,9 +213,40 @@ export interface PortAttr {
   netdev?: string;
 }
 
+/**
+ * A virtual address in a work request: a bigint, or a number where that is exact (a
+ * non-negative safe integer: 0 … 2^53 - 1). A number that is not one is an invalid address
+ * (uroce: EINVAL for a remote address, LOC_PROT_ERR for an SGE; ibverbs: TypeError at post).
+ * Addresses the verbs objects report (`Mr.addr`, `sge()`) stay bigints.
+ */
+export type VerbsAddr = bigint | number;
+
+/** `a` as a number when that is exact (0 … 2^53 - 1), else -1 (also for a number that is not
+ *  a valid address). Number() of a bigint allocates nothing. */
+export function exactAddr(a: VerbsAddr): number {
+  const n = typeof a === 'number' ? (Number.isSafeInteger(a) ? a : -1) : Number(a);
+  return n >= 0 && n <= Number.MAX_SAFE_INTEGER ? n : -1;
+}
+
+/** `base + off` for a work request: a number when exact (`baseNum` is exactAddr(base)), else
+ *  a bigint — the form a number cannot hold. */
+export function addrPlus(base: bigint, baseNum: number, off: number): VerbsAddr {
+  if (baseNum >= 0) {
+    const s = baseNum + off;
+    if (s <= Number.MAX_SAFE_INTEGER) return s;
+  }
+  return base + BigInt(off);
+}
+
+/** A valid address as a bigint (slow paths and the ibverbs boundary); undefined for a number
+ *  that is not a valid address. */
+export function addrBig(a: VerbsAddr): bigint | undefined {
+  return typeof a === 'bigint' ? a : exactAddr(a) >= 0 ? BigInt(a) : undefined;
+}
+
 export interface Sge {
   /** Virtual address inside a registered MR (mr.addr + offset). */
-  addr: bigint;
+  addr: VerbsAddr;
   length: number;
   lkey: number;
 }
@@ -225,7 +260,7 @@ export interface SendWr {
   /** SEND_WITH_IMM / RDMA_WRITE_WITH_IMM: 32-bit immediate (wire order). */
   immData?: number;
   /** RDMA WRITE: remote virtual address and rkey. */
-  rdma?: { remoteAddr: bigint; rkey: number };
+  rdma?: { remoteAddr: VerbsAddr; rkey: number };
   /** INLINE only, JavaScript extension: the payload itself instead of sgList (copied at post). */
   inlineData?: Uint8Array;
 }
@@ -356,8 +391,8 @@ export interface Mr {
   readonly access: number;
   /** The registered memory. */
   readonly buffer: Uint8Array;
-  /** SGE for buffer[offset, offset + length). */
-  sge(offset?: number, length?: number): Sge;
+  /** SGE for buffer[offset, offset + length) (its address a bigint, as `addr`). */
+  sge(offset?: number, length?: number): Sge & { addr: bigint };
   dereg(): void;
 }
 

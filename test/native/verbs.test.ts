@@ -105,7 +105,8 @@ test('argument validation in the provider: work requests and wrIds', (t) => {
     [{ wrId: 1, opcode: WrOpcode.SEND_WITH_IMM }, /immData must be a 32-bit number/],
     [{ wrId: 1, opcode: WrOpcode.SEND, inlineData: new Uint8Array(4) }, /inlineData needs SendFlags.INLINE/],
     [{ wrId: 1, opcode: WrOpcode.SEND, sendFlags: SendFlags.INLINE, inlineData: new Uint8Array(4), sgList: [] }, /not both/],
-    [{ wrId: 1, opcode: WrOpcode.SEND, sgList: [{ addr: 5 as unknown as bigint, length: 1, lkey: 1 }] }, /addr must be a non-negative bigint/],
+    // a number address is accepted where exact (VerbsAddr, docs/uroce.md round 18); not a fraction
+    [{ wrId: 1, opcode: WrOpcode.SEND, sgList: [{ addr: 5.5, length: 1, lkey: 1 }] }, /addr must be a non-negative bigint or safe integer/],
     [{ wrId: 1, opcode: WrOpcode.SEND, sendFlags: 0x100 }, /sendFlags 256/],
   ];
   for (const [wr, re] of bad) {

@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  Access, AsyncEventType as AsyncEvents, QpAttrMask, QpState, QpType, SendFlags, VerbsError, WcOpcode, WrOpcode, attrMaskOf, gidBytes, gidText, gidToIpv4, qpStateName,
+  Access, AsyncEventType as AsyncEvents, QpAttrMask, QpState, QpType, SendFlags, VerbsError, WcOpcode, WrOpcode, addrBig, attrMaskOf, gidBytes, gidText, gidToIpv4, qpStateName,
   type AhAttr, type AsyncEvent, type AsyncEventType, type Cq, type Device, type DeviceAttr, type GidEntry, type GidType,
   type Mr, type Mtu, type Pd, type PortAttr, type Qp, type QpAttr, type QpCap, type QpInitAttr, type QpStats,
   type RecvWr, type SendWr, type Sge, type WcStatus, type WorkCompletion, type WrId,
@@ -164,10 +164,12 @@ function checkSges(sg: readonly Sge[] | undefined, where: string): Array<Record<
   if (!Array.isArray(sg)) throw new TypeError(`${where}: sgList must be an array`);
   return sg.map((s, i) => {
     if (typeof s !== 'object' || s === null) throw new TypeError(`${where}: sgList[${i}] must be an object`);
-    if (typeof s.addr !== 'bigint' || s.addr < 0n) throw new TypeError(`${where}: sgList[${i}].addr must be a non-negative bigint`);
+    // the addon reads a uint64_t from a bigint: a number address (VerbsAddr) becomes one here
+    const addr = typeof s.addr === 'bigint' ? (s.addr >= 0n ? s.addr : undefined) : addrBig(s.addr);
+    if (addr === undefined) throw new TypeError(`${where}: sgList[${i}].addr must be a non-negative bigint or safe integer`);
     if (!Number.isInteger(s.length) || s.length < 0 || s.length > 0xffffffff) throw new TypeError(`${where}: sgList[${i}].length must be a 32-bit length`);
     if (!Number.isInteger(s.lkey) || s.lkey < 0 || s.lkey > 0xffffffff) throw new TypeError(`${where}: sgList[${i}].lkey must be a 32-bit key`);
-    return { addr: s.addr, length: s.length, lkey: s.lkey };
+    return { addr, length: s.length, lkey: s.lkey };
   });
 }
 
@@ -184,10 +186,12 @@ export function nativeSendWr(wr: SendWr, i = 0): Record<string, unknown> {
     o.immData = wr.immData;
   }
   if (wr.opcode === WrOpcode.RDMA_WRITE || wr.opcode === WrOpcode.RDMA_WRITE_WITH_IMM || wr.opcode === WrOpcode.RDMA_READ) {
-    if (!wr.rdma || typeof wr.rdma.remoteAddr !== 'bigint' || !Number.isInteger(wr.rdma.rkey) || wr.rdma.rkey < 0 || wr.rdma.rkey > 0xffffffff) {
-      throw new TypeError(`${where}: RDMA opcodes need rdma: { remoteAddr: bigint, rkey: 32-bit number }`);
+    const ra = wr.rdma?.remoteAddr;
+    const remoteAddr = typeof ra === 'bigint' ? ra : typeof ra === 'number' ? addrBig(ra) : undefined;
+    if (remoteAddr === undefined || !Number.isInteger(wr.rdma!.rkey) || wr.rdma!.rkey < 0 || wr.rdma!.rkey > 0xffffffff) {
+      throw new TypeError(`${where}: RDMA opcodes need rdma: { remoteAddr: bigint or safe integer, rkey: 32-bit number }`);
     }
-    o.rdma = { remoteAddr: wr.rdma.remoteAddr, rkey: wr.rdma.rkey };
+    o.rdma = { remoteAddr, rkey: wr.rdma!.rkey };
   }
   if (wr.inlineData !== undefined) {
     if (!(wr.inlineData instanceof Uint8Array)) throw new TypeError(`${where}: inlineData must be a Uint8Array`);
@@ -231,7 +235,7 @@ export class IbvMr implements Mr {
   private dead = false;
   constructor(readonly pd: IbvPd, readonly handle: number, readonly lkey: number, readonly rkey: number, readonly addr: bigint, readonly buffer: Uint8Array, readonly access: number) {}
   get length(): number { return this.buffer.length; }
-  sge(offset = 0, length = this.buffer.length - offset): Sge {
+  sge(offset = 0, length = this.buffer.length - offset): Sge & { addr: bigint } {
     if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0 || offset + length > this.buffer.length) {
       throw new RangeError(`sge(${offset}, ${length}) outside the ${this.buffer.length}-byte MR`);
     }

@@ -6,14 +6,13 @@ import { EventEmitter } from 'node:events';
 import { networkInterfaces } from 'node:os';
 import { readFileSync } from 'node:fs';
 import {
-  Access, PortState, VerbsError, AsyncEventType, gidFromIpv4, mtuFromBytes,
+  Access, PortState, VerbsError, AsyncEventType, gidFromIpv4, mtuFromBytes, exactAddr,
   type AsyncEvent, type Cq, type Device, type DeviceAttr, type GidEntry, type GidType, type Mr, type Mtu, type Pd, type PortAttr, type Qp, type QpInitAttr, type QpStats, type Sge,
 } from '../types.js';
 import { CompletionQueue } from '../cq.js';
 import { UroceEngine, type BusyPollStats, type EngineStats } from './engine.js';
 import { UroceQp, type QpTuning } from './qp.js';
 import type { FaultConfig } from './faults.js';
-import { exactAddr } from './views.js';
 
 export interface UroceOptions {
   /** Local IPv4 address to speak RoCEv2 on (UDP 4791 is bound there). */
@@ -100,7 +99,7 @@ export class UroceMr implements Mr {
   /** Not deregistered. */
   get live(): boolean { return !this.dead; }
   get length(): number { return this.buffer.length; }
-  sge(offset = 0, length = this.buffer.length - offset): Sge {
+  sge(offset = 0, length = this.buffer.length - offset): Sge & { addr: bigint } {
     if (offset < 0 || length < 0 || offset + length > this.buffer.length) throw new RangeError(`sge(${offset}, ${length}) outside the ${this.buffer.length}-byte MR`);
     return { addr: this.addr + BigInt(offset), length, lkey: this.lkey };
   }

@@ -14,7 +14,7 @@
 import { ROCE_V2_PORT } from '../../../dissectors/wire/ib.js';
 import {
   Access, AsyncEventType, Mtu, QpAttrMask, QpState, QpType, SendFlags, VerbsError, WcOpcode, WcStatus, WrOpcode,
-  ackTimeoutMs, attrMaskOf, gidText, gidToIpv4, mtuBytes, qpStateName,
+  ackTimeoutMs, addrBig, attrMaskOf, exactAddr, gidText, gidToIpv4, mtuBytes, qpStateName,
   type AhAttr, type Pd, type Qp, type QpAttr, type QpCap, type QpInitAttr, type QpStats, type RecvWr, type SendWr, type Sge, type WrId,
 } from '../types.js';
 import { checkTransition } from '../qpstate.js';
@@ -359,6 +359,9 @@ export class UroceQp implements Qp, EngineQp {
       const flags = wr.sendFlags ?? 0;
       const isWrite = op === WrOpcode.RDMA_WRITE || op === WrOpcode.RDMA_WRITE_WITH_IMM;
       if (isWrite && !wr.rdma) throw new VerbsError('EINVAL', 'post_send: RDMA WRITE without rdma.remoteAddr/rkey', i);
+      if (isWrite && typeof wr.rdma!.remoteAddr === 'number' && exactAddr(wr.rdma!.remoteAddr) < 0) {
+        throw new VerbsError('EINVAL', `post_send: rdma.remoteAddr ${wr.rdma!.remoteAddr} is not an address (a number must be a non-negative safe integer)`, i);
+      }
       if ((op === WrOpcode.SEND_WITH_IMM || op === WrOpcode.RDMA_WRITE_WITH_IMM) && wr.immData === undefined) throw new VerbsError('EINVAL', 'post_send: WITH_IMM without immData', i);
       const w = this.wqePool.take();
       let length: number;
@@ -385,7 +388,7 @@ export class UroceQp implements Qp, EngineQp {
       const npkts = err ? 0 : Math.max(1, Math.ceil(length / this.mtu));
       w.wrId = wr.wrId; w.opcode = op; w.signaled = this.sqSigAll || (flags & SendFlags.SIGNALED) !== 0;
       w.solicited = (flags & SendFlags.SOLICITED) !== 0; w.immData = wr.immData;
-      w.rkey = wr.rdma?.rkey ?? 0; w.remoteAddr = wr.rdma?.remoteAddr ?? 0n;
+      w.rkey = wr.rdma?.rkey ?? 0; w.remoteAddr = wr.rdma?.remoteAddr ?? 0;
       w.length = length; w.firstPsn = this.nextPsn; w.lastPsn = (this.nextPsn + Math.max(npkts, 1) - 1) & PSN_MASK;
       w.npkts = npkts; w.localErr = err;
       this.nextPsn = (this.nextPsn + npkts) & PSN_MASK;
@@ -401,9 +404,11 @@ export class UroceQp implements Qp, EngineQp {
     let o = 0;
     for (const s of sgl) {
       if (s.length === 0) continue;
-      const mr = this.dev.mrByLkey(s.lkey) ?? this.dev.mrByAddr(s.addr, s.length);
-      if (!mr || s.addr < mr.addr || s.addr + BigInt(s.length) > mr.addr + BigInt(mr.length)) return undefined;
-      const off = Number(s.addr - mr.addr);
+      const a = addrBig(s.addr);
+      if (a === undefined) return undefined;
+      const mr = this.dev.mrByLkey(s.lkey) ?? this.dev.mrByAddr(a, s.length);
+      if (!mr || a < mr.addr || a + BigInt(s.length) > mr.addr + BigInt(mr.length)) return undefined;
+      const off = Number(a - mr.addr);
       out.set(mr.buffer.subarray(off, off + s.length), o);
       o += s.length;
     }

@@ -13,11 +13,11 @@ import { performance } from 'node:perf_hooks';
 import { ibPadFor, rnrTimerMs, IB_OP, IB_EXT_SIZE, BTH_LEN, ICRC_LEN } from '../../../dissectors/wire/ib.js';
 import { put32 } from '../../../dissectors/wire/common.js';
 import { DEFAULT_PKEY, IMMDT_FIELDS, RethView, writeBth, writeReth } from '../../../dissectors/wire/views/ib.js';
-import { QpState, WrOpcode } from '../types.js';
+import { exactAddr, QpState, WrOpcode } from '../types.js';
 import { PSN_MASK, psnDiff, type SendWqe } from './wqe.js';
 import { requesterError } from './completer.js';
 import type { UroceQp } from './qp.js';
-import { copyBytes, exactAddr } from './views.js';
+import { copyBytes } from './views.js';
 
 /** A RETH whose VA is not exact as a number (at or above 2^53: never an MR of uroce's, but a
  *  verbs user may name one) is written through the view's bigint setter. */
@@ -105,10 +105,11 @@ function sendRequest(qp: UroceQp, w: SendWqe, k: number, psn: number, windowAck:
   writeBth(pkt, 0, requestOpcode(isWrite, imm, first, last), last && w.solicited && (!isWrite || imm), false, pad, 0,
     DEFAULT_PKEY, false, false, 0, qp.txDestQp, last || windowAck, 0, psn);
   if (withReth) {
-    // the VA as a number when exact (the view's 64-bit setter works in bigints: several per WRITE)
+    // the VA as a number when exact (the view's 64-bit setter works in bigints: several per WRITE);
+    // post_send let through only valid addresses, so the fallback is a bigint at or above 2^53
     const va = exactAddr(w.remoteAddr);
     writeReth(pkt, BTH_LEN, va >= 0 ? va : 0, w.rkey, w.length);
-    if (va < 0) txReth.reset(pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.RETH).va = w.remoteAddr;
+    if (va < 0) txReth.reset(pkt, BTH_LEN, BTH_LEN + IB_EXT_SIZE.RETH).va = BigInt(w.remoteAddr);
   }
   if (withImm) put32(pkt, hdr - IB_EXT_SIZE.ImmDt + IMMDT_FIELDS.immDt.at, w.immData! >>> 0);
   if (len) gatherInto(w, off, len, pkt, hdr);

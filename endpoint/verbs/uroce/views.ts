@@ -12,6 +12,8 @@
 //    hits. A holder of a view sees what the buffer holds, reused or not: the cache adds no
 //    lifetime rule that a fresh view did not have.
 
+import { addrBig, exactAddr, type VerbsAddr } from '../types.js';
+
 /** Runs up to this many bytes are copied by a loop. A microbenchmark alone favours set() of a
  *  new view above ~16 bytes (~45 ns against ~1.6 ns a byte), but in the rr A/B between two
  *  processes the loops used less CPU than copies through cached views (round 10): SMC-R's
@@ -98,15 +100,11 @@ export class ViewCache {
 // several per RDMA WRITE. uroce's MRs sit below 2^47, where a number is exact, so offsets and
 // RETH VAs are computed in numbers, and in bigints only when an address is not exact.
 
-/** `a` as a number when that is exact (0 … 2^53 - 1), else -1 (Number() of a bigint allocates nothing). */
-export function exactAddr(a: bigint): number {
-  const n = Number(a);
-  return n >= 0 && n <= Number.MAX_SAFE_INTEGER ? n : -1;
-}
-
 /** a - base as a number; `baseNum` is exactAddr(base). An offset far outside loses precision
  *  in the bigint fallback but stays outside (the callers check bounds). */
-export function addrOffset(a: bigint, base: bigint, baseNum: number): number {
+export function addrOffset(a: VerbsAddr, base: bigint, baseNum: number): number {
   const n = baseNum >= 0 ? exactAddr(a) : -1;
-  return n >= 0 ? n - baseNum : Number(a - base);
+  if (n >= 0) return n - baseNum;
+  const b = addrBig(a);
+  return b === undefined ? -1 : Number(b - base); // not an address: outside every MR
 }

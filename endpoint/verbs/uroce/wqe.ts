@@ -1,7 +1,7 @@
 // What the requester, responder and completer of a uroce QP share: 24-bit PSN arithmetic,
 // the work queue entries as the QP keeps them, and the NAK codes (AETH syndrome 011xxxxx).
 
-import type { Sge, WrId } from '../types.js';
+import type { Sge, VerbsAddr, WrId } from '../types.js';
 import type { UroceMr } from './device.js';
 
 export const PSN_MASK = 0xffffff;
@@ -27,7 +27,7 @@ export class SendWqe {
   solicited = false;
   immData: number | undefined = undefined;
   rkey = 0;
-  remoteAddr = 0n;
+  remoteAddr: VerbsAddr = 0;
   /** Gather list: nSegs runs segBuf[i][segOff[i] … segOff[i] + segLen[i]). */
   readonly segBuf: Uint8Array[] = [];
   readonly segOff: number[] = [];
@@ -96,4 +96,4 @@ export interface RecvWqe {
 }
 
 /** A one-SGE receive list resolved into its MR: valid while the SGE still names these and the MR is live. */
-export interface ResolvedRecv { addr: bigint; length: number; lkey: number; mr: UroceMr; segs: RecvSegs }
+export interface ResolvedRecv { addr: VerbsAddr; length: number; lkey: number; mr: UroceMr; segs: RecvSegs }
